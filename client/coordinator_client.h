@@ -1,0 +1,89 @@
+// C++ client of the shardd coordinator.
+//
+// Wraps the shard.v1 stub: every unary call gets a per-attempt deadline and
+// is retried on UNAVAILABLE with backoff (RetryPolicy); other errors return
+// at once with the coordinator's message. Thread-safe: one client may be used
+// from many threads; streams it opens hold a reference to its channel.
+#ifndef CLIENT_COORDINATOR_CLIENT_H_
+#define CLIENT_COORDINATOR_CLIENT_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/retry.h"
+#include "client/shard_stream.h"
+#include "shard/v1/shard.grpc.pb.h"
+
+namespace shard::client {
+
+struct ClientOptions {
+  // Coordinator address, "HOST:PORT".
+  std::string address;
+  // Deadline of one attempt of a unary call (JoinJob adds its wait).
+  absl::Duration rpc_timeout = absl::Seconds(30);
+  // Retries of UNAVAILABLE answers (coordinator down, starting or draining).
+  RetryPolicy retry;
+};
+
+// What a member learns by joining: its place in the job's current world.
+struct Membership {
+  std::string job_id;
+  std::string member_id;
+  uint32_t rank = 0;
+  uint32_t world_size = 0;
+  uint64_t generation = 0;
+  shard::v1::JobSpec spec;
+};
+
+class CoordinatorClient {
+ public:
+  // Creates a client for options.address. Connects lazily: an unreachable
+  // address shows up as UNAVAILABLE on the first call (after retries).
+  // INVALID_ARGUMENT for an empty address.
+  static absl::StatusOr<std::unique_ptr<CoordinatorClient>> Connect(
+      const ClientOptions& options);
+
+  absl::StatusOr<shard::v1::Job> CreateJob(const std::string& job_id,
+                                           const shard::v1::JobSpec& spec);
+  absl::StatusOr<shard::v1::Job> GetJob(const std::string& job_id);
+  absl::StatusOr<std::vector<shard::v1::Job>> ListJobs();
+
+  // Joins `job_id` as `member_id` and waits up to `wait` for the world to
+  // fill. With `spec`, creates the job if it does not exist. Returns
+  // DEADLINE_EXCEEDED if the world is still incomplete after `wait`.
+  absl::StatusOr<Membership> Join(const std::string& job_id,
+                                  const std::string& member_id,
+                                  const std::optional<shard::v1::JobSpec>& spec,
+                                  absl::Duration wait);
+
+  // Up to `limit` of `rank`'s indices of `epoch` from `offset`, without
+  // joining.
+  absl::StatusOr<shard::v1::PreviewShardResponse> Preview(
+      const std::string& job_id, uint32_t rank, uint64_t epoch, uint64_t offset,
+      uint32_t limit);
+
+  // Opens the member's shard of `epoch` from global `start_position` (a
+  // multiple of the world size) and starts prefetching. Errors surface from
+  // ShardStream::Next.
+  std::unique_ptr<ShardStream> OpenStream(const Membership& membership,
+                                          uint64_t epoch,
+                                          uint64_t start_position,
+                                          const StreamOptions& options = {});
+
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  CoordinatorClient(ClientOptions options,
+                    std::shared_ptr<shard::v1::Coordinator::Stub> stub);
+
+  ClientOptions options_;
+  std::shared_ptr<shard::v1::Coordinator::Stub> stub_;
+};
+
+}  // namespace shard::client
+
+#endif  // CLIENT_COORDINATOR_CLIENT_H_

@@ -1,0 +1,43 @@
+// Retrying calls that failed with UNAVAILABLE, with capped exponential
+// backoff and jitter, up to an overall deadline.
+#ifndef CLIENT_RETRY_H_
+#define CLIENT_RETRY_H_
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace shard::client {
+
+struct RetryPolicy {
+  // First pause after an UNAVAILABLE answer.
+  absl::Duration initial_backoff = absl::Milliseconds(100);
+  // Pauses double up to this.
+  absl::Duration max_backoff = absl::Seconds(5);
+  // No new attempt starts after this much time since the first one.
+  absl::Duration deadline = absl::Seconds(60);
+};
+
+// Runs `attempt` until it returns anything but UNAVAILABLE or the policy's
+// deadline passes; returns the last status. Sleeps between attempts (each
+// pause is a random 50..100% of the current backoff). Thread-safe.
+absl::Status RetryUnavailable(const RetryPolicy& policy,
+                              absl::FunctionRef<absl::Status()> attempt);
+
+// Exponential backoff state shared by RetryUnavailable and the stream
+// reconnect loop. Not thread-safe.
+class Backoff {
+ public:
+  explicit Backoff(const RetryPolicy& policy);
+  // The pause before the next attempt; grows the backoff for the one after.
+  absl::Duration Next();
+  void Reset();
+
+ private:
+  RetryPolicy policy_;
+  absl::Duration current_;
+};
+
+}  // namespace shard::client
+
+#endif  // CLIENT_RETRY_H_

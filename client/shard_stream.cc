@@ -1,0 +1,157 @@
+#include "client/shard_stream.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/grpc_status.h"
+
+namespace shard::client {
+
+ShardStream::ShardStream(std::shared_ptr<shard::v1::Coordinator::Stub> stub,
+                         shard::v1::StreamShardRequest request,
+                         uint32_t world_size, const StreamOptions& options,
+                         const RetryPolicy& retry)
+    : stub_(std::move(stub)),
+      request_(std::move(request)),
+      world_size_(world_size),
+      options_(options),
+      retry_(retry),
+      reader_([this] { ReadLoop(); }) {}
+
+ShardStream::~ShardStream() {
+  {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = true;
+    if (active_context_ != nullptr) active_context_->TryCancel();
+  }
+  reader_.join();
+}
+
+void ShardStream::ReadLoop() {
+  absl::Time give_up = absl::Now() + retry_.deadline;
+  Backoff backoff(retry_);
+  absl::Status status;
+  while (true) {
+    uint64_t received_before;
+    {
+      absl::MutexLock lock(&mu_);
+      received_before = received_;
+    }
+    status = ReadOnce();
+    if (!absl::IsUnavailable(status)) break;
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) break;
+    if (received_ > received_before) {
+      // Progress was made: the retry budget starts again.
+      backoff.Reset();
+      give_up = absl::Now() + retry_.deadline;
+    }
+    const absl::Duration pause = backoff.Next();
+    if (absl::Now() + pause > give_up) break;
+    auto cancelled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return cancelled_;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&cancelled), pause);
+    if (cancelled_) break;
+  }
+  absl::MutexLock lock(&mu_);
+  const uint64_t base_offset = request_.start_position() / world_size_;
+  const uint64_t expected =
+      shard_size_.value_or(0) > base_offset ? *shard_size_ - base_offset : 0;
+  if (status.ok() && received_ != expected) {
+    status = absl::DataLossError(absl::StrCat(
+        "StreamShard ended after ", received_, " of ", expected, " indices"));
+  }
+  error_ = status;
+  finished_ = true;
+}
+
+absl::Status ShardStream::ReadOnce() {
+  grpc::ClientContext context;
+  shard::v1::StreamShardRequest request = request_;
+  {
+    absl::MutexLock lock(&mu_);
+    if (cancelled_) return absl::CancelledError("stream closed");
+    const uint64_t base_offset = request_.start_position() / world_size_;
+    request.set_start_position((base_offset + received_) * world_size_);
+    request.set_max_chunk_indices(options_.chunk_indices);
+    active_context_ = &context;
+  }
+  std::unique_ptr<grpc::ClientReader<shard::v1::IndexChunk>> reader =
+      stub_->StreamShard(&context, request);
+  shard::v1::IndexChunk chunk;
+  const uint64_t base_offset = request_.start_position() / world_size_;
+  absl::Status status;
+  while (reader->Read(&chunk)) {
+    absl::MutexLock lock(&mu_);
+    if (chunk.rank_offset() != base_offset + received_) {
+      status = absl::DataLossError(absl::StrCat(
+          "StreamShard: chunk at rank offset ", chunk.rank_offset(),
+          " does not follow the ", received_, " indices already received"));
+      context.TryCancel();
+      break;
+    }
+    auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return cancelled_ || queued_indices_ < options_.prefetch_indices;
+    };
+    mu_.Await(absl::Condition(&has_room));
+    if (cancelled_) break;
+    shard_size_ = chunk.rank_shard_size();
+    if (chunk.indices_size() == 0) continue;
+    received_ += chunk.indices_size();
+    queued_indices_ += chunk.indices_size();
+    queue_.push_back(std::move(chunk));
+    chunk = shard::v1::IndexChunk();
+  }
+  grpc::Status finish = reader->Finish();
+  absl::MutexLock lock(&mu_);
+  active_context_ = nullptr;
+  if (!status.ok()) return status;
+  if (cancelled_) return absl::CancelledError("stream closed");
+  return FromGrpcStatus(finish, "StreamShard");
+}
+
+absl::StatusOr<size_t> ShardStream::Next(absl::Span<uint64_t> out) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return queued_indices_ > 0 || finished_;
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&ready), options_.stall_timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("StreamShard: no indices arrived for ",
+                     absl::FormatDuration(options_.stall_timeout)));
+  }
+  size_t copied = 0;
+  while (copied < out.size() && !queue_.empty()) {
+    const shard::v1::IndexChunk& front = queue_.front();
+    const size_t take = std::min<size_t>(out.size() - copied,
+                                         front.indices_size() - front_offset_);
+    std::memcpy(out.data() + copied, front.indices().data() + front_offset_,
+                take * sizeof(uint64_t));
+    copied += take;
+    front_offset_ += static_cast<int>(take);
+    queued_indices_ -= take;
+    if (front_offset_ == front.indices_size()) {
+      queue_.pop_front();
+      front_offset_ = 0;
+    }
+  }
+  consumed_ += copied;
+  if (copied == 0 && finished_ && !error_.ok()) return error_;
+  return copied;
+}
+
+std::optional<uint64_t> ShardStream::rank_shard_size() const {
+  absl::MutexLock lock(&mu_);
+  return shard_size_;
+}
+
+uint64_t ShardStream::position() const {
+  absl::MutexLock lock(&mu_);
+  return request_.start_position() + consumed_ * world_size_;
+}
+
+}  // namespace shard::client

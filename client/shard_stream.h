@@ -1,0 +1,93 @@
+// One rank's indices of one epoch, streamed from the coordinator with a
+// bounded prefetch window.
+//
+// A background thread reads chunks of the StreamShard RPC into a queue that
+// holds at most `prefetch_indices` indices (so memory does not grow with the
+// dataset size) and reconnects on UNAVAILABLE from the first index not yet
+// received, with backoff, until the retry deadline. Any other error ends the
+// stream and is returned by Next(). Thread-safety: Next() and the accessors
+// may be called from one consumer thread at a time; destruction cancels the
+// RPC and joins the reader thread.
+#ifndef CLIENT_SHARD_STREAM_H_
+#define CLIENT_SHARD_STREAM_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "client/retry.h"
+#include "grpcpp/client_context.h"
+#include "shard/v1/shard.grpc.pb.h"
+
+namespace shard::client {
+
+struct StreamOptions {
+  // Most indices buffered ahead of the consumer (8 bytes each).
+  size_t prefetch_indices = size_t{1} << 18;
+  // Indices per chunk asked of the coordinator; 0 = coordinator default.
+  uint32_t chunk_indices = 0;
+  // Next() gives up with DEADLINE_EXCEEDED if no data arrives for this long.
+  absl::Duration stall_timeout = absl::Minutes(10);
+};
+
+class ShardStream {
+ public:
+  // Starts streaming `request`; `world_size` converts received counts back
+  // to global positions when reconnecting.
+  ShardStream(std::shared_ptr<shard::v1::Coordinator::Stub> stub,
+              shard::v1::StreamShardRequest request, uint32_t world_size,
+              const StreamOptions& options, const RetryPolicy& retry);
+  ~ShardStream();
+  ShardStream(const ShardStream&) = delete;
+  ShardStream& operator=(const ShardStream&) = delete;
+
+  // Copies the next indices into `out` (up to out.size()) and returns how
+  // many; 0 only at the end of the shard. Blocks while the window is empty.
+  absl::StatusOr<size_t> Next(absl::Span<uint64_t> out)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Indices this rank has in the epoch, once the first chunk arrived.
+  std::optional<uint64_t> rank_shard_size() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Global position the next index belongs to, counted in whole rounds:
+  // start_position + W * (indices handed out by Next).
+  uint64_t position() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  void ReadLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs one StreamShard call from the first index not yet received; returns
+  // its final status.
+  absl::Status ReadOnce() ABSL_LOCKS_EXCLUDED(mu_);
+
+  const std::shared_ptr<shard::v1::Coordinator::Stub> stub_;
+  const shard::v1::StreamShardRequest request_;
+  const uint32_t world_size_;
+  const StreamOptions options_;
+  const RetryPolicy retry_;
+
+  mutable absl::Mutex mu_;
+  std::deque<shard::v1::IndexChunk> queue_ ABSL_GUARDED_BY(mu_);
+  size_t queued_indices_ ABSL_GUARDED_BY(mu_) = 0;
+  // Read position inside queue_.front().
+  int front_offset_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;  // Rank indices received.
+  uint64_t consumed_ ABSL_GUARDED_BY(mu_) = 0;  // Rank indices handed out.
+  std::optional<uint64_t> shard_size_ ABSL_GUARDED_BY(mu_);
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Reader thread is done.
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* active_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::thread reader_;
+};
+
+}  // namespace shard::client
+
+#endif  // CLIENT_SHARD_STREAM_H_

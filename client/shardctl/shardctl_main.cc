@@ -1,0 +1,97 @@
+// shardctl: command-line client of the shardd coordinator.
+//
+//   shardctl [--coordinator HOST:PORT] [--timeout 30s] [--retry-deadline 60s]
+//            COMMAND [command flags]
+//
+// Exit code 0 on success; 1 with a one-line error on stderr when the command
+// fails; 2 for a usage error.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "client/coordinator_client.h"
+#include "client/shardctl/cli_flags.h"
+#include "client/shardctl/commands.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: shardctl [--coordinator HOST:PORT] [--timeout 30s] "
+    "[--retry-deadline 60s] COMMAND [flags]\n"
+    "commands:\n"
+    "  create-job --job ID --size N --world-size W [--seed S]\n"
+    "             [--shuffle true|false] [--tail pad|drop|uneven]\n"
+    "             [--torch-randperm legacy|2.6]\n"
+    "  plan       --job ID --epoch E --rank R\n"
+    "  consume    --job ID --member M [--epochs K] [--wait 5m]\n"
+    "The coordinator defaults to $SHARD_COORDINATOR, else 127.0.0.1:7070.\n";
+
+int Fail(const std::string& message, int code) {
+  std::fprintf(stderr, "shardctl: %s\n", message.c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> global_args;
+  int i = 1;
+  while (i < argc && absl::StartsWith(argv[i], "--")) {
+    global_args.push_back(argv[i++]);
+    if (global_args.back().find('=') == std::string::npos && i < argc) {
+      global_args.push_back(argv[i++]);
+    }
+  }
+  if (i >= argc) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string command = argv[i];
+  const std::vector<std::string> command_args(argv + i + 1, argv + argc);
+  if (command == "help" || command == "--help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+
+  absl::StatusOr<shard::shardctl::CliFlags> global =
+      shard::shardctl::CliFlags::Parse(
+          global_args, {"coordinator", "timeout", "retry-deadline"});
+  if (!global.ok()) return Fail(std::string(global.status().message()), 2);
+  const char* env_address = std::getenv("SHARD_COORDINATOR");
+  shard::client::ClientOptions options;
+  options.address = global->String(
+      "coordinator", env_address != nullptr ? env_address : "127.0.0.1:7070");
+  absl::StatusOr<absl::Duration> timeout =
+      global->Duration("timeout", options.rpc_timeout);
+  absl::StatusOr<absl::Duration> retry_deadline =
+      global->Duration("retry-deadline", options.retry.deadline);
+  if (!timeout.ok()) return Fail(std::string(timeout.status().message()), 2);
+  if (!retry_deadline.ok()) {
+    return Fail(std::string(retry_deadline.status().message()), 2);
+  }
+  options.rpc_timeout = *timeout;
+  options.retry.deadline = *retry_deadline;
+
+  auto client = shard::client::CoordinatorClient::Connect(options);
+  if (!client.ok()) return Fail(std::string(client.status().message()), 2);
+
+  absl::Status status;
+  if (command == "create-job") {
+    status = shard::shardctl::CreateJob(**client, command_args);
+  } else if (command == "plan") {
+    status = shard::shardctl::Plan(**client, command_args);
+  } else if (command == "consume") {
+    status = shard::shardctl::Consume(**client, command_args);
+  } else {
+    std::fputs(kUsage, stderr);
+    return Fail("unknown command \"" + command + "\"", 2);
+  }
+  if (!status.ok()) {
+    return Fail(std::string(absl::StatusCodeToString(status.code())) + ": " +
+                    std::string(status.message()),
+                absl::IsInvalidArgument(status) ? 2 : 1);
+  }
+  return 0;
+}

@@ -1,0 +1,292 @@
+#include "server/coordinator_service.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "server/event_log.h"
+#include "server/plan/job_spec.h"
+
+namespace shard::server {
+namespace {
+
+using shard::state::v1::StateUpdate;
+
+constexpr uint32_t kDefaultPreviewLimit = 1024;
+constexpr uint32_t kMaxPreviewLimit = 1000000;
+
+bool SameSpec(const shard::v1::JobSpec& a, const shard::v1::JobSpec& b) {
+  return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
+}  // namespace
+
+shard::v1::Job JobView(const JobState& job) {
+  shard::v1::Job view;
+  view.set_job_id(job.job_id);
+  *view.mutable_spec() = job.spec;
+  view.set_generation(job.generation);
+  view.set_joined_members(static_cast<uint32_t>(job.members.size()));
+  view.set_samples_per_rank(plan::LayoutOf(job.spec).RankShardSize(0));
+  return view;
+}
+
+CoordinatorService::CoordinatorService(CoordinatorOptions options)
+    : options_(options) {}
+
+absl::Status CoordinatorService::CheckServing() const {
+  if (draining_) {
+    return absl::UnavailableError(
+        "coordinator is draining; retry against its replacement");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const JobState*> CoordinatorService::FindJob(
+    const std::string& job_id) const {
+  const JobState* job = state_.FindJob(job_id);
+  if (job == nullptr) {
+    return absl::NotFoundError(absl::StrCat("job \"", job_id,
+                                            "\" does not exist; create it "
+                                            "first or join with a spec"));
+  }
+  return job;
+}
+
+absl::StatusOr<const JobState*> CoordinatorService::CreateOrMatchJob(
+    const std::string& job_id, const shard::v1::JobSpec& spec,
+    absl::StatusCode conflict_code) {
+  if (const JobState* existing = state_.FindJob(job_id)) {
+    if (!SameSpec(existing->spec, spec)) {
+      return absl::Status(
+          conflict_code, absl::StrCat("job \"", job_id, "\" exists with spec {",
+                                      plan::DescribeJobSpec(existing->spec),
+                                      "}; the request asked for {",
+                                      plan::DescribeJobSpec(spec), "}"));
+    }
+    return existing;
+  }
+  StateUpdate update;
+  update.mutable_job_created()->set_job_id(job_id);
+  *update.mutable_job_created()->mutable_spec() = spec;
+  state_.Apply(update);
+  LogEvent(absl::StrCat("job created job=", job_id, " ",
+                        plan::DescribeJobSpec(spec)));
+  return state_.FindJob(job_id);
+}
+
+absl::StatusOr<shard::v1::Job> CoordinatorService::CreateJob(
+    const shard::v1::CreateJobRequest& request) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  absl::StatusOr<shard::v1::JobSpec> spec =
+      plan::NormalizeJobSpec(request.spec(), options_.max_order_bytes);
+  if (!spec.ok()) return spec.status();
+
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job = CreateOrMatchJob(
+      request.job_id(), *spec, absl::StatusCode::kAlreadyExists);
+  if (!job.ok()) return job.status();
+  return JobView(**job);
+}
+
+absl::StatusOr<shard::v1::Job> CoordinatorService::GetJob(
+    const shard::v1::GetJobRequest& request) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job = FindJob(request.job_id());
+  if (!job.ok()) return job.status();
+  return JobView(**job);
+}
+
+absl::StatusOr<shard::v1::ListJobsResponse> CoordinatorService::ListJobs(
+    const shard::v1::ListJobsRequest&) {
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  shard::v1::ListJobsResponse response;
+  for (const auto& [id, job] : state_.jobs()) {
+    *response.add_jobs() = JobView(job);
+  }
+  return response;
+}
+
+absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
+    const shard::v1::JoinJobRequest& request, absl::Time call_deadline) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  if (absl::Status s = plan::ValidateMemberId(request.member_id()); !s.ok()) {
+    return s;
+  }
+  std::optional<shard::v1::JobSpec> spec;
+  if (request.has_spec()) {
+    absl::StatusOr<shard::v1::JobSpec> normal =
+        plan::NormalizeJobSpec(request.spec(), options_.max_order_bytes);
+    if (!normal.ok()) return normal.status();
+    spec = *normal;
+  }
+  const absl::Duration wait = std::min(
+      absl::Milliseconds(request.wait_for_world_ms()), options_.max_join_wait);
+  const absl::Time deadline = std::min(absl::Now() + wait, call_deadline);
+  const std::string& job_id = request.job_id();
+  const std::string& member_id = request.member_id();
+
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job =
+      spec ? CreateOrMatchJob(job_id, *spec,
+                              absl::StatusCode::kFailedPrecondition)
+           : FindJob(job_id);
+  if (!job.ok()) return job.status();
+
+  std::optional<uint32_t> rank = (*job)->RankOf(member_id);
+  if (!rank) {
+    if ((*job)->world_formed()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job \"", job_id, "\" already has its ", (*job)->spec.world_size(),
+          " members; member \"", member_id, "\" is not one of them"));
+    }
+    rank = static_cast<uint32_t>((*job)->members.size());
+    StateUpdate update;
+    update.mutable_member_joined()->set_job_id(job_id);
+    update.mutable_member_joined()->set_member_id(member_id);
+    update.mutable_member_joined()->set_rank(*rank);
+    state_.Apply(update);
+    const JobState* joined = state_.FindJob(job_id);
+    LogEvent(absl::StrCat(
+        "member joined job=", job_id, " member=", member_id, " rank=", *rank,
+        " members=", joined->members.size(), "/", joined->spec.world_size(),
+        joined->world_formed()
+            ? absl::StrCat(" generation=", joined->generation, " formed")
+            : ""));
+  }
+
+  auto formed_or_draining = [this,
+                             &job_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const JobState* current = state_.FindJob(job_id);
+    return draining_ || current == nullptr || current->world_formed();
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&formed_or_draining), deadline);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> current = FindJob(job_id);
+  if (!current.ok()) return current.status();
+  const JobState& state = **current;
+  if (!state.world_formed() && request.wait_for_world_ms() > 0) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "job \"", job_id, "\" has ", state.members.size(), " of ",
+        state.spec.world_size(), " members after waiting; member \"", member_id,
+        "\" stays joined as rank ", *rank, ", join again to keep waiting"));
+  }
+  shard::v1::JoinJobResponse response;
+  response.set_rank(*rank);
+  response.set_world_size(state.spec.world_size());
+  response.set_generation(state.generation);
+  response.set_world_formed(state.world_formed());
+  *response.mutable_spec() = state.spec;
+  return response;
+}
+
+absl::StatusOr<ShardCursor> CoordinatorService::OpenShard(
+    const shard::v1::StreamShardRequest& request, absl::Time call_deadline) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
+  shard::v1::JobSpec spec;
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckServing(); !s.ok()) return s;
+    absl::StatusOr<const JobState*> job = FindJob(request.job_id());
+    if (!job.ok()) return job.status();
+    const JobState& state = **job;
+    if (!state.world_formed()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job \"", request.job_id(), "\" has ", state.members.size(), " of ",
+          state.spec.world_size(),
+          " members; join and wait for the world before streaming"));
+    }
+    if (request.generation() != state.generation) {
+      return absl::AbortedError(absl::StrCat(
+          "generation ", request.generation(), " of job \"", request.job_id(),
+          "\" is stale; the current generation is ", state.generation,
+          ": re-join"));
+    }
+    spec = state.spec;
+  }
+  const plan::ShardLayout layout = plan::LayoutOf(spec);
+  if (request.rank() >= spec.world_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", request.rank(),
+                     " is out of range for world size ", spec.world_size()));
+  }
+  if (request.start_position() % spec.world_size() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_position ", request.start_position(),
+        " must be a multiple of the world size ", spec.world_size()));
+  }
+  if (request.start_position() > layout.total()) {
+    return absl::OutOfRangeError(
+        absl::StrCat("start_position ", request.start_position(),
+                     " is past the end of epoch ", request.epoch(), " (",
+                     layout.total(), " positions)"));
+  }
+  absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> order =
+      orders_.Get(request.job_id(), spec, request.epoch(), call_deadline);
+  if (!order.ok()) return order.status();
+  uint32_t chunk =
+      request.max_chunk_indices() == 0
+          ? options_.default_chunk_indices
+          : std::min(request.max_chunk_indices(), options_.max_chunk_indices);
+  const uint64_t offset = std::min(request.start_position() / spec.world_size(),
+                                   layout.RankShardSize(request.rank()));
+  return ShardCursor(*std::move(order), layout, request.rank(), offset, chunk);
+}
+
+absl::StatusOr<shard::v1::PreviewShardResponse>
+CoordinatorService::PreviewShard(const shard::v1::PreviewShardRequest& request,
+                                 absl::Time call_deadline) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
+  if (request.limit() > kMaxPreviewLimit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "limit must be at most ", kMaxPreviewLimit, ", got ", request.limit()));
+  }
+  shard::v1::JobSpec spec;
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckServing(); !s.ok()) return s;
+    absl::StatusOr<const JobState*> job = FindJob(request.job_id());
+    if (!job.ok()) return job.status();
+    spec = (*job)->spec;
+  }
+  if (request.rank() >= spec.world_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", request.rank(),
+                     " is out of range for world size ", spec.world_size()));
+  }
+  const plan::ShardLayout layout = plan::LayoutOf(spec);
+  const uint64_t shard_size = layout.RankShardSize(request.rank());
+  if (request.offset() > shard_size) {
+    return absl::OutOfRangeError(
+        absl::StrCat("offset ", request.offset(), " is past the end of rank ",
+                     request.rank(), "'s shard (", shard_size, " indices)"));
+  }
+  absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> order =
+      orders_.Get(request.job_id(), spec, request.epoch(), call_deadline);
+  if (!order.ok()) return order.status();
+  const uint32_t limit =
+      request.limit() == 0 ? kDefaultPreviewLimit : request.limit();
+  ShardCursor cursor(*std::move(order), layout, request.rank(),
+                     request.offset(), limit);
+  shard::v1::IndexChunk chunk;
+  cursor.Next(&chunk);
+  shard::v1::PreviewShardResponse response;
+  response.mutable_indices()->Swap(chunk.mutable_indices());
+  response.set_rank_shard_size(shard_size);
+  return response;
+}
+
+void CoordinatorService::Drain() {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+}
+
+}  // namespace shard::server

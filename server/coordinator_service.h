@@ -1,0 +1,88 @@
+// The coordinator's request handling, independent of gRPC.
+//
+// Validates each request, turns accepted mutations into state updates,
+// applies them to CoordinatorState and answers with absl::Status codes as
+// documented in proto/shard/v1/shard.proto. Owns the locking: every method
+// is thread-safe. Join waits for the world with a deadline; Drain() makes
+// every call (including waiting joins) answer UNAVAILABLE.
+#ifndef SERVER_COORDINATOR_SERVICE_H_
+#define SERVER_COORDINATOR_SERVICE_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/coordinator_state.h"
+#include "server/epoch_order_cache.h"
+#include "server/shard_cursor.h"
+#include "shard/v1/shard.pb.h"
+
+namespace shard::server {
+
+struct CoordinatorOptions {
+  // Largest shuffled epoch order one job may hold in memory; CreateJob of a
+  // bigger job is refused. The cache may hold two per job (current + next).
+  uint64_t max_order_bytes = uint64_t{4} << 30;
+  // Indices per streamed chunk when the request does not say.
+  uint32_t default_chunk_indices = 16384;
+  // Upper clamp for a requested chunk size.
+  uint32_t max_chunk_indices = 65536;
+  // Upper clamp for JoinJob's wait_for_world_ms.
+  absl::Duration max_join_wait = absl::Minutes(30);
+};
+
+class CoordinatorService {
+ public:
+  explicit CoordinatorService(CoordinatorOptions options = {});
+
+  absl::StatusOr<shard::v1::Job> CreateJob(
+      const shard::v1::CreateJobRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<shard::v1::Job> GetJob(const shard::v1::GetJobRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<shard::v1::ListJobsResponse> ListJobs(
+      const shard::v1::ListJobsRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Blocks until the world formed, the wait ends, `call_deadline` passes or
+  // the service drains.
+  absl::StatusOr<shard::v1::JoinJobResponse> JoinJob(
+      const shard::v1::JoinJobRequest& request, absl::Time call_deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Validates a stream request and returns a cursor over the rank's shard.
+  // May compute the epoch order (bounded by `call_deadline`).
+  absl::StatusOr<ShardCursor> OpenShard(
+      const shard::v1::StreamShardRequest& request, absl::Time call_deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<shard::v1::PreviewShardResponse> PreviewShard(
+      const shard::v1::PreviewShardRequest& request, absl::Time call_deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // From now on every call answers UNAVAILABLE; waiting joins wake up.
+  void Drain() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  absl::Status CheckServing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Creates the job or checks that the stored spec equals `spec`.
+  // `conflict_code` is the error for a different stored spec.
+  absl::StatusOr<const JobState*> CreateOrMatchJob(
+      const std::string& job_id, const shard::v1::JobSpec& spec,
+      absl::StatusCode conflict_code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<const JobState*> FindJob(const std::string& job_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const CoordinatorOptions options_;
+  EpochOrderCache orders_;
+
+  mutable absl::Mutex mu_;
+  CoordinatorState state_ ABSL_GUARDED_BY(mu_);
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// The public view of a job.
+shard::v1::Job JobView(const JobState& job);
+
+}  // namespace shard::server
+
+#endif  // SERVER_COORDINATOR_SERVICE_H_

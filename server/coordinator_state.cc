@@ -1,0 +1,52 @@
+#include "server/coordinator_state.h"
+
+#include "absl/base/internal/raw_logging.h"
+
+namespace shard::server {
+
+std::optional<uint32_t> JobState::RankOf(absl::string_view member_id) const {
+  for (size_t rank = 0; rank < members.size(); ++rank) {
+    if (members[rank] == member_id) return static_cast<uint32_t>(rank);
+  }
+  return std::nullopt;
+}
+
+void CoordinatorState::Apply(const shard::state::v1::StateUpdate& update) {
+  switch (update.update_case()) {
+    case shard::state::v1::StateUpdate::kJobCreated:
+      ApplyJobCreated(update.job_created());
+      return;
+    case shard::state::v1::StateUpdate::kMemberJoined:
+      ApplyMemberJoined(update.member_joined());
+      return;
+    case shard::state::v1::StateUpdate::UPDATE_NOT_SET:
+      break;
+  }
+  ABSL_RAW_LOG(FATAL, "CoordinatorState::Apply: empty update");
+}
+
+const JobState* CoordinatorState::FindJob(absl::string_view job_id) const {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void CoordinatorState::ApplyJobCreated(
+    const shard::state::v1::JobCreated& update) {
+  auto [it, inserted] = jobs_.try_emplace(update.job_id());
+  ABSL_RAW_CHECK(inserted, "JobCreated for an existing job");
+  it->second.job_id = update.job_id();
+  it->second.spec = update.spec();
+}
+
+void CoordinatorState::ApplyMemberJoined(
+    const shard::state::v1::MemberJoined& update) {
+  auto it = jobs_.find(update.job_id());
+  ABSL_RAW_CHECK(it != jobs_.end(), "MemberJoined for an unknown job");
+  JobState& job = it->second;
+  ABSL_RAW_CHECK(update.rank() == job.members.size() && !job.world_formed(),
+                 "MemberJoined with a rank that is not the next free one");
+  job.members.push_back(update.member_id());
+  if (job.world_formed()) ++job.generation;
+}
+
+}  // namespace shard::server

@@ -1,0 +1,60 @@
+// The coordinator's state as data: jobs, their specs and members.
+//
+// Changes only through Apply(update). Apply never fails: the service
+// validates each update against this state before applying it, so replaying
+// the same updates always rebuilds the same state. No locks, I/O or RPC here;
+// the owner serialises access (not thread-safe on its own).
+#ifndef SERVER_COORDINATOR_STATE_H_
+#define SERVER_COORDINATOR_STATE_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "shard/state/v1/updates.pb.h"
+#include "shard/v1/shard.pb.h"
+
+namespace shard::server {
+
+struct JobState {
+  std::string job_id;
+  shard::v1::JobSpec spec;  // Normalised.
+  // 0 while the first world forms; advances each time a world forms.
+  uint64_t generation = 0;
+  // Member ids of the forming or formed world; the position is the rank.
+  std::vector<std::string> members;
+
+  bool world_formed() const { return members.size() == spec.world_size(); }
+  // Rank of `member_id` in the current world, if it joined.
+  std::optional<uint32_t> RankOf(absl::string_view member_id) const;
+};
+
+class CoordinatorState {
+ public:
+  // Applies a validated update. An update that does not fit the state
+  // (unknown job, duplicate job, wrong rank) is a programming error and
+  // aborts the process with a message.
+  void Apply(const shard::state::v1::StateUpdate& update);
+
+  // The job, or nullptr if unknown. The pointer stays valid until the next
+  // Apply.
+  const JobState* FindJob(absl::string_view job_id) const;
+
+  // All jobs by id.
+  const std::map<std::string, JobState, std::less<>>& jobs() const {
+    return jobs_;
+  }
+
+ private:
+  void ApplyJobCreated(const shard::state::v1::JobCreated& update);
+  void ApplyMemberJoined(const shard::state::v1::MemberJoined& update);
+
+  std::map<std::string, JobState, std::less<>> jobs_;
+};
+
+}  // namespace shard::server
+
+#endif  // SERVER_COORDINATOR_STATE_H_

@@ -1,0 +1,125 @@
+#include "server/epoch_order_cache.h"
+
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "server/plan/job_spec.h"
+
+namespace shard::server {
+
+EpochOrderCache::EpochOrderCache()
+    : prefetch_thread_([this] { PrefetchLoop(); }) {}
+
+EpochOrderCache::~EpochOrderCache() { Stop(); }
+
+void EpochOrderCache::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    prefetch_queue_.clear();
+  }
+  if (prefetch_thread_.joinable()) prefetch_thread_.join();
+}
+
+absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Get(
+    const std::string& job_id, const shard::v1::JobSpec& spec, uint64_t epoch,
+    absl::Time deadline) {
+  if (!spec.shuffle()) {
+    // The identity order holds no memory: nothing to share or prepare.
+    return std::make_shared<const plan::EpochOrder>(
+        plan::EpochOrder::Identity(spec.dataset_size()));
+  }
+  const Key key(job_id, epoch);
+  std::shared_ptr<Slot> slot;
+  bool compute_here = false;
+  {
+    absl::MutexLock lock(&mu_);
+    std::shared_ptr<Slot>& entry = slots_[key];
+    if (entry == nullptr) {
+      entry = std::make_shared<Slot>();
+      compute_here = true;
+    }
+    slot = entry;
+    EvictOlderThan(job_id, epoch == 0 ? 0 : epoch - 1);
+    if (!stopping_ && epoch < plan::kMaxEpoch) {
+      prefetch_queue_.push_back({job_id, spec, epoch + 1});
+    }
+  }
+  if (compute_here) Fill(key, slot, spec);
+
+  absl::MutexLock lock(&mu_);
+  auto done = [&slot]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return slot->order != nullptr || slot->failed;
+  };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("epoch ", epoch, " order of job ", job_id,
+                     " was still being computed at the call's deadline"));
+  }
+  if (slot->failed) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate the epoch order of job ", job_id, " (",
+                     plan::EpochOrderBytes(spec), " bytes)"));
+  }
+  return slot->order;
+}
+
+void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
+                           const shard::v1::JobSpec& spec) {
+  std::shared_ptr<const plan::EpochOrder> order;
+  try {
+    order = std::make_shared<const plan::EpochOrder>(
+        plan::BuildEpochOrder(spec, key.second));
+  } catch (const std::bad_alloc&) {
+    order = nullptr;
+  }
+  absl::MutexLock lock(&mu_);
+  if (order == nullptr) {
+    slot->failed = true;
+    auto it = slots_.find(key);
+    if (it != slots_.end() && it->second == slot) slots_.erase(it);
+    return;
+  }
+  slot->order = std::move(order);
+}
+
+void EpochOrderCache::Forget(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  slots_.erase(slots_.lower_bound(Key(job_id, 0)),
+               slots_.upper_bound(Key(job_id, UINT64_MAX)));
+}
+
+size_t EpochOrderCache::size() const {
+  absl::MutexLock lock(&mu_);
+  return slots_.size();
+}
+
+void EpochOrderCache::EvictOlderThan(const std::string& job_id,
+                                     uint64_t epoch) {
+  slots_.erase(slots_.lower_bound(Key(job_id, 0)),
+               slots_.lower_bound(Key(job_id, epoch)));
+}
+
+void EpochOrderCache::PrefetchLoop() {
+  while (true) {
+    Prefetch next;
+    std::shared_ptr<Slot> slot;
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !prefetch_queue_.empty();
+      };
+      mu_.Await(absl::Condition(&has_work));
+      if (stopping_) return;
+      next = std::move(prefetch_queue_.front());
+      prefetch_queue_.pop_front();
+      std::shared_ptr<Slot>& entry = slots_[Key(next.job_id, next.epoch)];
+      if (entry != nullptr) continue;  // Already cached or being computed.
+      entry = std::make_shared<Slot>();
+      slot = entry;
+    }
+    Fill(Key(next.job_id, next.epoch), slot, next.spec);
+  }
+}
+
+}  // namespace shard::server

@@ -1,0 +1,85 @@
+// Computes each (job, epoch) order once and shares it between ranks.
+//
+// Get() returns the order, computing it on the calling thread when nobody has
+// started it; concurrent callers for the same key wait for that one
+// computation. After each Get() the next epoch's order is prepared on a
+// background thread, so a job moving to epoch e + 1 finds it ready. Orders of
+// epochs older than (newest requested epoch - 1) are dropped from the cache;
+// streams still reading them keep them alive through their shared_ptr.
+// Thread-safety: all methods are thread-safe. Stop() (also run by the
+// destructor) ends the background thread; Get() keeps working without it.
+#ifndef SERVER_EPOCH_ORDER_CACHE_H_
+#define SERVER_EPOCH_ORDER_CACHE_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/plan/epoch_order.h"
+#include "shard/v1/shard.pb.h"
+
+namespace shard::server {
+
+class EpochOrderCache {
+ public:
+  EpochOrderCache();
+  ~EpochOrderCache();
+  EpochOrderCache(const EpochOrderCache&) = delete;
+  EpochOrderCache& operator=(const EpochOrderCache&) = delete;
+
+  // The order of `epoch` for the job with this (normalised, immutable) spec.
+  // DEADLINE_EXCEEDED if another thread's computation is not done by
+  // `deadline`; RESOURCE_EXHAUSTED if the order cannot be allocated.
+  absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> Get(
+      const std::string& job_id, const shard::v1::JobSpec& spec, uint64_t epoch,
+      absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Drops every cached order of the job.
+  void Forget(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Number of cached orders (ready or being computed), for tests and metrics.
+  size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Stops the prefetch thread; pending prefetches are dropped.
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  using Key = std::pair<std::string, uint64_t>;  // (job id, epoch)
+  // One cached order. `order` is null while computing; `failed` is set when
+  // the computation threw (the slot is then removed from the map).
+  struct Slot {
+    std::shared_ptr<const plan::EpochOrder> order;
+    bool failed = false;
+  };
+  struct Prefetch {
+    std::string job_id;
+    shard::v1::JobSpec spec;
+    uint64_t epoch;
+  };
+
+  // Computes the slot's order outside the lock and publishes it.
+  void Fill(const Key& key, const std::shared_ptr<Slot>& slot,
+            const shard::v1::JobSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
+  void EvictOlderThan(const std::string& job_id, uint64_t epoch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PrefetchLoop() ABSL_LOCKS_EXCLUDED(mu_);
+
+  mutable absl::Mutex mu_;
+  // Slot contents are guarded by mu_ as well.
+  std::map<Key, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
+  std::deque<Prefetch> prefetch_queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread prefetch_thread_;
+};
+
+}  // namespace shard::server
+
+#endif  // SERVER_EPOCH_ORDER_CACHE_H_

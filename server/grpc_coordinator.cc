@@ -1,0 +1,77 @@
+#include "server/grpc_coordinator.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/time/clock.h"
+
+namespace shard::server {
+namespace {
+
+// Moves a successful result into the response, or returns the error.
+template <typename T>
+grpc::Status Reply(absl::StatusOr<T> result, T* response) {
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  *response = *std::move(result);
+  return grpc::Status::OK;
+}
+
+absl::Time DeadlineOf(const grpc::ServerContext* context) {
+  return absl::FromChrono(context->deadline());
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+grpc::Status GrpcCoordinator::CreateJob(
+    grpc::ServerContext*, const shard::v1::CreateJobRequest* request,
+    shard::v1::Job* response) {
+  return Reply(service_->CreateJob(*request), response);
+}
+
+grpc::Status GrpcCoordinator::GetJob(grpc::ServerContext*,
+                                     const shard::v1::GetJobRequest* request,
+                                     shard::v1::Job* response) {
+  return Reply(service_->GetJob(*request), response);
+}
+
+grpc::Status GrpcCoordinator::ListJobs(
+    grpc::ServerContext*, const shard::v1::ListJobsRequest* request,
+    shard::v1::ListJobsResponse* response) {
+  return Reply(service_->ListJobs(*request), response);
+}
+
+grpc::Status GrpcCoordinator::JoinJob(grpc::ServerContext* context,
+                                      const shard::v1::JoinJobRequest* request,
+                                      shard::v1::JoinJobResponse* response) {
+  return Reply(service_->JoinJob(*request, DeadlineOf(context)), response);
+}
+
+grpc::Status GrpcCoordinator::StreamShard(
+    grpc::ServerContext* context, const shard::v1::StreamShardRequest* request,
+    grpc::ServerWriter<shard::v1::IndexChunk>* writer) {
+  absl::StatusOr<ShardCursor> cursor =
+      service_->OpenShard(*request, DeadlineOf(context));
+  if (!cursor.ok()) return ToGrpcStatus(cursor.status());
+  shard::v1::IndexChunk chunk;
+  while (cursor->Next(&chunk)) {
+    if (!writer->Write(chunk)) {
+      return grpc::Status(grpc::StatusCode::CANCELLED,
+                          "client went away during the stream");
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcCoordinator::PreviewShard(
+    grpc::ServerContext* context, const shard::v1::PreviewShardRequest* request,
+    shard::v1::PreviewShardResponse* response) {
+  return Reply(service_->PreviewShard(*request, DeadlineOf(context)), response);
+}
+
+}  // namespace shard::server

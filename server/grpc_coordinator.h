@@ -1,0 +1,45 @@
+// gRPC glue for shard.v1.Coordinator: translates each call to
+// CoordinatorService and its absl::Status to grpc::Status. No logic here.
+// Thread-safe (the service is); does not own the service.
+#ifndef SERVER_GRPC_COORDINATOR_H_
+#define SERVER_GRPC_COORDINATOR_H_
+
+#include "server/coordinator_service.h"
+#include "shard/v1/shard.grpc.pb.h"
+
+namespace shard::server {
+
+class GrpcCoordinator final : public shard::v1::Coordinator::Service {
+ public:
+  explicit GrpcCoordinator(CoordinatorService* service) : service_(service) {}
+
+  grpc::Status CreateJob(grpc::ServerContext* context,
+                         const shard::v1::CreateJobRequest* request,
+                         shard::v1::Job* response) override;
+  grpc::Status GetJob(grpc::ServerContext* context,
+                      const shard::v1::GetJobRequest* request,
+                      shard::v1::Job* response) override;
+  grpc::Status ListJobs(grpc::ServerContext* context,
+                        const shard::v1::ListJobsRequest* request,
+                        shard::v1::ListJobsResponse* response) override;
+  grpc::Status JoinJob(grpc::ServerContext* context,
+                       const shard::v1::JoinJobRequest* request,
+                       shard::v1::JoinJobResponse* response) override;
+  grpc::Status StreamShard(
+      grpc::ServerContext* context,
+      const shard::v1::StreamShardRequest* request,
+      grpc::ServerWriter<shard::v1::IndexChunk>* writer) override;
+  grpc::Status PreviewShard(grpc::ServerContext* context,
+                            const shard::v1::PreviewShardRequest* request,
+                            shard::v1::PreviewShardResponse* response) override;
+
+ private:
+  CoordinatorService* service_;
+};
+
+// absl::Status -> grpc::Status with the same code and message.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace shard::server
+
+#endif  // SERVER_GRPC_COORDINATOR_H_

@@ -1,0 +1,48 @@
+// The global order of one epoch: a permutation of 0..N-1.
+//
+// Built once per (job, epoch) and shared read-only by every rank's stream.
+// The identity order (shuffle off) stores nothing; a shuffled order is kept
+// with 32-bit entries when N <= 2^32 and 64-bit entries otherwise.
+// Thread-safety: immutable after construction; concurrent reads are safe.
+#ifndef SERVER_PLAN_EPOCH_ORDER_H_
+#define SERVER_PLAN_EPOCH_ORDER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "server/plan/torch_randperm.h"
+
+namespace shard::plan {
+
+class EpochOrder {
+ public:
+  // 0..n-1 in order. O(1) memory.
+  static EpochOrder Identity(uint64_t n);
+  // torch.randperm(n) with a generator seeded with `seed` (already seed +
+  // epoch). Allocates 4 or 8 bytes per entry and takes O(n) time.
+  static EpochOrder TorchShuffled(uint64_t n, uint64_t seed,
+                                  RandpermVariant variant);
+
+  uint64_t size() const { return size_; }
+  // Entry i of the order; requires i < size().
+  uint64_t At(uint64_t i) const {
+    if (!narrow_.empty()) return narrow_[i];
+    if (!wide_.empty()) return wide_[i];
+    return i;
+  }
+  // Bytes held by the stored permutation (0 for the identity).
+  uint64_t MemoryBytes() const {
+    return narrow_.size() * sizeof(uint32_t) + wide_.size() * sizeof(uint64_t);
+  }
+
+ private:
+  explicit EpochOrder(uint64_t n) : size_(n) {}
+
+  uint64_t size_;
+  std::vector<uint32_t> narrow_;  // Used when shuffled and n <= 2^32.
+  std::vector<uint64_t> wide_;    // Used when shuffled and n > 2^32.
+};
+
+}  // namespace shard::plan
+
+#endif  // SERVER_PLAN_EPOCH_ORDER_H_

@@ -1,0 +1,156 @@
+#include "server/plan/job_spec.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace shard::plan {
+namespace {
+
+using shard::v1::JobSpec;
+
+bool IsJobIdChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+         c == '_' || c == '-';
+}
+
+absl::string_view TailName(shard::v1::TailPolicy tail) {
+  switch (tail) {
+    case shard::v1::TAIL_POLICY_DROP:
+      return "drop";
+    case shard::v1::TAIL_POLICY_UNEVEN:
+      return "uneven";
+    default:
+      return "pad";
+  }
+}
+
+}  // namespace
+
+absl::Status ValidateJobId(absl::string_view job_id) {
+  if (job_id.empty() || job_id.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job_id must be 1..128 characters, got ", job_id.size()));
+  }
+  for (char c : job_id) {
+    if (!IsJobIdChar(c)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job_id may contain only [A-Za-z0-9._-], got \"",
+                       absl::CHexEscape(job_id), "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateMemberId(absl::string_view member_id) {
+  if (member_id.empty() || member_id.size() > 256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "member_id must be 1..256 characters, got ", member_id.size()));
+  }
+  for (char c : member_id) {
+    if (c <= ' ' || c > '~') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "member_id must be printable ASCII without spaces, got \"",
+          absl::CHexEscape(member_id), "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateEpoch(uint64_t epoch) {
+  if (epoch > kMaxEpoch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("epoch must be in 0..", kMaxEpoch, ", got ", epoch));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
+                                         uint64_t max_order_bytes) {
+  if (spec.dataset_size() == 0 || spec.dataset_size() > kMaxDatasetSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset_size must be in 1..", kMaxDatasetSize, ", got ",
+                     spec.dataset_size()));
+  }
+  if (spec.world_size() == 0 || spec.world_size() > kMaxWorldSize) {
+    return absl::InvalidArgumentError(absl::StrCat("world_size must be in 1..",
+                                                   kMaxWorldSize, ", got ",
+                                                   spec.world_size()));
+  }
+  if (spec.seed() > kMaxSeed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "seed must be in 0..", kMaxSeed, " (2^63-1), got ", spec.seed()));
+  }
+  if (!shard::v1::TailPolicy_IsValid(spec.tail())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tail must be TAIL_POLICY_PAD, _DROP or _UNEVEN, got ", spec.tail()));
+  }
+  if (!shard::v1::ShuffleAlgorithm_IsValid(spec.shuffle_algorithm())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shuffle_algorithm must be SHUFFLE_ALGORITHM_TORCH, got ",
+                     spec.shuffle_algorithm()));
+  }
+  if (!shard::v1::TorchRandperm_IsValid(spec.torch_randperm())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("torch_randperm must be TORCH_RANDPERM_LEGACY or _2_6, "
+                     "got ",
+                     spec.torch_randperm()));
+  }
+  JobSpec normal = spec;
+  if (!normal.has_shuffle()) normal.set_shuffle(true);
+  if (normal.tail() == shard::v1::TAIL_POLICY_UNSPECIFIED) {
+    normal.set_tail(shard::v1::TAIL_POLICY_PAD);
+  }
+  if (normal.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_UNSPECIFIED) {
+    normal.set_shuffle_algorithm(shard::v1::SHUFFLE_ALGORITHM_TORCH);
+  }
+  if (normal.torch_randperm() == shard::v1::TORCH_RANDPERM_UNSPECIFIED) {
+    normal.set_torch_randperm(shard::v1::TORCH_RANDPERM_2_6);
+  }
+  if (EpochOrderBytes(normal) > max_order_bytes) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("a shuffled epoch order of dataset_size ",
+                     normal.dataset_size(), " needs ", EpochOrderBytes(normal),
+                     " bytes, above this coordinator's limit of ",
+                     max_order_bytes, " (--max-order-bytes)"));
+  }
+  return normal;
+}
+
+std::string DescribeJobSpec(const JobSpec& spec) {
+  return absl::StrCat("N=", spec.dataset_size(), " W=", spec.world_size(),
+                      " seed=", spec.seed(),
+                      " shuffle=", spec.shuffle() ? "true" : "false",
+                      " tail=", TailName(spec.tail()),
+                      spec.torch_randperm() == shard::v1::TORCH_RANDPERM_LEGACY
+                          ? " randperm=legacy"
+                          : " randperm=2.6");
+}
+
+ShardLayout LayoutOf(const JobSpec& spec) {
+  Tail tail = Tail::kPad;
+  if (spec.tail() == shard::v1::TAIL_POLICY_DROP) tail = Tail::kDrop;
+  if (spec.tail() == shard::v1::TAIL_POLICY_UNEVEN) tail = Tail::kUneven;
+  return ShardLayout(spec.dataset_size(), spec.world_size(), tail);
+}
+
+uint64_t EpochOrderBytes(const JobSpec& spec) {
+  if (!spec.shuffle()) return 0;
+  const uint64_t entry = spec.dataset_size() <= (uint64_t{1} << 32) ? 4 : 8;
+  return spec.dataset_size() > UINT64_MAX / entry ? UINT64_MAX
+                                                  : spec.dataset_size() * entry;
+}
+
+EpochOrder BuildEpochOrder(const JobSpec& spec, uint64_t epoch) {
+  if (!spec.shuffle()) return EpochOrder::Identity(spec.dataset_size());
+  const RandpermVariant variant =
+      spec.torch_randperm() == shard::v1::TORCH_RANDPERM_LEGACY
+          ? RandpermVariant::kLegacy
+          : RandpermVariant::kTorch26;
+  // Python adds seed + epoch as integers; torch keeps the low 32 bits, so
+  // unsigned wrap-around is exact.
+  return EpochOrder::TorchShuffled(spec.dataset_size(), spec.seed() + epoch,
+                                   variant);
+}
+
+}  // namespace shard::plan

@@ -1,0 +1,56 @@
+// Validation and normalisation of job specs and ids, and the bridge from a
+// spec to the planner's types. Pure functions over protos; thread-safe.
+#ifndef SERVER_PLAN_JOB_SPEC_H_
+#define SERVER_PLAN_JOB_SPEC_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/plan/epoch_order.h"
+#include "server/plan/shard_layout.h"
+#include "shard/v1/shard.pb.h"
+
+namespace shard::plan {
+
+inline constexpr uint32_t kMaxWorldSize = 65536;
+// Epochs are 0 .. 2^31 - 1.
+inline constexpr uint64_t kMaxEpoch = (uint64_t{1} << 31) - 1;
+inline constexpr uint64_t kMaxSeed = (uint64_t{1} << 63) - 1;
+// Keeps total() of any layout below 2^64.
+inline constexpr uint64_t kMaxDatasetSize = uint64_t{1} << 62;
+
+// Checks a job id: 1..128 characters of [A-Za-z0-9._-]. INVALID_ARGUMENT
+// otherwise.
+absl::Status ValidateJobId(absl::string_view job_id);
+
+// Checks a member id: 1..256 printable ASCII characters, no spaces.
+absl::Status ValidateMemberId(absl::string_view member_id);
+
+// Checks an epoch number against 0..kMaxEpoch.
+absl::Status ValidateEpoch(uint64_t epoch);
+
+// Returns the spec with every defaulted field filled in (shuffle true, tail
+// pad, algorithm torch, torch_randperm 2.6), or INVALID_ARGUMENT saying which
+// field is wrong. `max_order_bytes` bounds the memory one shuffled epoch order
+// may take (FAILED_PRECONDITION above it).
+absl::StatusOr<shard::v1::JobSpec> NormalizeJobSpec(
+    const shard::v1::JobSpec& spec, uint64_t max_order_bytes);
+
+// Human-readable one-line form, e.g. "N=10 W=2 seed=0 shuffle=true tail=pad".
+std::string DescribeJobSpec(const shard::v1::JobSpec& spec);
+
+// The layout of a normalised spec.
+ShardLayout LayoutOf(const shard::v1::JobSpec& spec);
+
+// Bytes the epoch order of a normalised spec holds in memory.
+uint64_t EpochOrderBytes(const shard::v1::JobSpec& spec);
+
+// Computes the epoch order of a normalised spec (O(N) for shuffled specs).
+EpochOrder BuildEpochOrder(const shard::v1::JobSpec& spec, uint64_t epoch);
+
+}  // namespace shard::plan
+
+#endif  // SERVER_PLAN_JOB_SPEC_H_

@@ -1,0 +1,38 @@
+// Bit-exact port of CPU torch.randperm with a seeded generator.
+//
+// torch's CPU generator is mt19937 seeded with the low 32 bits of the seed, so
+// std::mt19937 reproduces it without libtorch. Pure functions: no state, no
+// I/O, safe to call from any thread.
+#ifndef SERVER_PLAN_TORCH_RANDPERM_H_
+#define SERVER_PLAN_TORCH_RANDPERM_H_
+
+#include <cstdint>
+
+#include "absl/types/span.h"
+
+namespace shard::plan {
+
+// Which torch release's algorithm to reproduce (see shard.v1.TorchRandperm).
+enum class RandpermVariant {
+  kLegacy,   // torch <= 2.5: 32-bit Fisher-Yates for every n.
+  kTorch26,  // torch >= 2.6: inside-out shuffle with 64-bit draws for large n.
+};
+
+// Smallest n for which the torch >= 2.6 algorithm differs from the legacy one
+// (torch switches when n >= UINT32_MAX / 20).
+inline constexpr uint64_t kRandpermLargeThreshold = 4294967295ull / 20;
+
+// Writes torch.randperm(out.size(), generator=manual_seed(seed)) into `out`.
+// Index must be wide enough to hold out.size() - 1.
+template <typename Index>
+void TorchRandperm(uint64_t seed, RandpermVariant variant,
+                   absl::Span<Index> out);
+
+extern template void TorchRandperm<uint32_t>(uint64_t, RandpermVariant,
+                                             absl::Span<uint32_t>);
+extern template void TorchRandperm<uint64_t>(uint64_t, RandpermVariant,
+                                             absl::Span<uint64_t>);
+
+}  // namespace shard::plan
+
+#endif  // SERVER_PLAN_TORCH_RANDPERM_H_

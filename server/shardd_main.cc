@@ -1,0 +1,106 @@
+// shardd: the data-sharding coordinator daemon.
+//
+// Serves shard.v1.Coordinator on --listen. Prints "listening on HOST:PORT"
+// on stdout once ready (with the bound port when --listen asks for port 0).
+// SIGTERM or SIGINT drains: new and waiting calls get UNAVAILABLE, in-flight
+// streams get --shutdown-grace to finish, then the process exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "server/coordinator_service.h"
+#include "server/event_log.h"
+#include "server/grpc_coordinator.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:7070",
+          "HOST:PORT to serve gRPC on; port 0 picks a free port");
+ABSL_FLAG(std::string, data_dir, "",
+          "directory for durable state (reserved: this version keeps state "
+          "in memory only)");
+ABSL_FLAG(uint64_t, max_order_bytes, uint64_t{4} << 30,
+          "largest shuffled epoch order (bytes) one job may hold; jobs that "
+          "need more are refused");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
+          "how long in-flight calls may run after SIGTERM");
+
+namespace {
+
+using shard::server::LogEvent;
+
+// "HOST:PORT" with PORT replaced by the bound port.
+std::string BoundAddress(const std::string& listen, int port) {
+  const size_t colon = listen.rfind(':');
+  const std::string host =
+      colon == std::string::npos ? listen : listen.substr(0, colon);
+  return absl::StrCat(host, ":", port);
+}
+
+int Run() {
+  // Block the shutdown signals in every thread; main waits for them below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  if (!absl::GetFlag(FLAGS_data_dir).empty()) {
+    LogEvent("--data-dir is reserved: this version keeps state in memory");
+  }
+  shard::server::CoordinatorOptions options;
+  options.max_order_bytes = absl::GetFlag(FLAGS_max_order_bytes);
+  shard::server::CoordinatorService service(options);
+  shard::server::GrpcCoordinator grpc_service(&service);
+
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&grpc_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::cerr << "shardd: cannot listen on " << listen
+              << " (expected HOST:PORT that is free to bind)\n";
+    return 1;
+  }
+  const std::string bound = BoundAddress(listen, port);
+  LogEvent(absl::StrCat("serving shard.v1.Coordinator on ", bound));
+  std::cout << "listening on " << bound << std::endl;
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  LogEvent(absl::StrCat(
+      "received ", strsignal(signal_number), ": draining for up to ",
+      absl::FormatDuration(absl::GetFlag(FLAGS_shutdown_grace))));
+  service.Drain();
+  server->Shutdown(
+      absl::ToChronoTime(absl::Now() + absl::GetFlag(FLAGS_shutdown_grace)));
+  server->Wait();
+  LogEvent("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "shardd --listen HOST:PORT [--data-dir DIR] [--max-order-bytes N] "
+      "[--shutdown-grace 10s]");
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() > 1) {
+    std::cerr << "shardd: unexpected argument \"" << positional[1]
+              << "\"; all options are --flags (see --help)\n";
+    return 2;
+  }
+  return Run();
+}
