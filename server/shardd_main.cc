@@ -7,10 +7,12 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -90,13 +92,31 @@ int Run() {
   return 0;
 }
 
+// Flags are documented with dashes (--data-dir); Abseil names them with
+// underscores. Rewrites the name part of each "--flag[=value]" argument.
+std::vector<std::string> DashesToUnderscores(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string& arg = args[i];
+    if (arg == "--") break;
+    if (arg.rfind("--", 0) != 0) continue;
+    const size_t end = std::min(arg.find('='), arg.size());
+    std::replace(arg.begin() + 2, arg.begin() + end, '-', '_');
+  }
+  return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "shardd --listen HOST:PORT [--data-dir DIR] [--max-order-bytes N] "
       "[--shutdown-grace 10s]");
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  std::vector<std::string> args = DashesToUnderscores(argc, argv);
+  std::vector<char*> arg_pointers;
+  for (std::string& arg : args) arg_pointers.push_back(arg.data());
+  std::vector<char*> positional = absl::ParseCommandLine(
+      static_cast<int>(arg_pointers.size()), arg_pointers.data());
   if (positional.size() > 1) {
     std::cerr << "shardd: unexpected argument \"" << positional[1]
               << "\"; all options are --flags (see --help)\n";

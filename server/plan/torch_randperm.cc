@@ -33,19 +33,32 @@ void InsideOut64(std::mt19937& mt, absl::Span<Index> r) {
   }
 }
 
-}  // namespace
-
 template <typename Index>
-void TorchRandperm(uint64_t seed, RandpermVariant variant,
-                   absl::Span<Index> out) {
+void Randperm(uint64_t seed, RandpermVariant variant, uint64_t large_threshold,
+              absl::Span<Index> out) {
   std::mt19937 mt(static_cast<uint32_t>(seed));
-  if (variant == RandpermVariant::kTorch26 &&
-      out.size() >= kRandpermLargeThreshold) {
+  if (variant == RandpermVariant::kTorch26 && out.size() >= large_threshold) {
     InsideOut64(mt, out);
   } else {
     FisherYates32(mt, out);
   }
 }
+
+}  // namespace
+
+template <typename Index>
+void TorchRandperm(uint64_t seed, RandpermVariant variant,
+                   absl::Span<Index> out) {
+  Randperm(seed, variant, kRandpermLargeThreshold, out);
+}
+
+namespace internal {
+void TorchRandpermWithThreshold(uint64_t seed, RandpermVariant variant,
+                                uint64_t large_threshold,
+                                absl::Span<uint64_t> out) {
+  Randperm(seed, variant, large_threshold, out);
+}
+}  // namespace internal
 
 template void TorchRandperm<uint32_t>(uint64_t, RandpermVariant,
                                       absl::Span<uint32_t>);

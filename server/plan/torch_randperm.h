@@ -33,6 +33,14 @@ extern template void TorchRandperm<uint32_t>(uint64_t, RandpermVariant,
 extern template void TorchRandperm<uint64_t>(uint64_t, RandpermVariant,
                                              absl::Span<uint64_t>);
 
+namespace internal {
+// TorchRandperm with the large-n switch point as a parameter, so tests can
+// exercise the torch >= 2.6 branch on small n.
+void TorchRandpermWithThreshold(uint64_t seed, RandpermVariant variant,
+                                uint64_t large_threshold,
+                                absl::Span<uint64_t> out);
+}  // namespace internal
+
 }  // namespace shard::plan
 
 #endif  // SERVER_PLAN_TORCH_RANDPERM_H_

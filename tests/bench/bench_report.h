@@ -1,0 +1,45 @@
+// Shared by the sampler benchmarks: timing and the JSON report line
+//   {"mode":..., "first_index_s":..., "drain_s":..., "indices":...,
+//    "peak_rss_mib":...}
+#ifndef TESTS_BENCH_BENCH_REPORT_H_
+#define TESTS_BENCH_BENCH_REPORT_H_
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace shard::bench {
+
+using Clock = std::chrono::steady_clock;
+
+inline double Seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// Peak resident set size of this process so far.
+inline double PeakRssMib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;
+}
+
+inline void Report(const std::string& mode, double first, double drain,
+                   uint64_t indices) {
+  std::printf(
+      "{\"mode\":\"%s\",\"first_index_s\":%.6f,\"drain_s\":%.6f,"
+      "\"indices\":%llu,\"peak_rss_mib\":%.1f}\n",
+      mode.c_str(), first, drain, static_cast<unsigned long long>(indices),
+      PeakRssMib());
+}
+
+inline int Fail(const std::string& message) {
+  std::fprintf(stderr, "sampler bench: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace shard::bench
+
+#endif  // TESTS_BENCH_BENCH_REPORT_H_

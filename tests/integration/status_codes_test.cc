@@ -1,0 +1,198 @@
+// Every kind of bad request gets the documented status code and a message
+// that says what was expected, through the real gRPC server.
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_cluster.h"
+
+namespace shard {
+namespace {
+
+using grpc::StatusCode;
+
+class StatusCodesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    stub_ = cluster_.NewStub();
+    ASSERT_EQ(CreateJob("job", 10, 2).error_code(), StatusCode::OK);
+  }
+
+  grpc::Status CreateJob(const std::string& id, uint64_t n, uint32_t w) {
+    shard::v1::CreateJobRequest request;
+    request.set_job_id(id);
+    request.mutable_spec()->set_dataset_size(n);
+    request.mutable_spec()->set_world_size(w);
+    shard::v1::Job job;
+    grpc::ClientContext context;
+    return stub_->CreateJob(&context, request, &job);
+  }
+
+  grpc::Status Join(const std::string& job, const std::string& member,
+                    uint32_t wait_ms, shard::v1::JoinJobResponse* out,
+                    const shard::v1::JobSpec* spec = nullptr) {
+    shard::v1::JoinJobRequest request;
+    request.set_job_id(job);
+    request.set_member_id(member);
+    request.set_wait_for_world_ms(wait_ms);
+    if (spec != nullptr) *request.mutable_spec() = *spec;
+    grpc::ClientContext context;
+    return stub_->JoinJob(&context, request, out);
+  }
+
+  // Forms the world of "job" and returns its generation.
+  uint64_t FormWorld() {
+    shard::v1::JoinJobResponse a, b;
+    EXPECT_TRUE(Join("job", "a", 0, &a).ok());
+    EXPECT_TRUE(Join("job", "b", 1000, &b).ok());
+    EXPECT_TRUE(b.world_formed());
+    return b.generation();
+  }
+
+  grpc::Status Stream(shard::v1::StreamShardRequest request) {
+    grpc::ClientContext context;
+    auto reader = stub_->StreamShard(&context, request);
+    shard::v1::IndexChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    return reader->Finish();
+  }
+
+  shard::v1::StreamShardRequest StreamRequest(uint64_t generation) {
+    shard::v1::StreamShardRequest request;
+    request.set_job_id("job");
+    request.set_generation(generation);
+    return request;
+  }
+
+  void ExpectCode(const grpc::Status& status, StatusCode code,
+                  const std::string& needle) {
+    EXPECT_EQ(status.error_code(), code) << status.error_message();
+    EXPECT_NE(status.error_message().find(needle), std::string::npos)
+        << status.error_message();
+  }
+
+  testing::TestCluster cluster_;
+  std::unique_ptr<shard::v1::Coordinator::Stub> stub_;
+};
+
+TEST_F(StatusCodesTest, CreateJobValidatesItsInput) {
+  ExpectCode(CreateJob("bad id!", 10, 2), StatusCode::INVALID_ARGUMENT,
+             "job_id");
+  ExpectCode(CreateJob("j2", 0, 2), StatusCode::INVALID_ARGUMENT,
+             "dataset_size");
+  ExpectCode(CreateJob("j2", 10, 0), StatusCode::INVALID_ARGUMENT,
+             "world_size");
+}
+
+TEST_F(StatusCodesTest, CreateJobIsIdempotentButRefusesAConflict) {
+  EXPECT_EQ(CreateJob("job", 10, 2).error_code(), StatusCode::OK);
+  ExpectCode(CreateJob("job", 11, 2), StatusCode::ALREADY_EXISTS, "N=10 W=2");
+}
+
+TEST_F(StatusCodesTest, UnknownJobIsNotFound) {
+  shard::v1::GetJobRequest request;
+  request.set_job_id("missing");
+  shard::v1::Job job;
+  grpc::ClientContext context;
+  ExpectCode(stub_->GetJob(&context, request, &job), StatusCode::NOT_FOUND,
+             "missing");
+  shard::v1::JoinJobResponse joined;
+  ExpectCode(Join("missing", "a", 0, &joined), StatusCode::NOT_FOUND,
+             "join with a spec");
+}
+
+TEST_F(StatusCodesTest, JoinRefusesBadIdsAConflictingSpecAndAFullWorld) {
+  shard::v1::JoinJobResponse joined;
+  ExpectCode(Join("job", "", 0, &joined), StatusCode::INVALID_ARGUMENT,
+             "member_id");
+  shard::v1::JobSpec other;
+  other.set_dataset_size(99);
+  other.set_world_size(2);
+  ExpectCode(Join("job", "a", 0, &joined, &other),
+             StatusCode::FAILED_PRECONDITION, "N=99");
+  FormWorld();
+  ExpectCode(Join("job", "c", 0, &joined), StatusCode::FAILED_PRECONDITION,
+             "already has its 2 members");
+}
+
+TEST_F(StatusCodesTest, JoinTimesOutWhileTheWorldIsIncomplete) {
+  shard::v1::JoinJobResponse joined;
+  ExpectCode(Join("job", "a", 50, &joined), StatusCode::DEADLINE_EXCEEDED,
+             "1 of 2 members");
+}
+
+TEST_F(StatusCodesTest, JoinGetsOrCreatesAJob) {
+  shard::v1::JobSpec spec;
+  spec.set_dataset_size(5);
+  spec.set_world_size(1);
+  shard::v1::JoinJobResponse joined;
+  ASSERT_TRUE(Join("fresh", "solo", 1000, &joined, &spec).ok());
+  EXPECT_TRUE(joined.world_formed());
+  EXPECT_EQ(joined.rank(), 0u);
+  EXPECT_EQ(joined.generation(), 1u);
+  // Re-joining returns the same rank.
+  ASSERT_TRUE(Join("fresh", "solo", 0, &joined, &spec).ok());
+  EXPECT_EQ(joined.rank(), 0u);
+}
+
+TEST_F(StatusCodesTest, StreamValidatesStateAndPositions) {
+  ExpectCode(Stream(StreamRequest(0)), StatusCode::FAILED_PRECONDITION,
+             "join and wait");
+  const uint64_t generation = FormWorld();
+  ExpectCode(Stream(StreamRequest(generation + 1)), StatusCode::ABORTED,
+             "re-join");
+  auto request = StreamRequest(generation);
+  request.set_rank(2);
+  ExpectCode(Stream(request), StatusCode::INVALID_ARGUMENT, "world size 2");
+  request = StreamRequest(generation);
+  request.set_start_position(3);
+  ExpectCode(Stream(request), StatusCode::INVALID_ARGUMENT, "multiple");
+  request.set_start_position(12);
+  ExpectCode(Stream(request), StatusCode::OUT_OF_RANGE, "past the end");
+  request.set_start_position(10);  // Exactly the end: an empty stream.
+  EXPECT_TRUE(Stream(request).ok());
+  request = StreamRequest(generation);
+  request.set_epoch(uint64_t{1} << 31);
+  ExpectCode(Stream(request), StatusCode::INVALID_ARGUMENT, "epoch");
+}
+
+TEST_F(StatusCodesTest, PreviewValidatesRankAndOffset) {
+  shard::v1::PreviewShardRequest request;
+  request.set_job_id("job");
+  request.set_rank(5);
+  shard::v1::PreviewShardResponse response;
+  {
+    grpc::ClientContext context;
+    ExpectCode(stub_->PreviewShard(&context, request, &response),
+               StatusCode::INVALID_ARGUMENT, "rank 5");
+  }
+  request.set_rank(0);
+  request.set_offset(6);
+  {
+    grpc::ClientContext context;
+    ExpectCode(stub_->PreviewShard(&context, request, &response),
+               StatusCode::OUT_OF_RANGE, "5 indices");
+  }
+  request.set_offset(0);
+  request.set_limit(2000000);
+  {
+    grpc::ClientContext context;
+    ExpectCode(stub_->PreviewShard(&context, request, &response),
+               StatusCode::INVALID_ARGUMENT, "limit");
+  }
+}
+
+TEST_F(StatusCodesTest, DrainingAnswersUnavailableAndWakesWaitingJoins) {
+  shard::v1::JoinJobResponse joined;
+  grpc::Status waiting;
+  std::thread joiner([&] { waiting = Join("job", "a", 60000, &joined); });
+  absl::SleepFor(absl::Milliseconds(100));
+  cluster_.service().Drain();
+  joiner.join();
+  ExpectCode(waiting, StatusCode::UNAVAILABLE, "draining");
+  ExpectCode(CreateJob("other", 1, 1), StatusCode::UNAVAILABLE, "draining");
+}
+
+}  // namespace
+}  // namespace shard

@@ -1,0 +1,71 @@
+#include "server/epoch_order_cache.h"
+
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace shard::server {
+namespace {
+
+shard::v1::JobSpec ShuffledSpec(uint64_t n) {
+  shard::v1::JobSpec spec;
+  spec.set_dataset_size(n);
+  spec.set_world_size(4);
+  spec.set_shuffle(true);
+  spec.set_torch_randperm(shard::v1::TORCH_RANDPERM_LEGACY);
+  return spec;
+}
+
+absl::Time Soon() { return absl::Now() + absl::Seconds(30); }
+
+TEST(EpochOrderCacheTest, ConcurrentCallersShareOneOrder) {
+  EpochOrderCache cache;
+  const shard::v1::JobSpec spec = ShuffledSpec(200000);
+  std::vector<std::shared_ptr<const plan::EpochOrder>> got(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] { got[i] = *cache.Get("j", spec, 3, Soon()); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const auto& order : got) EXPECT_EQ(order.get(), got[0].get());
+  EXPECT_EQ(got[0]->MemoryBytes(), 200000u * 4);
+}
+
+TEST(EpochOrderCacheTest, PreparesTheNextEpochInTheBackground) {
+  EpochOrderCache cache;
+  const shard::v1::JobSpec spec = ShuffledSpec(1000);
+  ASSERT_TRUE(cache.Get("j", spec, 0, Soon()).ok());
+  // Bounded wait for the prefetch thread to publish epoch 1.
+  for (int i = 0; i < 500 && cache.size() < 2; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST(EpochOrderCacheTest, DropsEpochsOlderThanThePreviousOne) {
+  EpochOrderCache cache;
+  cache.Stop();  // No prefetch: the cache holds exactly what was asked.
+  const shard::v1::JobSpec spec = ShuffledSpec(100);
+  auto epoch0 = *cache.Get("j", spec, 0, Soon());
+  ASSERT_TRUE(cache.Get("j", spec, 1, Soon()).ok());
+  EXPECT_EQ(cache.size(), 2u);
+  ASSERT_TRUE(cache.Get("j", spec, 2, Soon()).ok());
+  EXPECT_EQ(cache.size(), 2u);      // Epochs 1 and 2.
+  EXPECT_EQ(epoch0->size(), 100u);  // Still readable by its holder.
+  cache.Forget("j");
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(EpochOrderCacheTest, IdentityOrderIsNotCached) {
+  EpochOrderCache cache;
+  shard::v1::JobSpec spec = ShuffledSpec(100);
+  spec.set_shuffle(false);
+  auto order = *cache.Get("j", spec, 0, Soon());
+  EXPECT_EQ(order->At(42), 42u);
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+}  // namespace
+}  // namespace shard::server

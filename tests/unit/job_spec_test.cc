@@ -1,0 +1,102 @@
+#include "server/plan/job_spec.h"
+
+#include "gtest/gtest.h"
+
+namespace shard::plan {
+namespace {
+
+using shard::v1::JobSpec;
+
+constexpr uint64_t kNoLimit = UINT64_MAX;
+
+JobSpec Spec(uint64_t n, uint32_t w) {
+  JobSpec spec;
+  spec.set_dataset_size(n);
+  spec.set_world_size(w);
+  return spec;
+}
+
+TEST(JobSpecTest, FillsDistributedSamplerDefaults) {
+  absl::StatusOr<JobSpec> spec = NormalizeJobSpec(Spec(10, 2), kNoLimit);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->shuffle());
+  EXPECT_EQ(spec->seed(), 0u);
+  EXPECT_EQ(spec->tail(), shard::v1::TAIL_POLICY_PAD);
+  EXPECT_EQ(spec->shuffle_algorithm(), shard::v1::SHUFFLE_ALGORITHM_TORCH);
+  EXPECT_EQ(spec->torch_randperm(), shard::v1::TORCH_RANDPERM_2_6);
+}
+
+TEST(JobSpecTest, KeepsAnExplicitShuffleOff) {
+  JobSpec in = Spec(10, 2);
+  in.set_shuffle(false);
+  EXPECT_FALSE(NormalizeJobSpec(in, kNoLimit)->shuffle());
+}
+
+TEST(JobSpecTest, RefusesBadFieldsWithMessages) {
+  auto expect_invalid = [](const JobSpec& spec, const std::string& needle) {
+    absl::StatusOr<JobSpec> result = NormalizeJobSpec(spec, kNoLimit);
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(result.status().message().find(needle), std::string::npos)
+        << result.status();
+  };
+  expect_invalid(Spec(0, 2), "dataset_size");
+  expect_invalid(Spec(10, 0), "world_size");
+  expect_invalid(Spec(10, kMaxWorldSize + 1), "world_size");
+  JobSpec seed = Spec(10, 2);
+  seed.set_seed(uint64_t{1} << 63);
+  expect_invalid(seed, "seed");
+  JobSpec tail = Spec(10, 2);
+  tail.set_tail(static_cast<shard::v1::TailPolicy>(42));
+  expect_invalid(tail, "tail");
+}
+
+TEST(JobSpecTest, AcceptsTheLargestSeed) {
+  JobSpec spec = Spec(10, 2);
+  spec.set_seed(kMaxSeed);
+  EXPECT_TRUE(NormalizeJobSpec(spec, kNoLimit).ok());
+}
+
+TEST(JobSpecTest, RefusesOrdersAboveTheMemoryLimit) {
+  absl::StatusOr<JobSpec> result = NormalizeJobSpec(Spec(1000, 2), 3999);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  // The identity order needs no memory.
+  JobSpec plain = Spec(1000, 2);
+  plain.set_shuffle(false);
+  EXPECT_TRUE(NormalizeJobSpec(plain, 0).ok());
+}
+
+TEST(JobSpecTest, EpochOrderBytesUsesNarrowEntriesBelow2To32) {
+  JobSpec spec = *NormalizeJobSpec(Spec(1000, 2), kNoLimit);
+  EXPECT_EQ(EpochOrderBytes(spec), 4000u);
+  spec.set_dataset_size((uint64_t{1} << 32) + 1);
+  EXPECT_EQ(EpochOrderBytes(spec), 8 * ((uint64_t{1} << 32) + 1));
+}
+
+TEST(JobSpecTest, ValidatesIds) {
+  EXPECT_TRUE(ValidateJobId("train-resnet_50.v2").ok());
+  EXPECT_FALSE(ValidateJobId("").ok());
+  EXPECT_FALSE(ValidateJobId("has space").ok());
+  EXPECT_FALSE(ValidateJobId(std::string(129, 'a')).ok());
+  EXPECT_TRUE(ValidateMemberId("pod-0/local-rank-1").ok());
+  EXPECT_FALSE(ValidateMemberId("tab\there").ok());
+  EXPECT_FALSE(ValidateMemberId("").ok());
+}
+
+TEST(JobSpecTest, ValidatesEpochs) {
+  EXPECT_TRUE(ValidateEpoch(kMaxEpoch).ok());
+  EXPECT_FALSE(ValidateEpoch(kMaxEpoch + 1).ok());
+}
+
+TEST(JobSpecTest, EpochOrderUsesSeedPlusEpoch) {
+  JobSpec spec = *NormalizeJobSpec(Spec(50, 2), kNoLimit);
+  spec.set_seed(10);
+  const EpochOrder a = BuildEpochOrder(spec, 5);
+  spec.set_seed(15);
+  const EpochOrder b = BuildEpochOrder(spec, 0);
+  for (uint64_t i = 0; i < 50; ++i) EXPECT_EQ(a.At(i), b.At(i));
+}
+
+}  // namespace
+}  // namespace shard::plan

@@ -1,0 +1,63 @@
+#include "client/retry.h"
+
+#include "gtest/gtest.h"
+
+namespace shard::client {
+namespace {
+
+RetryPolicy FastPolicy() {
+  RetryPolicy policy;
+  policy.initial_backoff = absl::Milliseconds(1);
+  policy.max_backoff = absl::Milliseconds(4);
+  policy.deadline = absl::Seconds(5);
+  return policy;
+}
+
+TEST(RetryTest, RetriesUnavailableUntilSuccess) {
+  int attempts = 0;
+  absl::Status status = RetryUnavailable(FastPolicy(), [&] {
+    return ++attempts < 4 ? absl::UnavailableError("down") : absl::OkStatus();
+  });
+  EXPECT_TRUE(status.ok());
+  EXPECT_EQ(attempts, 4);
+}
+
+TEST(RetryTest, NeverRetriesInvalidArgument) {
+  int attempts = 0;
+  absl::Status status = RetryUnavailable(FastPolicy(), [&] {
+    ++attempts;
+    return absl::InvalidArgumentError("bad");
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(attempts, 1);
+}
+
+TEST(RetryTest, GivesUpAtTheDeadline) {
+  RetryPolicy policy = FastPolicy();
+  policy.deadline = absl::Milliseconds(30);
+  int attempts = 0;
+  absl::Status status = RetryUnavailable(policy, [&] {
+    ++attempts;
+    return absl::UnavailableError("down");
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_GT(attempts, 1);
+  EXPECT_LT(attempts, 1000);
+}
+
+TEST(RetryTest, BackoffDoublesUpToTheCap) {
+  RetryPolicy policy;
+  policy.initial_backoff = absl::Milliseconds(100);
+  policy.max_backoff = absl::Milliseconds(300);
+  Backoff backoff(policy);
+  const absl::Duration first = backoff.Next();
+  EXPECT_GE(first, absl::Milliseconds(50));
+  EXPECT_LE(first, absl::Milliseconds(100));
+  backoff.Next();
+  const absl::Duration third = backoff.Next();
+  EXPECT_GE(third, absl::Milliseconds(150));
+  EXPECT_LE(third, absl::Milliseconds(300));
+}
+
+}  // namespace
+}  // namespace shard::client
