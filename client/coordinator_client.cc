@@ -29,6 +29,20 @@ absl::StatusOr<Response> CallWithRetry(
   return response;
 }
 
+shard::v1::StoreScope ScopeOf(const Membership& membership) {
+  shard::v1::StoreScope scope;
+  scope.set_job_id(membership.job_id);
+  scope.set_generation(membership.generation);
+  return scope;
+}
+
+// A policy that makes exactly one attempt.
+RetryPolicy NoRetry() {
+  RetryPolicy policy;
+  policy.deadline = absl::ZeroDuration();
+  return policy;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(
@@ -96,6 +110,8 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
   membership.world_size = response->world_size();
   membership.generation = response->generation();
   membership.spec = response->spec();
+  membership.committed_epoch = response->committed_epoch();
+  membership.committed_position = response->committed_position();
   return membership;
 }
 
@@ -110,6 +126,109 @@ absl::StatusOr<shard::v1::PreviewShardResponse> CoordinatorClient::Preview(
   request.set_limit(limit);
   return CallWithRetry(stub_.get(), &Stub::PreviewShard, "PreviewShard",
                        request, options_.rpc_timeout, options_.retry);
+}
+
+absl::StatusOr<shard::v1::CommitProgressResponse>
+CoordinatorClient::CommitProgress(const Membership& membership, uint64_t epoch,
+                                  uint64_t position) {
+  shard::v1::CommitProgressRequest request;
+  request.set_job_id(membership.job_id);
+  request.set_generation(membership.generation);
+  request.set_epoch(epoch);
+  request.set_position(position);
+  return CallWithRetry(stub_.get(), &Stub::CommitProgress, "CommitProgress",
+                       request, options_.rpc_timeout, options_.retry);
+}
+
+absl::Status CoordinatorClient::StoreSet(const Membership& membership,
+                                         const std::string& key,
+                                         const std::string& value) {
+  shard::v1::StoreSetRequest request;
+  *request.mutable_scope() = ScopeOf(membership);
+  request.set_key(key);
+  request.set_value(value);
+  return CallWithRetry(stub_.get(), &Stub::StoreSet, "StoreSet", request,
+                       options_.rpc_timeout, options_.retry)
+      .status();
+}
+
+absl::StatusOr<std::optional<std::string>> CoordinatorClient::StoreGet(
+    const Membership& membership, const std::string& key, absl::Duration wait) {
+  shard::v1::StoreGetRequest request;
+  *request.mutable_scope() = ScopeOf(membership);
+  request.set_key(key);
+  request.set_wait_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(wait)));
+  absl::StatusOr<shard::v1::StoreGetResponse> response =
+      CallWithRetry(stub_.get(), &Stub::StoreGet, "StoreGet", request,
+                    options_.rpc_timeout + wait, options_.retry);
+  if (!response.ok()) return response.status();
+  if (!response->found()) return std::optional<std::string>();
+  return std::optional<std::string>(response->value());
+}
+
+absl::StatusOr<int64_t> CoordinatorClient::StoreAdd(
+    const Membership& membership, const std::string& key, int64_t delta) {
+  shard::v1::StoreAddRequest request;
+  *request.mutable_scope() = ScopeOf(membership);
+  request.set_key(key);
+  request.set_delta(delta);
+  absl::StatusOr<shard::v1::StoreAddResponse> response =
+      CallWithRetry(stub_.get(), &Stub::StoreAdd, "StoreAdd", request,
+                    options_.rpc_timeout, NoRetry());
+  if (!response.ok()) return response.status();
+  return response->value();
+}
+
+absl::StatusOr<std::string> CoordinatorClient::StoreCompareSet(
+    const Membership& membership, const std::string& key,
+    const std::string& expected, const std::string& desired) {
+  shard::v1::StoreCompareSetRequest request;
+  *request.mutable_scope() = ScopeOf(membership);
+  request.set_key(key);
+  request.set_expected(expected);
+  request.set_desired(desired);
+  absl::StatusOr<shard::v1::StoreCompareSetResponse> response =
+      CallWithRetry(stub_.get(), &Stub::StoreCompareSet, "StoreCompareSet",
+                    request, options_.rpc_timeout, options_.retry);
+  if (!response.ok()) return response.status();
+  return response->value();
+}
+
+absl::StatusOr<bool> CoordinatorClient::StoreWait(
+    const Membership& membership, const std::vector<std::string>& keys,
+    absl::Duration wait) {
+  shard::v1::StoreWaitRequest request;
+  *request.mutable_scope() = ScopeOf(membership);
+  for (const std::string& key : keys) request.add_keys(key);
+  request.set_wait_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(wait)));
+  absl::StatusOr<shard::v1::StoreWaitResponse> response =
+      CallWithRetry(stub_.get(), &Stub::StoreWait, "StoreWait", request,
+                    options_.rpc_timeout + wait, options_.retry);
+  if (!response.ok()) return response.status();
+  return response->ready();
+}
+
+absl::StatusOr<bool> CoordinatorClient::StoreDelete(
+    const Membership& membership, const std::string& key) {
+  shard::v1::StoreDeleteRequest request;
+  *request.mutable_scope() = ScopeOf(membership);
+  request.set_key(key);
+  absl::StatusOr<shard::v1::StoreDeleteResponse> response =
+      CallWithRetry(stub_.get(), &Stub::StoreDelete, "StoreDelete", request,
+                    options_.rpc_timeout, options_.retry);
+  if (!response.ok()) return response.status();
+  return response->deleted();
+}
+
+absl::StatusOr<int64_t> CoordinatorClient::StoreCount(
+    const Membership& membership) {
+  shard::v1::StoreCountRequest request;
+  *request.mutable_scope() = ScopeOf(membership);
+  absl::StatusOr<shard::v1::StoreCountResponse> response =
+      CallWithRetry(stub_.get(), &Stub::StoreCount, "StoreCount", request,
+                    options_.rpc_timeout, options_.retry);
+  if (!response.ok()) return response.status();
+  return response->count();
 }
 
 std::unique_ptr<ShardStream> CoordinatorClient::OpenStream(

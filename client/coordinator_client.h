@@ -37,6 +37,9 @@ struct Membership {
   uint32_t world_size = 0;
   uint64_t generation = 0;
   shard::v1::JobSpec spec;
+  // Where the job continues (last committed progress) at join time.
+  uint64_t committed_epoch = 0;
+  uint64_t committed_position = 0;
 };
 
 class CoordinatorClient {
@@ -65,6 +68,34 @@ class CoordinatorClient {
   absl::StatusOr<shard::v1::PreviewShardResponse> Preview(
       const std::string& job_id, uint32_t rank, uint64_t epoch, uint64_t offset,
       uint32_t limit);
+
+  // Records that every rank consumed `position` entries of `epoch`.
+  // Returns the stored (normalised) progress.
+  absl::StatusOr<shard::v1::CommitProgressResponse> CommitProgress(
+      const Membership& membership, uint64_t epoch, uint64_t position);
+
+  // Rendezvous key-value space of the member's job generation (see
+  // shard.v1 Store* RPCs). Waits are bounded by `wait`. StoreAdd is not
+  // idempotent and is therefore never retried.
+  absl::Status StoreSet(const Membership& membership, const std::string& key,
+                        const std::string& value);
+  // nullopt if the key was not set within `wait`.
+  absl::StatusOr<std::optional<std::string>> StoreGet(
+      const Membership& membership, const std::string& key,
+      absl::Duration wait);
+  absl::StatusOr<int64_t> StoreAdd(const Membership& membership,
+                                   const std::string& key, int64_t delta);
+  absl::StatusOr<std::string> StoreCompareSet(const Membership& membership,
+                                              const std::string& key,
+                                              const std::string& expected,
+                                              const std::string& desired);
+  // True once every key is set; false if not within `wait`.
+  absl::StatusOr<bool> StoreWait(const Membership& membership,
+                                 const std::vector<std::string>& keys,
+                                 absl::Duration wait);
+  absl::StatusOr<bool> StoreDelete(const Membership& membership,
+                                   const std::string& key);
+  absl::StatusOr<int64_t> StoreCount(const Membership& membership);
 
   // Opens the member's shard of `epoch` from global `start_position` (a
   // multiple of the world size) and starts prefetching. Errors surface from

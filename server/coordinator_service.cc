@@ -29,6 +29,8 @@ shard::v1::Job JobView(const JobState& job) {
   view.set_generation(job.generation);
   view.set_joined_members(static_cast<uint32_t>(job.members.size()));
   view.set_samples_per_rank(plan::LayoutOf(job.spec).RankShardSize(0));
+  view.set_committed_epoch(job.committed_epoch);
+  view.set_committed_position(job.committed_position);
   return view;
 }
 
@@ -50,6 +52,26 @@ absl::StatusOr<const JobState*> CoordinatorService::FindJob(
     return absl::NotFoundError(absl::StrCat("job \"", job_id,
                                             "\" does not exist; create it "
                                             "first or join with a spec"));
+  }
+  return job;
+}
+
+absl::StatusOr<const JobState*> CoordinatorService::FindFormedJob(
+    const std::string& job_id, uint64_t generation) const {
+  absl::StatusOr<const JobState*> job = FindJob(job_id);
+  if (!job.ok()) return job.status();
+  const JobState& state = **job;
+  if (!state.world_formed()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job \"", job_id, "\" has ", state.members.size(), " of ",
+                     state.spec.world_size(),
+                     " members; join and wait for the world first"));
+  }
+  if (generation != state.generation) {
+    return absl::AbortedError(
+        absl::StrCat("generation ", generation, " of job \"", job_id,
+                     "\" is stale; the current generation is ",
+                     state.generation, ": re-join"));
   }
   return job;
 }
@@ -183,6 +205,8 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
   response.set_generation(state.generation);
   response.set_world_formed(state.world_formed());
   *response.mutable_spec() = state.spec;
+  response.set_committed_epoch(state.committed_epoch);
+  response.set_committed_position(state.committed_position);
   return response;
 }
 
@@ -194,21 +218,10 @@ absl::StatusOr<ShardCursor> CoordinatorService::OpenShard(
   {
     absl::MutexLock lock(&mu_);
     if (absl::Status s = CheckServing(); !s.ok()) return s;
-    absl::StatusOr<const JobState*> job = FindJob(request.job_id());
+    absl::StatusOr<const JobState*> job =
+        FindFormedJob(request.job_id(), request.generation());
     if (!job.ok()) return job.status();
     const JobState& state = **job;
-    if (!state.world_formed()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job \"", request.job_id(), "\" has ", state.members.size(), " of ",
-          state.spec.world_size(),
-          " members; join and wait for the world before streaming"));
-    }
-    if (request.generation() != state.generation) {
-      return absl::AbortedError(absl::StrCat(
-          "generation ", request.generation(), " of job \"", request.job_id(),
-          "\" is stale; the current generation is ", state.generation,
-          ": re-join"));
-    }
     spec = state.spec;
   }
   const plan::ShardLayout layout = plan::LayoutOf(spec);
@@ -284,9 +297,162 @@ CoordinatorService::PreviewShard(const shard::v1::PreviewShardRequest& request,
   return response;
 }
 
-void CoordinatorService::Drain() {
+absl::StatusOr<shard::v1::CommitProgressResponse>
+CoordinatorService::CommitProgress(
+    const shard::v1::CommitProgressRequest& request) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  draining_ = true;
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job =
+      FindFormedJob(request.job_id(), request.generation());
+  if (!job.ok()) return job.status();
+  const JobState& state = **job;
+  const plan::ShardLayout layout = plan::LayoutOf(state.spec);
+  if (request.position() % state.spec.world_size() != 0 ||
+      request.position() > layout.total()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "position ", request.position(),
+        " must be a multiple of the world size ", state.spec.world_size(),
+        " and at most the epoch length ", layout.total()));
+  }
+  // A complete epoch is the start of the next one.
+  uint64_t epoch = request.epoch();
+  uint64_t position = request.position();
+  if (position == layout.total() && epoch < plan::kMaxEpoch) {
+    ++epoch;
+    position = 0;
+  }
+  const auto stored =
+      std::make_pair(state.committed_epoch, state.committed_position);
+  if (std::make_pair(epoch, position) < stored) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "commit of epoch ", request.epoch(), " position ", request.position(),
+        " would go back from the committed epoch ", stored.first, " position ",
+        stored.second));
+  }
+  if (std::make_pair(epoch, position) != stored) {
+    StateUpdate update;
+    update.mutable_progress_committed()->set_job_id(request.job_id());
+    update.mutable_progress_committed()->set_epoch(epoch);
+    update.mutable_progress_committed()->set_position(position);
+    state_.Apply(update);
+    LogEvent(absl::StrCat("progress committed job=", request.job_id(),
+                          " generation=", request.generation(),
+                          " epoch=", epoch, " position=", position));
+  }
+  shard::v1::CommitProgressResponse response;
+  response.set_committed_epoch(epoch);
+  response.set_committed_position(position);
+  return response;
+}
+
+absl::StatusOr<RendezvousStore::Scope> CoordinatorService::CheckScope(
+    const shard::v1::StoreScope& scope) {
+  if (absl::Status s = plan::ValidateJobId(scope.job_id()); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job =
+      FindFormedJob(scope.job_id(), scope.generation());
+  if (!job.ok()) return job.status();
+  return RendezvousStore::Scope(scope.job_id(), scope.generation());
+}
+
+namespace {
+
+// Deadline of a store wait: wait_ms from now, bounded by the call.
+absl::Time StoreDeadline(uint32_t wait_ms, absl::Time call_deadline) {
+  return std::min(absl::Now() + absl::Milliseconds(wait_ms), call_deadline);
+}
+
+}  // namespace
+
+absl::StatusOr<shard::v1::StoreSetResponse> CoordinatorService::StoreSet(
+    const shard::v1::StoreSetRequest& request) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::Status status = rendezvous_.Set(*scope, request.key(), request.value());
+  if (!status.ok()) return status;
+  return shard::v1::StoreSetResponse();
+}
+
+absl::StatusOr<shard::v1::StoreGetResponse> CoordinatorService::StoreGet(
+    const shard::v1::StoreGetRequest& request, absl::Time call_deadline) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::StatusOr<std::optional<std::string>> value = rendezvous_.Get(
+      *scope, request.key(), StoreDeadline(request.wait_ms(), call_deadline));
+  if (!value.ok()) return value.status();
+  shard::v1::StoreGetResponse response;
+  response.set_found(value->has_value());
+  if (value->has_value()) response.set_value(**value);
+  return response;
+}
+
+absl::StatusOr<shard::v1::StoreAddResponse> CoordinatorService::StoreAdd(
+    const shard::v1::StoreAddRequest& request) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::StatusOr<int64_t> value =
+      rendezvous_.Add(*scope, request.key(), request.delta());
+  if (!value.ok()) return value.status();
+  shard::v1::StoreAddResponse response;
+  response.set_value(*value);
+  return response;
+}
+
+absl::StatusOr<shard::v1::StoreCompareSetResponse>
+CoordinatorService::StoreCompareSet(
+    const shard::v1::StoreCompareSetRequest& request) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::StatusOr<std::string> value = rendezvous_.CompareSet(
+      *scope, request.key(), request.expected(), request.desired());
+  if (!value.ok()) return value.status();
+  shard::v1::StoreCompareSetResponse response;
+  response.set_value(*value);
+  return response;
+}
+
+absl::StatusOr<shard::v1::StoreWaitResponse> CoordinatorService::StoreWait(
+    const shard::v1::StoreWaitRequest& request, absl::Time call_deadline) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::StatusOr<bool> ready =
+      rendezvous_.Wait(*scope, {request.keys().begin(), request.keys().end()},
+                       StoreDeadline(request.wait_ms(), call_deadline));
+  if (!ready.ok()) return ready.status();
+  shard::v1::StoreWaitResponse response;
+  response.set_ready(*ready);
+  return response;
+}
+
+absl::StatusOr<shard::v1::StoreDeleteResponse> CoordinatorService::StoreDelete(
+    const shard::v1::StoreDeleteRequest& request) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::StatusOr<bool> deleted = rendezvous_.Delete(*scope, request.key());
+  if (!deleted.ok()) return deleted.status();
+  shard::v1::StoreDeleteResponse response;
+  response.set_deleted(*deleted);
+  return response;
+}
+
+absl::StatusOr<shard::v1::StoreCountResponse> CoordinatorService::StoreCount(
+    const shard::v1::StoreCountRequest& request) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  shard::v1::StoreCountResponse response;
+  response.set_count(rendezvous_.Count(*scope));
+  return response;
+}
+
+void CoordinatorService::Drain() {
+  {
+    absl::MutexLock lock(&mu_);
+    draining_ = true;
+  }
+  rendezvous_.Drain();
 }
 
 }  // namespace shard::server

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "server/coordinator_state.h"
 #include "server/epoch_order_cache.h"
+#include "server/rendezvous_store.h"
 #include "server/shard_cursor.h"
 #include "shard/v1/shard.pb.h"
 
@@ -59,6 +60,28 @@ class CoordinatorService {
       const shard::v1::PreviewShardRequest& request, absl::Time call_deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  absl::StatusOr<shard::v1::CommitProgressResponse> CommitProgress(
+      const shard::v1::CommitProgressRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Rendezvous key-value space of the current generation (c10d Store).
+  absl::StatusOr<shard::v1::StoreSetResponse> StoreSet(
+      const shard::v1::StoreSetRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<shard::v1::StoreGetResponse> StoreGet(
+      const shard::v1::StoreGetRequest& request, absl::Time call_deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<shard::v1::StoreAddResponse> StoreAdd(
+      const shard::v1::StoreAddRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<shard::v1::StoreCompareSetResponse> StoreCompareSet(
+      const shard::v1::StoreCompareSetRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<shard::v1::StoreWaitResponse> StoreWait(
+      const shard::v1::StoreWaitRequest& request, absl::Time call_deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<shard::v1::StoreDeleteResponse> StoreDelete(
+      const shard::v1::StoreDeleteRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<shard::v1::StoreCountResponse> StoreCount(
+      const shard::v1::StoreCountRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+
   // From now on every call answers UNAVAILABLE; waiting joins wake up.
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -71,9 +94,18 @@ class CoordinatorService {
       absl::StatusCode conflict_code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<const JobState*> FindJob(const std::string& job_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job, if `generation` is its current, formed generation: NOT_FOUND,
+  // FAILED_PRECONDITION (world not formed) or ABORTED (stale) otherwise.
+  absl::StatusOr<const JobState*> FindFormedJob(const std::string& job_id,
+                                                uint64_t generation) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Validates a store scope and returns its key.
+  absl::StatusOr<RendezvousStore::Scope> CheckScope(
+      const shard::v1::StoreScope& scope) ABSL_LOCKS_EXCLUDED(mu_);
 
   const CoordinatorOptions options_;
   EpochOrderCache orders_;
+  RendezvousStore rendezvous_;
 
   mutable absl::Mutex mu_;
   CoordinatorState state_ ABSL_GUARDED_BY(mu_);

@@ -19,6 +19,9 @@ void CoordinatorState::Apply(const shard::state::v1::StateUpdate& update) {
     case shard::state::v1::StateUpdate::kMemberJoined:
       ApplyMemberJoined(update.member_joined());
       return;
+    case shard::state::v1::StateUpdate::kProgressCommitted:
+      ApplyProgressCommitted(update.progress_committed());
+      return;
     case shard::state::v1::StateUpdate::UPDATE_NOT_SET:
       break;
   }
@@ -47,6 +50,14 @@ void CoordinatorState::ApplyMemberJoined(
                  "MemberJoined with a rank that is not the next free one");
   job.members.push_back(update.member_id());
   if (job.world_formed()) ++job.generation;
+}
+
+void CoordinatorState::ApplyProgressCommitted(
+    const shard::state::v1::ProgressCommitted& update) {
+  auto it = jobs_.find(update.job_id());
+  ABSL_RAW_CHECK(it != jobs_.end(), "ProgressCommitted for an unknown job");
+  it->second.committed_epoch = update.epoch();
+  it->second.committed_position = update.position();
 }
 
 }  // namespace shard::server

@@ -26,6 +26,10 @@ struct JobState {
   uint64_t generation = 0;
   // Member ids of the forming or formed world; the position is the rank.
   std::vector<std::string> members;
+  // Last committed progress: every rank consumed committed_position
+  // entries of epoch committed_epoch.
+  uint64_t committed_epoch = 0;
+  uint64_t committed_position = 0;
 
   bool world_formed() const { return members.size() == spec.world_size(); }
   // Rank of `member_id` in the current world, if it joined.
@@ -51,6 +55,8 @@ class CoordinatorState {
  private:
   void ApplyJobCreated(const shard::state::v1::JobCreated& update);
   void ApplyMemberJoined(const shard::state::v1::MemberJoined& update);
+  void ApplyProgressCommitted(
+      const shard::state::v1::ProgressCommitted& update);
 
   std::map<std::string, JobState, std::less<>> jobs_;
 };

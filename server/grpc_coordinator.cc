@@ -74,4 +74,52 @@ grpc::Status GrpcCoordinator::PreviewShard(
   return Reply(service_->PreviewShard(*request, DeadlineOf(context)), response);
 }
 
+grpc::Status GrpcCoordinator::CommitProgress(
+    grpc::ServerContext*, const shard::v1::CommitProgressRequest* request,
+    shard::v1::CommitProgressResponse* response) {
+  return Reply(service_->CommitProgress(*request), response);
+}
+
+grpc::Status GrpcCoordinator::StoreSet(
+    grpc::ServerContext*, const shard::v1::StoreSetRequest* request,
+    shard::v1::StoreSetResponse* response) {
+  return Reply(service_->StoreSet(*request), response);
+}
+
+grpc::Status GrpcCoordinator::StoreGet(
+    grpc::ServerContext* context, const shard::v1::StoreGetRequest* request,
+    shard::v1::StoreGetResponse* response) {
+  return Reply(service_->StoreGet(*request, DeadlineOf(context)), response);
+}
+
+grpc::Status GrpcCoordinator::StoreAdd(
+    grpc::ServerContext*, const shard::v1::StoreAddRequest* request,
+    shard::v1::StoreAddResponse* response) {
+  return Reply(service_->StoreAdd(*request), response);
+}
+
+grpc::Status GrpcCoordinator::StoreCompareSet(
+    grpc::ServerContext*, const shard::v1::StoreCompareSetRequest* request,
+    shard::v1::StoreCompareSetResponse* response) {
+  return Reply(service_->StoreCompareSet(*request), response);
+}
+
+grpc::Status GrpcCoordinator::StoreWait(
+    grpc::ServerContext* context, const shard::v1::StoreWaitRequest* request,
+    shard::v1::StoreWaitResponse* response) {
+  return Reply(service_->StoreWait(*request, DeadlineOf(context)), response);
+}
+
+grpc::Status GrpcCoordinator::StoreDelete(
+    grpc::ServerContext*, const shard::v1::StoreDeleteRequest* request,
+    shard::v1::StoreDeleteResponse* response) {
+  return Reply(service_->StoreDelete(*request), response);
+}
+
+grpc::Status GrpcCoordinator::StoreCount(
+    grpc::ServerContext*, const shard::v1::StoreCountRequest* request,
+    shard::v1::StoreCountResponse* response) {
+  return Reply(service_->StoreCount(*request), response);
+}
+
 }  // namespace shard::server

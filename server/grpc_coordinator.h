@@ -32,6 +32,32 @@ class GrpcCoordinator final : public shard::v1::Coordinator::Service {
   grpc::Status PreviewShard(grpc::ServerContext* context,
                             const shard::v1::PreviewShardRequest* request,
                             shard::v1::PreviewShardResponse* response) override;
+  grpc::Status CommitProgress(
+      grpc::ServerContext* context,
+      const shard::v1::CommitProgressRequest* request,
+      shard::v1::CommitProgressResponse* response) override;
+  grpc::Status StoreSet(grpc::ServerContext* context,
+                        const shard::v1::StoreSetRequest* request,
+                        shard::v1::StoreSetResponse* response) override;
+  grpc::Status StoreGet(grpc::ServerContext* context,
+                        const shard::v1::StoreGetRequest* request,
+                        shard::v1::StoreGetResponse* response) override;
+  grpc::Status StoreAdd(grpc::ServerContext* context,
+                        const shard::v1::StoreAddRequest* request,
+                        shard::v1::StoreAddResponse* response) override;
+  grpc::Status StoreCompareSet(
+      grpc::ServerContext* context,
+      const shard::v1::StoreCompareSetRequest* request,
+      shard::v1::StoreCompareSetResponse* response) override;
+  grpc::Status StoreWait(grpc::ServerContext* context,
+                         const shard::v1::StoreWaitRequest* request,
+                         shard::v1::StoreWaitResponse* response) override;
+  grpc::Status StoreDelete(grpc::ServerContext* context,
+                           const shard::v1::StoreDeleteRequest* request,
+                           shard::v1::StoreDeleteResponse* response) override;
+  grpc::Status StoreCount(grpc::ServerContext* context,
+                          const shard::v1::StoreCountRequest* request,
+                          shard::v1::StoreCountResponse* response) override;
 
  private:
   CoordinatorService* service_;

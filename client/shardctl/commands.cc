@@ -4,9 +4,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "client/shardctl/cli_flags.h"
+#include "client/cli_flags.h"
 
 namespace shard::shardctl {
+using cli::CliFlags;
 namespace {
 
 // Buffers text and writes it to stdout in large blocks.

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "client/cli_flags.h"
 #include "client/coordinator_client.h"
-#include "client/shardctl/cli_flags.h"
 #include "client/shardctl/commands.h"
 
 namespace {
@@ -55,9 +55,8 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  absl::StatusOr<shard::shardctl::CliFlags> global =
-      shard::shardctl::CliFlags::Parse(
-          global_args, {"coordinator", "timeout", "retry-deadline"});
+  absl::StatusOr<shard::cli::CliFlags> global = shard::cli::CliFlags::Parse(
+      global_args, {"coordinator", "timeout", "retry-deadline"});
   if (!global.ok()) return Fail(std::string(global.status().message()), 2);
   const char* env_address = std::getenv("SHARD_COORDINATOR");
   shard::client::ClientOptions options;

@@ -4,8 +4,24 @@
 #define CLIENT_TORCH_TORCH_COMPAT_H_
 
 #include "torch/types.h"
+#include "torch/version.h"
+
+#if TORCH_VERSION_MAJOR >= 2
+#include "torch/csrc/distributed/c10d/Backend.hpp"
+#else
+#include "torch/csrc/distributed/c10d/ProcessGroup.hpp"
+#endif
 
 namespace shard::torch_compat {
+
+// The class a concrete process group (ProcessGroupGloo / ProcessGroupNCCL)
+// derives from and that carries the collectives: ProcessGroup in 1.13,
+// Backend in 2.x.
+#if TORCH_VERSION_MAJOR >= 2
+using Collectives = c10d::Backend;
+#else
+using Collectives = c10d::ProcessGroup;
+#endif
 
 // Sampler<> signatures use torch's optional: c10::optional in 1.13, an alias
 // of std::optional in 2.x; torch::optional names the right one in both.

@@ -7,7 +7,7 @@ packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libtorch-dev python3-torch
+  libtorch-dev libgloo-dev python3-torch
   clang-14
 )
 

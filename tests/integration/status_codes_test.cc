@@ -183,6 +183,72 @@ TEST_F(StatusCodesTest, PreviewValidatesRankAndOffset) {
   }
 }
 
+TEST_F(StatusCodesTest, CommitIsIdempotentAndNeverGoesBack) {
+  const uint64_t generation = FormWorld();  // N = 10, W = 2, pad: 10 positions
+  auto commit = [&](uint64_t gen, uint64_t epoch, uint64_t position,
+                    shard::v1::CommitProgressResponse* out) {
+    shard::v1::CommitProgressRequest request;
+    request.set_job_id("job");
+    request.set_generation(gen);
+    request.set_epoch(epoch);
+    request.set_position(position);
+    grpc::ClientContext context;
+    return stub_->CommitProgress(&context, request, out);
+  };
+  shard::v1::CommitProgressResponse response;
+  ASSERT_TRUE(commit(generation, 0, 4, &response).ok());
+  EXPECT_EQ(response.committed_position(), 4u);
+  EXPECT_TRUE(commit(generation, 0, 4, &response).ok());  // Idempotent.
+  ExpectCode(commit(generation, 0, 2, &response),
+             StatusCode::FAILED_PRECONDITION, "go back");
+  ExpectCode(commit(generation, 0, 5, &response), StatusCode::INVALID_ARGUMENT,
+             "multiple of the world size");
+  ExpectCode(commit(generation, 0, 12, &response), StatusCode::INVALID_ARGUMENT,
+             "epoch length 10");
+  ExpectCode(commit(generation + 1, 0, 6, &response), StatusCode::ABORTED,
+             "re-join");
+  // The end of an epoch is the start of the next.
+  ASSERT_TRUE(commit(generation, 0, 10, &response).ok());
+  EXPECT_EQ(response.committed_epoch(), 1u);
+  EXPECT_EQ(response.committed_position(), 0u);
+  shard::v1::JoinJobResponse joined;
+  ASSERT_TRUE(Join("job", "a", 0, &joined).ok());
+  EXPECT_EQ(joined.committed_epoch(), 1u);
+}
+
+TEST_F(StatusCodesTest, StoreRequestsAreValidated) {
+  const uint64_t generation = FormWorld();
+  shard::v1::StoreSetRequest request;
+  request.mutable_scope()->set_job_id("job");
+  request.mutable_scope()->set_generation(generation);
+  shard::v1::StoreSetResponse response;
+  {
+    grpc::ClientContext context;
+    ExpectCode(stub_->StoreSet(&context, request, &response),
+               StatusCode::INVALID_ARGUMENT, "key");
+  }
+  request.set_key("k");
+  request.set_value(std::string((1 << 20) + 1, 'x'));
+  {
+    grpc::ClientContext context;
+    ExpectCode(stub_->StoreSet(&context, request, &response),
+               StatusCode::INVALID_ARGUMENT, "value");
+  }
+  request.set_value("not a number");
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->StoreSet(&context, request, &response).ok());
+  }
+  shard::v1::StoreAddRequest add;
+  *add.mutable_scope() = request.scope();
+  add.set_key("k");
+  add.set_delta(1);
+  shard::v1::StoreAddResponse added;
+  grpc::ClientContext context;
+  ExpectCode(stub_->StoreAdd(&context, add, &added),
+             StatusCode::FAILED_PRECONDITION, "not an integer");
+}
+
 TEST_F(StatusCodesTest, DrainingAnswersUnavailableAndWakesWaitingJoins) {
   shard::v1::JoinJobResponse joined;
   grpc::Status waiting;

@@ -1,11 +1,11 @@
-#include "client/shardctl/cli_flags.h"
+#include "client/cli_flags.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 
-namespace shard::shardctl {
+namespace shard::cli {
 
 absl::StatusOr<CliFlags> CliFlags::Parse(
     const std::vector<std::string>& args,
@@ -67,6 +67,18 @@ absl::StatusOr<uint64_t> CliFlags::Uint64(const std::string& name,
   return Has(name) ? Uint64(name) : fallback;
 }
 
+absl::StatusOr<double> CliFlags::Double(const std::string& name,
+                                        double fallback) const {
+  if (!Has(name)) return fallback;
+  const std::string text = String(name, "");
+  double value;
+  if (!absl::SimpleAtod(text, &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " must be a number, got \"", text, "\""));
+  }
+  return value;
+}
+
 absl::StatusOr<bool> CliFlags::Bool(const std::string& name,
                                     bool fallback) const {
   if (!Has(name)) return fallback;
@@ -90,4 +102,4 @@ absl::StatusOr<absl::Duration> CliFlags::Duration(
   return value;
 }
 
-}  // namespace shard::shardctl
+}  // namespace shard::cli

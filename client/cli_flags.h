@@ -2,8 +2,8 @@
 //
 // Parsing checks every flag against the set the command accepts, so a typo
 // is an error naming the accepted flags instead of being ignored.
-#ifndef CLIENT_SHARDCTL_CLI_FLAGS_H_
-#define CLIENT_SHARDCTL_CLI_FLAGS_H_
+#ifndef CLIENT_CLI_FLAGS_H_
+#define CLIENT_CLI_FLAGS_H_
 
 #include <cstdint>
 #include <map>
@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace shard::shardctl {
+namespace shard::cli {
 
 class CliFlags {
  public:
@@ -32,6 +32,8 @@ class CliFlags {
   absl::StatusOr<uint64_t> Uint64(const std::string& name) const;
   absl::StatusOr<uint64_t> Uint64(const std::string& name,
                                   uint64_t fallback) const;
+  // A decimal number such as 0.05.
+  absl::StatusOr<double> Double(const std::string& name, double fallback) const;
   // "true" or "false".
   absl::StatusOr<bool> Bool(const std::string& name, bool fallback) const;
   // An absl duration such as "30s" or "5m".
@@ -42,6 +44,6 @@ class CliFlags {
   std::map<std::string, std::string> values_;
 };
 
-}  // namespace shard::shardctl
+}  // namespace shard::cli
 
-#endif  // CLIENT_SHARDCTL_CLI_FLAGS_H_
+#endif  // CLIENT_CLI_FLAGS_H_

@@ -1,0 +1,94 @@
+#include "trainer/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "torch/serialize.h"
+
+namespace shard::trainer {
+namespace {
+
+absl::Status FsyncPath(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("open ", path, ": ", std::strerror(errno)));
+  }
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0) {
+    return absl::InternalError(
+        absl::StrCat("fsync ", path, ": ", std::strerror(saved)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string CheckpointPath(const std::string& dir) {
+  return dir + "/checkpoint.pt";
+}
+
+absl::Status SaveCheckpoint(const std::string& dir, torch::nn::Module& model,
+                            torch::optim::Optimizer& optimizer,
+                            const Progress& progress) {
+  const std::string path = CheckpointPath(dir);
+  const std::string temporary = path + ".tmp";
+  try {
+    std::filesystem::create_directories(dir);
+    torch::serialize::OutputArchive archive;
+    model.save(archive);
+    torch::serialize::OutputArchive optimizer_archive;
+    optimizer.save(optimizer_archive);
+    archive.write("optimizer", optimizer_archive);
+    archive.write("progress_epoch",
+                  torch::tensor(static_cast<int64_t>(progress.epoch)),
+                  /*is_buffer=*/true);
+    archive.write("progress_position",
+                  torch::tensor(static_cast<int64_t>(progress.position)),
+                  /*is_buffer=*/true);
+    archive.save_to(temporary);
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("writing checkpoint ", temporary, ": ", e.what()));
+  }
+  if (absl::Status s = FsyncPath(temporary, O_RDONLY); !s.ok()) return s;
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("rename ", temporary, " -> ", path,
+                                            ": ", std::strerror(errno)));
+  }
+  return FsyncPath(dir, O_RDONLY | O_DIRECTORY);
+}
+
+absl::StatusOr<std::optional<Progress>> LoadCheckpoint(
+    const std::string& dir, torch::nn::Module& model,
+    torch::optim::Optimizer& optimizer) {
+  const std::string path = CheckpointPath(dir);
+  if (!std::filesystem::exists(path)) return std::optional<Progress>();
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    model.load(archive);
+    torch::serialize::InputArchive optimizer_archive;
+    archive.read("optimizer", optimizer_archive);
+    optimizer.load(optimizer_archive);
+    torch::Tensor epoch, position;
+    archive.read("progress_epoch", epoch, /*is_buffer=*/true);
+    archive.read("progress_position", position, /*is_buffer=*/true);
+    return std::optional<Progress>(
+        Progress{static_cast<uint64_t>(epoch.item<int64_t>()),
+                 static_cast<uint64_t>(position.item<int64_t>())});
+  } catch (const std::exception& e) {
+    return absl::DataLossError(
+        absl::StrCat("reading checkpoint ", path, ": ", e.what()));
+  }
+}
+
+}  // namespace shard::trainer

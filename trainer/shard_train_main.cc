@@ -1,0 +1,108 @@
+// shard-train: a libtorch DDP trainer that joins a job knowing only the
+// coordinator's address. See README "shard-train" for the flags.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli_flags.h"
+#include "trainer/trainer.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: shard-train --coordinator HOST:PORT --job ID [--member M]\n"
+    "  [--world-size W] [--dataset-size N] [--backend auto|gloo|nccl]\n"
+    "  [--epochs 1] [--batch-size 32] [--lr 0.05] [--checkpoint-dir DIR]\n"
+    "  [--checkpoint-every STEPS] [--log-indices FILE] [--eval-size 1000]\n"
+    "  [--join-wait 10m] [--pg-timeout 5m] [--gloo-interface IFACE]\n";
+
+// Hostname plus the local rank ($LOCAL_RANK, else 0).
+std::string DefaultMember() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const char* local_rank = std::getenv("LOCAL_RANK");
+  return absl::StrCat(host, "-", local_rank != nullptr ? local_rank : "0");
+}
+
+absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
+    const std::vector<std::string>& args) {
+  absl::StatusOr<shard::cli::CliFlags> flags = shard::cli::CliFlags::Parse(
+      args, {"coordinator", "job", "member", "world-size", "dataset-size",
+             "backend", "epochs", "batch-size", "lr", "checkpoint-dir",
+             "checkpoint-every", "log-indices", "eval-size", "join-wait",
+             "pg-timeout", "gloo-interface"});
+  if (!flags.ok()) return flags.status();
+  shard::trainer::TrainerOptions options;
+  absl::StatusOr<std::string> coordinator = flags->String("coordinator");
+  absl::StatusOr<std::string> job = flags->String("job");
+  absl::StatusOr<uint64_t> world = flags->Uint64("world-size", 0);
+  absl::StatusOr<uint64_t> size = flags->Uint64("dataset-size", 4096);
+  absl::StatusOr<shard::trainer::Backend> backend =
+      shard::trainer::ParseBackend(flags->String("backend", "auto"));
+  absl::StatusOr<uint64_t> epochs = flags->Uint64("epochs", 1);
+  absl::StatusOr<uint64_t> batch = flags->Uint64("batch-size", 32);
+  absl::StatusOr<double> lr = flags->Double("lr", 0.05);
+  absl::StatusOr<uint64_t> every = flags->Uint64("checkpoint-every", 0);
+  absl::StatusOr<uint64_t> eval = flags->Uint64("eval-size", 1000);
+  absl::StatusOr<absl::Duration> join_wait =
+      flags->Duration("join-wait", absl::Minutes(10));
+  absl::StatusOr<absl::Duration> pg_timeout =
+      flags->Duration("pg-timeout", absl::Minutes(5));
+  for (const absl::Status& s :
+       {coordinator.status(), job.status(), world.status(), size.status(),
+        backend.status(), epochs.status(), batch.status(), lr.status(),
+        every.status(), eval.status(), join_wait.status(),
+        pg_timeout.status()}) {
+    if (!s.ok()) return s;
+  }
+  if (*batch == 0) {
+    return absl::InvalidArgumentError("--batch-size must be at least 1");
+  }
+  if (*world > 65536) {
+    return absl::InvalidArgumentError("--world-size must be at most 65536");
+  }
+  options.client.address = *coordinator;
+  options.job_id = *job;
+  options.member_id = flags->String("member", DefaultMember());
+  options.world_size = static_cast<uint32_t>(*world);
+  options.dataset_size = *size;
+  options.process_group.backend = *backend;
+  options.process_group.timeout =
+      std::chrono::milliseconds(absl::ToInt64Milliseconds(*pg_timeout));
+  options.process_group.gloo_interface = flags->String("gloo-interface", "");
+  options.epochs = *epochs;
+  options.batch_size = *batch;
+  options.learning_rate = *lr;
+  options.checkpoint_dir = flags->String("checkpoint-dir", "");
+  options.checkpoint_every = *every;
+  options.log_indices = flags->String("log-indices", "");
+  options.eval_size = *eval;
+  options.join_wait = *join_wait;
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "--help" || args[0] == "help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  absl::StatusOr<shard::trainer::TrainerOptions> options = ParseOptions(args);
+  if (!options.ok()) {
+    std::fprintf(stderr, "shard-train: %s\n%s",
+                 std::string(options.status().message()).c_str(), kUsage);
+    return 2;
+  }
+  absl::Status status = shard::trainer::RunTrainer(*options);
+  if (!status.ok()) {
+    std::fprintf(stderr, "shard-train: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,336 @@
+#include "trainer/trainer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/torch/coordinator_store.h"
+#include "client/torch/shard_sampler.h"
+#include "torch/csrc/distributed/c10d/PrefixStore.hpp"
+#include "torch/torch.h"
+#include "trainer/checkpoint.h"
+#include "trainer/gather_uneven.h"
+#include "trainer/gradient_sync.h"
+#include "trainer/synthetic_dataset.h"
+
+namespace shard::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A small regression network: 16 -> 32 -> 1.
+torch::nn::Sequential MakeModel() {
+  return torch::nn::Sequential(
+      torch::nn::Linear(SyntheticRegression::kFeatures, 32), torch::nn::ReLU(),
+      torch::nn::Linear(32, 1));
+}
+
+// FNV-1a over every parameter's bytes, in registration order.
+uint64_t ParameterChecksum(torch::nn::Module& model) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const torch::Tensor& parameter : model.parameters()) {
+    const torch::Tensor data = parameter.detach().cpu().contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(data.data_ptr());
+    for (size_t i = 0; i < data.nbytes(); ++i) {
+      hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+    }
+  }
+  return hash;
+}
+
+absl::StatusOr<client::Membership> JoinJob(
+    client::CoordinatorClient& client, const TrainerOptions& options,
+    const std::string& job_id, std::optional<shard::v1::JobSpec> spec) {
+  return client.Join(job_id, options.member_id, spec, options.join_wait);
+}
+
+// Forms the process group in a fresh key namespace: each process adds one
+// arrival, and the W arrivals of one start share the round number.
+absl::StatusOr<ProcessGroupPtr> FormProcessGroup(
+    std::shared_ptr<client::CoordinatorClient> client,
+    const client::Membership& membership, const ProcessGroupOptions& pg_options,
+    std::string* backend_name) {
+  auto store = c10::make_intrusive<torch_adapter::CoordinatorStore>(
+      client, membership,
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          pg_options.timeout));
+  int64_t arrival;
+  try {
+    arrival = store->add("shard/process-group-arrivals", 1);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(e.what());
+  }
+  const int64_t round = (arrival - 1) / membership.world_size;
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>(
+      absl::StrCat("shard/process-group/", round), store);
+  return MakeProcessGroup(prefixed, static_cast<int>(membership.rank),
+                          static_cast<int>(membership.world_size), pg_options,
+                          backend_name);
+}
+
+// Writes the checkpoint (rank 0) and commits the progress to the coordinator.
+class Checkpointer {
+ public:
+  Checkpointer(const TrainerOptions& options, client::CoordinatorClient& client,
+               const client::Membership& membership, torch::nn::Module& model,
+               torch::optim::Optimizer& optimizer)
+      : options_(options),
+        client_(client),
+        membership_(membership),
+        model_(model),
+        optimizer_(optimizer) {}
+
+  absl::Status Save(const Progress& progress) {
+    if (options_.checkpoint_dir.empty() || membership_.rank != 0) {
+      return absl::OkStatus();
+    }
+    if (absl::Status s = SaveCheckpoint(options_.checkpoint_dir, model_,
+                                        optimizer_, progress);
+        !s.ok()) {
+      return s;
+    }
+    return client_
+        .CommitProgress(membership_, progress.epoch, progress.position)
+        .status();
+  }
+
+ private:
+  const TrainerOptions& options_;
+  client::CoordinatorClient& client_;
+  const client::Membership& membership_;
+  torch::nn::Module& model_;
+  torch::optim::Optimizer& optimizer_;
+};
+
+// Where training starts: the checkpoint if there is one (never behind the
+// coordinator's committed progress), else the committed progress.
+absl::StatusOr<Progress> ResumePoint(const TrainerOptions& options,
+                                     const client::Membership& membership,
+                                     torch::nn::Module& model,
+                                     torch::optim::Optimizer& optimizer) {
+  const Progress committed{membership.committed_epoch,
+                           membership.committed_position};
+  if (options.checkpoint_dir.empty()) return committed;
+  absl::StatusOr<std::optional<Progress>> loaded =
+      LoadCheckpoint(options.checkpoint_dir, model, optimizer);
+  if (!loaded.ok()) return loaded.status();
+  if (!loaded->has_value()) return committed;
+  if (**loaded < committed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint in ", options.checkpoint_dir, " is at epoch ",
+        (*loaded)->epoch, " position ", (*loaded)->position,
+        ", behind the job's committed epoch ", committed.epoch, " position ",
+        committed.position, "; resuming from it would repeat samples"));
+  }
+  return **loaded;
+}
+
+// Evaluates the model on the "<job>-eval" job (uneven tail: every held-out
+// sample exactly once) and gathers the per-sample results on every rank.
+absl::Status Evaluate(const TrainerOptions& options,
+                      const std::shared_ptr<client::CoordinatorClient>& client,
+                      const client::Membership& training,
+                      const ProcessGroupPtr& group,
+                      torch::nn::Sequential& model, torch::Device device) {
+  shard::v1::JobSpec spec;
+  spec.set_dataset_size(options.eval_size);
+  spec.set_world_size(training.world_size);
+  spec.set_shuffle(false);
+  spec.set_tail(shard::v1::TAIL_POLICY_UNEVEN);
+  absl::StatusOr<client::Membership> eval =
+      JoinJob(*client, options, training.job_id + "-eval", spec);
+  if (!eval.ok()) return eval.status();
+  SyntheticRegression held_out(options.eval_size, training.spec.dataset_size());
+  std::vector<int64_t> indices;
+  std::vector<float> errors;
+  auto stream = client->OpenStream(*eval, 0, 0);
+  std::vector<uint64_t> batch(options.batch_size);
+  torch::NoGradGuard no_grad;
+  while (true) {
+    absl::StatusOr<size_t> got = stream->Next(absl::MakeSpan(batch));
+    if (!got.ok()) return got.status();
+    if (*got == 0) break;
+    std::vector<IndexedExample> examples;
+    for (size_t i = 0; i < *got; ++i)
+      examples.push_back(held_out.get(batch[i]));
+    auto [x, y] = Collate(examples);
+    torch::Tensor squared = (model->forward(x.to(device)) - y.to(device))
+                                .pow(2)
+                                .reshape({-1})
+                                .cpu();
+    for (size_t i = 0; i < *got; ++i) {
+      indices.push_back(examples[i].index);
+      errors.push_back(squared[i].item<float>());
+    }
+  }
+  const torch::Tensor all_indices =
+      GatherUneven(torch::tensor(indices, torch::kInt64), group);
+  const torch::Tensor all_errors =
+      GatherUneven(torch::tensor(errors, torch::kFloat32), group);
+  std::set<int64_t> unique(
+      all_indices.data_ptr<int64_t>(),
+      all_indices.data_ptr<int64_t>() + all_indices.numel());
+  std::printf(
+      "eval rank=%u local_samples=%zu samples=%lld unique=%zu mse=%.6f\n",
+      training.rank, indices.size(),
+      static_cast<long long>(all_indices.numel()), unique.size(),
+      all_errors.numel() > 0 ? all_errors.mean().item<double>() : 0.0);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunTrainer(const TrainerOptions& options) {
+  auto connected = client::CoordinatorClient::Connect(options.client);
+  if (!connected.ok()) return connected.status();
+  std::shared_ptr<client::CoordinatorClient> client = *std::move(connected);
+
+  std::optional<shard::v1::JobSpec> spec;
+  if (options.world_size > 0) {
+    spec.emplace();
+    spec->set_dataset_size(options.dataset_size);
+    spec->set_world_size(options.world_size);
+  }
+  absl::StatusOr<client::Membership> joined =
+      JoinJob(*client, options, options.job_id, spec);
+  if (!joined.ok()) return joined.status();
+  const client::Membership membership = *joined;
+  const uint32_t rank = membership.rank;
+  const uint64_t world = membership.world_size;
+
+  std::string backend;
+  absl::StatusOr<ProcessGroupPtr> group =
+      FormProcessGroup(client, membership, options.process_group, &backend);
+  if (!group.ok()) return group.status();
+  std::printf(
+      "joined job=%s member=%s rank=%u world_size=%llu generation=%llu "
+      "backend=%s\n",
+      membership.job_id.c_str(), membership.member_id.c_str(), rank,
+      static_cast<unsigned long long>(world),
+      static_cast<unsigned long long>(membership.generation), backend.c_str());
+
+  // Ranks start from different weights on purpose: the broadcast below (or
+  // the shared checkpoint) must make them equal.
+  const torch::Device device = DeviceFor(backend, static_cast<int>(rank));
+  torch::manual_seed(1000 + rank);
+  torch::nn::Sequential model = MakeModel();
+  model->to(device);
+  torch::optim::SGD optimizer(
+      model->parameters(),
+      torch::optim::SGDOptions(options.learning_rate).momentum(0.9));
+  absl::StatusOr<Progress> start =
+      ResumePoint(options, membership, *model, optimizer);
+  if (!start.ok()) return start.status();
+  if (start->epoch != 0 || start->position != 0) {
+    std::printf("resuming rank=%u epoch=%llu position=%llu\n", rank,
+                static_cast<unsigned long long>(start->epoch),
+                static_cast<unsigned long long>(start->position));
+  }
+  BroadcastParameters(model->parameters(), *group);
+  GradientSync sync(model->parameters(), *group);
+  Checkpointer checkpointer(options, *client, membership, *model, optimizer);
+
+  std::FILE* index_log = nullptr;
+  if (!options.log_indices.empty()) {
+    index_log = std::fopen(options.log_indices.c_str(), "a");
+    if (index_log == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot open --log-indices ", options.log_indices));
+    }
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> index_log_closer(
+      index_log,
+      [](std::FILE* f) { return f == nullptr ? 0 : std::fclose(f); });
+
+  torch_adapter::ShardSampler sampler(client, membership);
+  auto progress = sampler.progress();
+  progress->ResumeAt({start->epoch, start->position});
+  auto loader = torch::data::make_data_loader(
+      SyntheticRegression(membership.spec.dataset_size()), std::move(sampler),
+      torch::data::DataLoaderOptions().batch_size(options.batch_size));
+
+  for (uint64_t epoch = start->epoch; epoch < options.epochs; ++epoch) {
+    const uint64_t epoch_start =
+        epoch == start->epoch ? start->position : uint64_t{0};
+    uint64_t samples = 0, steps = 0;
+    double loss_sum = 0;
+    const Clock::time_point began = Clock::now();
+    // A periodic checkpoint runs before the next step, so the last step of
+    // an epoch is covered by the epoch-end checkpoint instead: progress is
+    // never recorded as the end of an epoch, only as the next one's start.
+    bool checkpoint_due = false;
+    try {
+      for (std::vector<IndexedExample>& batch : *loader) {
+        if (checkpoint_due) {
+          checkpoint_due = false;
+          if (absl::Status s =
+                  checkpointer.Save({epoch, epoch_start + world * samples});
+              !s.ok()) {
+            return s;
+          }
+        }
+        auto [x, y] = Collate(batch);
+        x = x.to(device);
+        y = y.to(device);
+        sync.Prepare();
+        optimizer.zero_grad();
+        torch::Tensor loss = torch::mse_loss(model->forward(x), y);
+        loss.backward();
+        sync.Finish();
+        optimizer.step();
+        samples += batch.size();
+        ++steps;
+        loss_sum += loss.item<double>();
+        if (index_log != nullptr) {
+          for (const IndexedExample& example : batch) {
+            std::fprintf(index_log, "%llu %u %lld\n",
+                         static_cast<unsigned long long>(epoch), rank,
+                         static_cast<long long>(example.index));
+          }
+          std::fflush(index_log);
+        }
+        checkpoint_due = options.checkpoint_every > 0 &&
+                         steps % options.checkpoint_every == 0;
+      }
+    } catch (const std::exception& e) {
+      return absl::InternalError(
+          absl::StrCat("training epoch ", epoch, ": ", e.what()));
+    }
+    if (progress->Current().epoch != epoch) {
+      return absl::InternalError(absl::StrCat("sampler served epoch ",
+                                              progress->Current().epoch,
+                                              " while training epoch ", epoch));
+    }
+    const double seconds =
+        std::chrono::duration<double>(Clock::now() - began).count();
+    std::printf(
+        "epoch %llu rank=%u steps=%llu samples=%llu loss=%.6f "
+        "samples_per_s=%.0f\n",
+        static_cast<unsigned long long>(epoch), rank,
+        static_cast<unsigned long long>(steps),
+        static_cast<unsigned long long>(samples),
+        steps > 0 ? loss_sum / steps : 0.0,
+        seconds > 0 ? samples / seconds : 0.0);
+    std::fflush(stdout);
+    if (absl::Status s = checkpointer.Save({epoch + 1, 0}); !s.ok()) return s;
+  }
+
+  if (options.eval_size > 0) {
+    if (absl::Status s =
+            Evaluate(options, client, membership, *group, model, device);
+        !s.ok()) {
+      return s;
+    }
+  }
+  std::printf("final rank=%u param_checksum=%016llx\n", rank,
+              static_cast<unsigned long long>(ParameterChecksum(*model)));
+  return absl::OkStatus();
+}
+
+}  // namespace shard::trainer
