@@ -35,7 +35,23 @@ shard::v1::Job JobView(const JobState& job) {
 }
 
 CoordinatorService::CoordinatorService(CoordinatorOptions options)
-    : options_(options) {}
+    : CoordinatorService(
+          options,
+          storage::OpenedLog{
+              storage::StateLog::InMemory(), CoordinatorState(), {}}) {}
+
+CoordinatorService::CoordinatorService(CoordinatorOptions options,
+                                       storage::OpenedLog opened)
+    : options_(options),
+      state_(std::move(opened.state)),
+      log_(std::move(opened.log)) {}
+
+absl::Status CoordinatorService::Persist(const StateUpdate& update) {
+  if (absl::Status s = log_->Append(update); !s.ok()) return s;
+  state_.Apply(update);
+  log_->MaybeSnapshot(state_);
+  return absl::OkStatus();
+}
 
 absl::Status CoordinatorService::CheckServing() const {
   if (draining_) {
@@ -92,7 +108,7 @@ absl::StatusOr<const JobState*> CoordinatorService::CreateOrMatchJob(
   StateUpdate update;
   update.mutable_job_created()->set_job_id(job_id);
   *update.mutable_job_created()->mutable_spec() = spec;
-  state_.Apply(update);
+  if (absl::Status s = Persist(update); !s.ok()) return s;
   LogEvent(absl::StrCat("job created job=", job_id, " ",
                         plan::DescribeJobSpec(spec)));
   return state_.FindJob(job_id);
@@ -173,7 +189,7 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
     update.mutable_member_joined()->set_job_id(job_id);
     update.mutable_member_joined()->set_member_id(member_id);
     update.mutable_member_joined()->set_rank(*rank);
-    state_.Apply(update);
+    if (absl::Status s = Persist(update); !s.ok()) return s;
     const JobState* joined = state_.FindJob(job_id);
     LogEvent(absl::StrCat(
         "member joined job=", job_id, " member=", member_id, " rank=", *rank,
@@ -336,7 +352,7 @@ CoordinatorService::CommitProgress(
     update.mutable_progress_committed()->set_job_id(request.job_id());
     update.mutable_progress_committed()->set_epoch(epoch);
     update.mutable_progress_committed()->set_position(position);
-    state_.Apply(update);
+    if (absl::Status s = Persist(update); !s.ok()) return s;
     LogEvent(absl::StrCat("progress committed job=", request.job_id(),
                           " generation=", request.generation(),
                           " epoch=", epoch, " position=", position));

@@ -20,6 +20,7 @@
 #include "server/epoch_order_cache.h"
 #include "server/rendezvous_store.h"
 #include "server/shard_cursor.h"
+#include "server/storage/state_log.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
@@ -38,7 +39,11 @@ struct CoordinatorOptions {
 
 class CoordinatorService {
  public:
+  // In-memory service (tests).
   explicit CoordinatorService(CoordinatorOptions options = {});
+  // A service over recovered durable state: every accepted mutation is
+  // appended to `log` (and fsynced) before it is applied and answered.
+  CoordinatorService(CoordinatorOptions options, storage::OpenedLog opened);
 
   absl::StatusOr<shard::v1::Job> CreateJob(
       const shard::v1::CreateJobRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
@@ -87,6 +92,9 @@ class CoordinatorService {
 
  private:
   absl::Status CheckServing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Journals the update, then applies it. On error nothing is applied.
+  absl::Status Persist(const shard::state::v1::StateUpdate& update)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Creates the job or checks that the stored spec equals `spec`.
   // `conflict_code` is the error for a different stored spec.
   absl::StatusOr<const JobState*> CreateOrMatchJob(
@@ -109,6 +117,7 @@ class CoordinatorService {
 
   mutable absl::Mutex mu_;
   CoordinatorState state_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<storage::StateLog> log_ ABSL_GUARDED_BY(mu_);
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -28,6 +28,37 @@ void CoordinatorState::Apply(const shard::state::v1::StateUpdate& update) {
   ABSL_RAW_LOG(FATAL, "CoordinatorState::Apply: empty update");
 }
 
+shard::state::v1::StateSnapshot CoordinatorState::ToSnapshot(
+    uint64_t sequence) const {
+  shard::state::v1::StateSnapshot snapshot;
+  snapshot.set_sequence(sequence);
+  for (const auto& [id, job] : jobs_) {
+    shard::state::v1::JobRecord* record = snapshot.add_jobs();
+    record->set_job_id(id);
+    *record->mutable_spec() = job.spec;
+    record->set_generation(job.generation);
+    for (const std::string& member : job.members) record->add_members(member);
+    record->set_committed_epoch(job.committed_epoch);
+    record->set_committed_position(job.committed_position);
+  }
+  return snapshot;
+}
+
+CoordinatorState CoordinatorState::FromSnapshot(
+    const shard::state::v1::StateSnapshot& snapshot) {
+  CoordinatorState state;
+  for (const shard::state::v1::JobRecord& record : snapshot.jobs()) {
+    JobState& job = state.jobs_[record.job_id()];
+    job.job_id = record.job_id();
+    job.spec = record.spec();
+    job.generation = record.generation();
+    job.members.assign(record.members().begin(), record.members().end());
+    job.committed_epoch = record.committed_epoch();
+    job.committed_position = record.committed_position();
+  }
+  return state;
+}
+
 const JobState* CoordinatorState::FindJob(absl::string_view job_id) const {
   auto it = jobs_.find(job_id);
   return it == jobs_.end() ? nullptr : &it->second;

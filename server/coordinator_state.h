@@ -47,6 +47,12 @@ class CoordinatorState {
   // Apply.
   const JobState* FindJob(absl::string_view job_id) const;
 
+  // The whole state, labelled with the journal sequence it includes.
+  shard::state::v1::StateSnapshot ToSnapshot(uint64_t sequence) const;
+  // The state a snapshot describes.
+  static CoordinatorState FromSnapshot(
+      const shard::state::v1::StateSnapshot& snapshot);
+
   // All jobs by id.
   const std::map<std::string, JobState, std::less<>>& jobs() const {
     return jobs_;

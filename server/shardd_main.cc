@@ -24,12 +24,18 @@
 #include "server/coordinator_service.h"
 #include "server/event_log.h"
 #include "server/grpc_coordinator.h"
+#include "server/storage/file_system.h"
+#include "server/storage/state_log.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:7070",
           "HOST:PORT to serve gRPC on; port 0 picks a free port");
 ABSL_FLAG(std::string, data_dir, "",
-          "directory for durable state (reserved: this version keeps state "
-          "in memory only)");
+          "directory for durable state (journal + snapshots); required "
+          "unless --in-memory");
+ABSL_FLAG(bool, in_memory, false,
+          "keep state in memory only (tests): a restart loses every job");
+ABSL_FLAG(uint64_t, snapshot_every, 10000,
+          "journal appends between snapshots (bounds recovery time)");
 ABSL_FLAG(uint64_t, max_order_bytes, uint64_t{4} << 30,
           "largest shuffled epoch order (bytes) one job may hold; jobs that "
           "need more are refused");
@@ -56,12 +62,39 @@ int Run() {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  if (!absl::GetFlag(FLAGS_data_dir).empty()) {
-    LogEvent("--data-dir is reserved: this version keeps state in memory");
+  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  if (data_dir.empty() == !absl::GetFlag(FLAGS_in_memory)) {
+    std::cerr << "shardd: give exactly one of --data-dir DIR (durable state) "
+                 "and --in-memory (tests)\n";
+    return 2;
+  }
+  shard::storage::OpenedLog opened{
+      shard::storage::StateLog::InMemory(), {}, {}};
+  if (!data_dir.empty()) {
+    const absl::Time began = absl::Now();
+    shard::storage::StateLogOptions log_options;
+    log_options.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
+    absl::StatusOr<shard::storage::OpenedLog> recovered =
+        shard::storage::StateLog::Open(shard::storage::PosixFileSystem(),
+                                       data_dir, log_options);
+    if (!recovered.ok()) {
+      std::cerr << "shardd: cannot recover state from " << data_dir << ": "
+                << recovered.status().message() << "\n";
+      return 1;
+    }
+    opened = *std::move(recovered);
+    LogEvent(absl::StrCat(
+        "recovered ", opened.stats.jobs, " jobs from ", data_dir,
+        " (snapshot at sequence ", opened.stats.snapshot_sequence, ", ",
+        opened.stats.replayed_records, " journal records replayed",
+        opened.stats.dropped_torn_tail ? ", torn tail dropped" : "", ") in ",
+        absl::FormatDuration(absl::Now() - began)));
+  } else {
+    LogEvent("--in-memory: state is not persisted");
   }
   shard::server::CoordinatorOptions options;
   options.max_order_bytes = absl::GetFlag(FLAGS_max_order_bytes);
-  shard::server::CoordinatorService service(options);
+  shard::server::CoordinatorService service(options, std::move(opened));
   shard::server::GrpcCoordinator grpc_service(&service);
 
   const std::string listen = absl::GetFlag(FLAGS_listen);
@@ -110,8 +143,8 @@ std::vector<std::string> DashesToUnderscores(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "shardd --listen HOST:PORT [--data-dir DIR] [--max-order-bytes N] "
-      "[--shutdown-grace 10s]");
+      "shardd --listen HOST:PORT (--data-dir DIR | --in-memory) "
+      "[--snapshot-every N] [--max-order-bytes N] [--shutdown-grace 10s]");
   std::vector<std::string> args = DashesToUnderscores(argc, argv);
   std::vector<char*> arg_pointers;
   for (std::string& arg : args) arg_pointers.push_back(arg.data());

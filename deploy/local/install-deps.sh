@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libabsl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev python3-torch
   clang-14
 )

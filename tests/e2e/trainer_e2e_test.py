@@ -5,7 +5,11 @@
    parameter checksum, each rank trained exactly its planned indices of each
    epoch (so the union is the epoch's plan), and the uneven evaluation saw
    every held-out sample exactly once.
-2. Crash and resume: 3 trainers checkpoint every few steps; one is
+2. Coordinator crash loop: 3 trainers train 2 epochs while the coordinator
+   is SIGKILLed and restarted (same port, same data directory) at random
+   moments, at least 5 times; the trainers ride through, and each rank
+   trained exactly its planned indices of each epoch.
+3. Crash and resume: 3 trainers checkpoint every few steps; one is
    SIGKILLed mid-epoch, the rest are killed too, all restart from the
    checkpoint. The committed history of the epoch (what each rank trained
    before the committed position, plus everything after the restart) holds
@@ -14,6 +18,7 @@ Prints "N passed, N failed".
 """
 import argparse
 import os
+import random
 import re
 import signal
 import subprocess
@@ -127,6 +132,49 @@ def train_and_verify(bin_dir, address, world, size, epochs, work):
           f"{evals[:1]}")
 
 
+def coordinator_crash_loop(bin_dir, work):
+    world, size, epochs = 3, 24000, 2
+    job = "restarts"
+    os.makedirs(work, exist_ok=True)
+    members = [f"{job}-m{i}" for i in range(world)]
+    rng = random.Random(7)
+    with ShardDaemon(bin_dir) as daemon:
+        procs = start_trainers(
+            [trainer_cmd(bin_dir, daemon.address, job, m, world, size, work,
+                         ["--epochs", str(epochs), "--batch-size", "8",
+                          "--checkpoint-dir", os.path.join(work, "ckpt"),
+                          "--checkpoint-every", "40"]) for m in members],
+            work, job)
+        restarts = 0
+        while any(p.poll() is None for p, _ in procs) or restarts < 5:
+            time.sleep(rng.uniform(0.2, 0.8))
+            daemon.kill()
+            time.sleep(rng.uniform(0.05, 0.4))
+            daemon.restart()
+            restarts += 1
+            if restarts >= 8:
+                break
+        outputs = finish(procs)
+        ok = all(rc == 0 for rc, _ in outputs)
+        check(ok and restarts >= 5, f"crash loop: trainers exit 0 after "
+                                    f"{restarts} coordinator restarts")
+        if not ok:
+            for _, text in outputs:
+                print(text[-2000:])
+            return
+        text = "\n".join(t for _, t in outputs)
+        check(len(set(re.findall(r"param_checksum=(\w+)", text))) == 1,
+              "crash loop: identical parameter checksums")
+        logged = merge(*(read_log(os.path.join(work, f"{m}.log"))
+                         for m in members))
+        for epoch in range(epochs):
+            ok = all(logged.get((epoch, r), []) ==
+                     plan(bin_dir, daemon.address, job, epoch, r)
+                     for r in range(world))
+            check(ok, f"crash loop: epoch {epoch}: each rank trained exactly "
+                      f"its planned indices, once")
+
+
 def crash_and_resume(bin_dir, address, work):
     world, size = 3, 30000
     job = "crash"
@@ -201,6 +249,7 @@ def main():
             train_and_verify(bin_dir, daemon.address, world, size, 2,
                              os.path.join(work, f"w{world}"))
         crash_and_resume(bin_dir, daemon.address, os.path.join(work, "crash"))
+        coordinator_crash_loop(bin_dir, os.path.join(work, "restarts"))
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0
 

@@ -1,0 +1,93 @@
+// Durable coordinator state under a data directory: a write-ahead journal
+// of state updates plus periodic snapshots.
+//
+// Layout: snapshot.pb (one framed StateSnapshot: the state after record S)
+// and journal-<first sequence>.log segments of framed JournalRecords. A
+// mutation is appended and fsynced before it is applied and answered, so
+// kill -9 at any moment loses no acknowledged update. Every
+// `snapshot_every` appends a snapshot is written atomically, a new segment
+// starts and older segments are removed, which bounds replay time.
+//
+// Recovery = snapshot + replay of later records. A torn last record (crash
+// during a write) is truncated away with one log line; a bad record in the
+// middle, a sequence gap or a torn record in an older segment is refused
+// with DATA_LOSS instead of silently dropping history. After a failed
+// append the log refuses all further appends (UNAVAILABLE): what reached the
+// disk is unknown, so nothing may be written after it until a restart
+// recovers. Not thread-safe: the service serialises calls.
+#ifndef SERVER_STORAGE_STATE_LOG_H_
+#define SERVER_STORAGE_STATE_LOG_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/coordinator_state.h"
+#include "server/storage/file_system.h"
+#include "shard/state/v1/updates.pb.h"
+
+namespace shard::storage {
+
+struct StateLogOptions {
+  // Appends between snapshots.
+  uint64_t snapshot_every = 10000;
+};
+
+struct RecoveryStats {
+  uint64_t snapshot_sequence = 0;  // 0: no snapshot.
+  uint64_t replayed_records = 0;
+  bool dropped_torn_tail = false;
+  size_t jobs = 0;
+};
+
+class StateLog;
+
+struct OpenedLog {
+  std::unique_ptr<StateLog> log;
+  server::CoordinatorState state;  // As recovered.
+  RecoveryStats stats;
+};
+
+class StateLog {
+ public:
+  // Recovers the state stored under `dir` (created if missing) and opens
+  // the log for appending. `file_system` must outlive the log.
+  static absl::StatusOr<OpenedLog> Open(FileSystem* file_system,
+                                        const std::string& dir,
+                                        StateLogOptions options = {});
+  // A log that keeps nothing (tests and --in-memory).
+  static std::unique_ptr<StateLog> InMemory();
+
+  // Appends the update and makes it durable. UNAVAILABLE on failure (and
+  // for every later call).
+  absl::Status Append(const shard::state::v1::StateUpdate& update);
+
+  // Writes a snapshot of `state` (which must include every appended update)
+  // when one is due; a failed snapshot is logged and retried later (the
+  // journal still holds everything).
+  void MaybeSnapshot(const server::CoordinatorState& state);
+
+  uint64_t last_sequence() const { return last_sequence_; }
+  // Size of the last snapshot written or recovered, in bytes.
+  uint64_t snapshot_bytes() const { return snapshot_bytes_; }
+
+ private:
+  StateLog(FileSystem* file_system, std::string dir, StateLogOptions options);
+  absl::Status StartSegment(uint64_t first_sequence);
+  std::string SegmentPath(uint64_t first_sequence) const;
+
+  FileSystem* file_system_;  // Null for the in-memory log.
+  std::string dir_;
+  StateLogOptions options_;
+  std::unique_ptr<AppendableFile> segment_;
+  uint64_t last_sequence_ = 0;
+  uint64_t appends_since_snapshot_ = 0;
+  uint64_t snapshot_bytes_ = 0;
+  absl::Status broken_;
+};
+
+}  // namespace shard::storage
+
+#endif  // SERVER_STORAGE_STATE_LOG_H_
