@@ -1,5 +1,6 @@
 #include "client/coordinator_client.h"
 
+#include <random>
 #include <utility>
 
 #include "absl/time/clock.h"
@@ -62,7 +63,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(
 
 CoordinatorClient::CoordinatorClient(ClientOptions options,
                                      std::shared_ptr<Stub> stub)
-    : options_(std::move(options)), stub_(std::move(stub)) {}
+    : options_(std::move(options)),
+      stub_(std::move(stub)),
+      incarnation_(std::random_device{}() |
+                   (uint64_t{std::random_device{}()} << 32) | 1) {}
 
 absl::StatusOr<shard::v1::Job> CoordinatorClient::CreateJob(
     const std::string& job_id, const shard::v1::JobSpec& spec) {
@@ -97,6 +101,7 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
   request.set_job_id(job_id);
   request.set_member_id(member_id);
   if (spec) *request.mutable_spec() = *spec;
+  request.set_incarnation(incarnation_);
   request.set_wait_for_world_ms(
       static_cast<uint32_t>(absl::ToInt64Milliseconds(wait)));
   absl::StatusOr<shard::v1::JoinJobResponse> response =
@@ -126,6 +131,25 @@ absl::StatusOr<shard::v1::PreviewShardResponse> CoordinatorClient::Preview(
   request.set_limit(limit);
   return CallWithRetry(stub_.get(), &Stub::PreviewShard, "PreviewShard",
                        request, options_.rpc_timeout, options_.retry);
+}
+
+absl::Status CoordinatorClient::Heartbeat(const Membership& membership) {
+  shard::v1::HeartbeatRequest request;
+  request.set_job_id(membership.job_id);
+  request.set_member_id(membership.member_id);
+  request.set_generation(membership.generation);
+  return CallWithRetry(stub_.get(), &Stub::Heartbeat, "Heartbeat", request,
+                       options_.rpc_timeout, NoRetry())
+      .status();
+}
+
+absl::Status CoordinatorClient::Leave(const Membership& membership) {
+  shard::v1::LeaveRequest request;
+  request.set_job_id(membership.job_id);
+  request.set_member_id(membership.member_id);
+  return CallWithRetry(stub_.get(), &Stub::Leave, "Leave", request,
+                       options_.rpc_timeout, options_.retry)
+      .status();
 }
 
 absl::StatusOr<shard::v1::CommitProgressResponse>

@@ -57,7 +57,9 @@ class CoordinatorClient {
 
   // Joins `job_id` as `member_id` and waits up to `wait` for the world to
   // fill. With `spec`, creates the job if it does not exist. Returns
-  // DEADLINE_EXCEEDED if the world is still incomplete after `wait`.
+  // DEADLINE_EXCEEDED if the world is still incomplete after `wait`. Joins
+  // carry this client's random incarnation, so a restarted process (a new
+  // client) joining under the same member id makes the world re-form.
   absl::StatusOr<Membership> Join(const std::string& job_id,
                                   const std::string& member_id,
                                   const std::optional<shard::v1::JobSpec>& spec,
@@ -68,6 +70,12 @@ class CoordinatorClient {
   absl::StatusOr<shard::v1::PreviewShardResponse> Preview(
       const std::string& job_id, uint32_t rank, uint64_t epoch, uint64_t offset,
       uint32_t limit);
+
+  // Renews the member's lease. ABORTED / FAILED_PRECONDITION when its
+  // generation ended or it is no longer a member: re-join.
+  absl::Status Heartbeat(const Membership& membership);
+  // Leaves the job (clean exit); idempotent.
+  absl::Status Leave(const Membership& membership);
 
   // Records that every rank consumed `position` entries of `epoch`.
   // Returns the stored (normalised) progress.
@@ -113,6 +121,7 @@ class CoordinatorClient {
 
   ClientOptions options_;
   std::shared_ptr<shard::v1::Coordinator::Stub> stub_;
+  uint64_t incarnation_;
 };
 
 }  // namespace shard::client

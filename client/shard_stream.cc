@@ -58,9 +58,9 @@ void ShardStream::ReadLoop() {
     if (cancelled_) break;
   }
   absl::MutexLock lock(&mu_);
-  const uint64_t base_offset = request_.start_position() / world_size_;
+  const uint64_t first = first_offset_.value_or(0);
   const uint64_t expected =
-      shard_size_.value_or(0) > base_offset ? *shard_size_ - base_offset : 0;
+      shard_size_.value_or(0) > first ? *shard_size_ - first : 0;
   if (status.ok() && received_ != expected) {
     status = absl::DataLossError(absl::StrCat(
         "StreamShard ended after ", received_, " of ", expected, " indices"));
@@ -75,19 +75,19 @@ absl::Status ShardStream::ReadOnce() {
   {
     absl::MutexLock lock(&mu_);
     if (cancelled_) return absl::CancelledError("stream closed");
-    const uint64_t base_offset = request_.start_position() / world_size_;
-    request.set_start_position((base_offset + received_) * world_size_);
+    request.set_start_position(request_.start_position() +
+                               received_ * world_size_);
     request.set_max_chunk_indices(options_.chunk_indices);
     active_context_ = &context;
   }
   std::unique_ptr<grpc::ClientReader<shard::v1::IndexChunk>> reader =
       stub_->StreamShard(&context, request);
   shard::v1::IndexChunk chunk;
-  const uint64_t base_offset = request_.start_position() / world_size_;
   absl::Status status;
   while (reader->Read(&chunk)) {
     absl::MutexLock lock(&mu_);
-    if (chunk.rank_offset() != base_offset + received_) {
+    if (!first_offset_) first_offset_ = chunk.rank_offset();
+    if (chunk.rank_offset() != *first_offset_ + received_) {
       status = absl::DataLossError(absl::StrCat(
           "StreamShard: chunk at rank offset ", chunk.rank_offset(),
           " does not follow the ", received_, " indices already received"));

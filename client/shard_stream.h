@@ -81,6 +81,8 @@ class ShardStream {
   uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;  // Rank indices received.
   uint64_t consumed_ ABSL_GUARDED_BY(mu_) = 0;  // Rank indices handed out.
   std::optional<uint64_t> shard_size_ ABSL_GUARDED_BY(mu_);
+  // Rank offset of the first chunk of the first call.
+  std::optional<uint64_t> first_offset_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Reader thread is done.
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;

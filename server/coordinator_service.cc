@@ -31,6 +31,7 @@ shard::v1::Job JobView(const JobState& job) {
   view.set_samples_per_rank(plan::LayoutOf(job.spec).RankShardSize(0));
   view.set_committed_epoch(job.committed_epoch);
   view.set_committed_position(job.committed_position);
+  view.set_current_world_size(job.world_size());
   return view;
 }
 
@@ -42,9 +43,132 @@ CoordinatorService::CoordinatorService(CoordinatorOptions options)
 
 CoordinatorService::CoordinatorService(CoordinatorOptions options,
                                        storage::OpenedLog opened)
-    : options_(options),
+    : options_(std::move(options)),
       state_(std::move(opened.state)),
-      log_(std::move(opened.log)) {}
+      log_(std::move(opened.log)) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, job] : state_.jobs()) {
+    for (const std::string& member : job.members) RenewLease(id, member);
+  }
+  if (options_.expire_leases_in_background) {
+    lease_thread_ = std::thread([this] { LeaseLoop(); });
+  }
+}
+
+CoordinatorService::~CoordinatorService() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (lease_thread_.joinable()) lease_thread_.join();
+}
+
+void CoordinatorService::LeaseLoop() {
+  absl::MutexLock lock(&mu_);
+  auto stopping = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  while (
+      !mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.lease / 4)) {
+    mu_.Unlock();
+    ExpireLeases();
+    mu_.Lock();
+  }
+}
+
+void CoordinatorService::RenewLease(const std::string& job_id,
+                                    const std::string& member_id) {
+  last_seen_[{job_id, member_id}] = options_.now();
+}
+
+void CoordinatorService::ExpireLeases() {
+  absl::MutexLock lock(&mu_);
+  if (draining_) return;
+  const absl::Time now = options_.now();
+  std::vector<std::pair<std::string, std::string>> expired;
+  for (const auto& [id, job] : state_.jobs()) {
+    for (const std::string& member : job.members) {
+      auto seen = last_seen_.find({id, member});
+      if (seen == last_seen_.end()) {
+        last_seen_[{id, member}] = now;
+      } else if (now - seen->second > options_.lease) {
+        expired.emplace_back(id, member);
+      }
+    }
+  }
+  for (const auto& [job_id, member_id] : expired) {
+    absl::Status status =
+        RemoveMember(job_id, member_id,
+                     absl::StrCat("lease expired (no heartbeat for ",
+                                  absl::FormatDuration(options_.lease), ")"));
+    if (!status.ok()) {
+      LogEvent(absl::StrCat("cannot remove member=", member_id, " job=", job_id,
+                            ": ", status.message()));
+    }
+  }
+}
+
+absl::Status CoordinatorService::RemoveMember(const std::string& job_id,
+                                              const std::string& member_id,
+                                              absl::string_view reason) {
+  const JobState* job = state_.FindJob(job_id);
+  if (job == nullptr || !job->IsMember(member_id)) return absl::OkStatus();
+  const bool ends_generation = job->RankOf(member_id).has_value();
+  const uint64_t generation = job->generation;
+  StateUpdate update;
+  update.mutable_member_removed()->set_job_id(job_id);
+  update.mutable_member_removed()->set_member_id(member_id);
+  if (absl::Status s = Persist(update); !s.ok()) return s;
+  last_seen_.erase({job_id, member_id});
+  LogEvent(absl::StrCat(
+      "member removed job=", job_id, " member=", member_id, " reason=", reason,
+      ends_generation ? absl::StrCat(" generation=", generation, " ended")
+                      : ""));
+  if (ends_generation) rendezvous_.EndGeneration(job_id, generation);
+  return MaybeFormWorld(job_id, /*admit_waiting=*/false);
+}
+
+absl::Status CoordinatorService::MaybeFormWorld(const std::string& job_id,
+                                                bool admit_waiting) {
+  const JobState* job = state_.FindJob(job_id);
+  const shard::v1::JobSpec& spec = job->spec;
+  size_t size;
+  if (!job->world_formed()) {
+    const size_t needed =
+        job->generation == 0 ? spec.world_size() : spec.min_world_size();
+    if (job->members.size() < needed) return absl::OkStatus();
+    size = std::min<size_t>(job->members.size(), spec.max_world_size());
+  } else {
+    size = std::min<size_t>(job->members.size(), spec.max_world_size());
+    if (!admit_waiting || size <= job->world.size()) return absl::OkStatus();
+    rendezvous_.EndGeneration(job_id, job->generation);
+  }
+  StateUpdate update;
+  auto* formed = update.mutable_generation_formed();
+  formed->set_job_id(job_id);
+  formed->set_generation(job->generation + 1);
+  for (size_t i = 0; i < size; ++i) formed->add_members(job->members[i]);
+  formed->set_epoch(job->committed_epoch);
+  formed->set_base_position(job->committed_position);
+  if (absl::Status s = Persist(update); !s.ok()) return s;
+  LogEvent(absl::StrCat("generation formed job=", job_id,
+                        " generation=", formed->generation(),
+                        " world_size=", size, " epoch=", formed->epoch(),
+                        " base_position=", formed->base_position()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<plan::ShardLayout> CoordinatorService::LayoutFor(
+    const JobState& job, uint64_t epoch) const {
+  if (epoch < job.generation_epoch) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "epoch ", epoch, " of job \"", job.job_id,
+        "\" was complete before generation ", job.generation,
+        " formed (it starts at epoch ", job.generation_epoch, ")"));
+  }
+  return plan::LayoutOf(
+      job.spec, job.world_size(),
+      epoch == job.generation_epoch ? job.generation_base : 0);
+}
 
 absl::Status CoordinatorService::Persist(const StateUpdate& update) {
   if (absl::Status s = log_->Append(update); !s.ok()) return s;
@@ -78,10 +202,14 @@ absl::StatusOr<const JobState*> CoordinatorService::FindFormedJob(
   if (!job.ok()) return job.status();
   const JobState& state = **job;
   if (!state.world_formed()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("job \"", job_id, "\" has ", state.members.size(), " of ",
-                     state.spec.world_size(),
-                     " members; join and wait for the world first"));
+    if (generation == state.generation && generation > 0) {
+      return absl::AbortedError(absl::StrCat(
+          "generation ", generation, " of job \"", job_id,
+          "\" ended (a member left or its lease expired): re-join"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job \"", job_id, "\" has no formed world (", state.members.size(),
+        " members joined); join and wait for the world first"));
   }
   if (generation != state.generation) {
     return absl::AbortedError(
@@ -177,49 +305,74 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
            : FindJob(job_id);
   if (!job.ok()) return job.status();
 
-  std::optional<uint32_t> rank = (*job)->RankOf(member_id);
-  if (!rank) {
-    if ((*job)->world_formed()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job \"", job_id, "\" already has its ", (*job)->spec.world_size(),
-          " members; member \"", member_id, "\" is not one of them"));
+  const auto member_key = std::make_pair(job_id, member_id);
+  if (request.incarnation() != 0) {
+    auto known = incarnations_.find(member_key);
+    if (known != incarnations_.end() &&
+        known->second != request.incarnation() && (*job)->IsMember(member_id)) {
+      if (absl::Status s =
+              RemoveMember(job_id, member_id, "restarted (new incarnation)");
+          !s.ok()) {
+        return s;
+      }
+      job = FindJob(job_id);
+      if (!job.ok()) return job.status();
     }
-    rank = static_cast<uint32_t>((*job)->members.size());
+    incarnations_[member_key] = request.incarnation();
+  }
+  if (!(*job)->IsMember(member_id)) {
+    if ((*job)->members.size() >= (*job)->spec.max_world_size()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job \"", job_id, "\" already has its ",
+                       (*job)->spec.max_world_size(), " members; member \"",
+                       member_id, "\" is not one of them"));
+    }
     StateUpdate update;
     update.mutable_member_joined()->set_job_id(job_id);
     update.mutable_member_joined()->set_member_id(member_id);
-    update.mutable_member_joined()->set_rank(*rank);
     if (absl::Status s = Persist(update); !s.ok()) return s;
     const JobState* joined = state_.FindJob(job_id);
-    LogEvent(absl::StrCat(
-        "member joined job=", job_id, " member=", member_id, " rank=", *rank,
-        " members=", joined->members.size(), "/", joined->spec.world_size(),
-        joined->world_formed()
-            ? absl::StrCat(" generation=", joined->generation, " formed")
-            : ""));
+    LogEvent(absl::StrCat("member joined job=", job_id, " member=", member_id,
+                          " members=", joined->members.size(), "/",
+                          joined->spec.world_size()));
+    if (absl::Status s = MaybeFormWorld(job_id, /*admit_waiting=*/false);
+        !s.ok()) {
+      return s;
+    }
   }
+  RenewLease(job_id, member_id);
 
-  auto formed_or_draining = [this,
-                             &job_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const JobState* current = state_.FindJob(job_id);
-    return draining_ || current == nullptr || current->world_formed();
-  };
-  mu_.AwaitWithDeadline(absl::Condition(&formed_or_draining), deadline);
+  auto in_world_or_draining =
+      [this, &job_id, &member_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        const JobState* current = state_.FindJob(job_id);
+        return draining_ || current == nullptr ||
+               !current->IsMember(member_id) ||
+               current->RankOf(member_id).has_value();
+      };
+  mu_.AwaitWithDeadline(absl::Condition(&in_world_or_draining), deadline);
   if (absl::Status s = CheckServing(); !s.ok()) return s;
   absl::StatusOr<const JobState*> current = FindJob(job_id);
   if (!current.ok()) return current.status();
   const JobState& state = **current;
-  if (!state.world_formed() && request.wait_for_world_ms() > 0) {
+  if (!state.IsMember(member_id)) {
+    return absl::AbortedError(absl::StrCat("member \"", member_id,
+                                           "\" was removed from job \"", job_id,
+                                           "\" while waiting; join again"));
+  }
+  RenewLease(job_id, member_id);
+  const std::optional<uint32_t> rank = state.RankOf(member_id);
+  if (!rank && request.wait_for_world_ms() > 0) {
     return absl::DeadlineExceededError(absl::StrCat(
-        "job \"", job_id, "\" has ", state.members.size(), " of ",
-        state.spec.world_size(), " members after waiting; member \"", member_id,
-        "\" stays joined as rank ", *rank, ", join again to keep waiting"));
+        "job \"", job_id, "\" has no world including member \"", member_id,
+        "\" after waiting (", state.members.size(),
+        " members joined; the member stays joined, join again to keep "
+        "waiting)"));
   }
   shard::v1::JoinJobResponse response;
-  response.set_rank(*rank);
-  response.set_world_size(state.spec.world_size());
+  response.set_rank(rank.value_or(0));
+  response.set_world_size(rank ? state.world_size() : 0);
   response.set_generation(state.generation);
-  response.set_world_formed(state.world_formed());
+  response.set_world_formed(rank.has_value());
   *response.mutable_spec() = state.spec;
   response.set_committed_epoch(state.committed_epoch);
   response.set_committed_position(state.committed_position);
@@ -231,31 +384,35 @@ absl::StatusOr<ShardCursor> CoordinatorService::OpenShard(
   if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
   if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
   shard::v1::JobSpec spec;
+  std::optional<plan::ShardLayout> found_layout;
   {
     absl::MutexLock lock(&mu_);
     if (absl::Status s = CheckServing(); !s.ok()) return s;
     absl::StatusOr<const JobState*> job =
         FindFormedJob(request.job_id(), request.generation());
     if (!job.ok()) return job.status();
-    const JobState& state = **job;
-    spec = state.spec;
+    spec = (*job)->spec;
+    absl::StatusOr<plan::ShardLayout> layout =
+        LayoutFor(**job, request.epoch());
+    if (!layout.ok()) return layout.status();
+    found_layout = *layout;
   }
-  const plan::ShardLayout layout = plan::LayoutOf(spec);
-  if (request.rank() >= spec.world_size()) {
+  const plan::ShardLayout& layout = *found_layout;
+  if (request.rank() >= layout.world_size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", request.rank(),
-                     " is out of range for world size ", spec.world_size()));
-  }
-  if (request.start_position() % spec.world_size() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "start_position ", request.start_position(),
-        " must be a multiple of the world size ", spec.world_size()));
+                     " is out of range for world size ", layout.world_size()));
   }
   if (request.start_position() > layout.total()) {
     return absl::OutOfRangeError(
         absl::StrCat("start_position ", request.start_position(),
                      " is past the end of epoch ", request.epoch(), " (",
                      layout.total(), " positions)"));
+  }
+  if (!layout.IsRoundBoundary(request.start_position())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_position ", request.start_position(), " must be ", layout.base(),
+        " plus a multiple of the world size ", layout.world_size()));
   }
   absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> order =
       orders_.Get(request.job_id(), spec, request.epoch(), call_deadline);
@@ -264,8 +421,9 @@ absl::StatusOr<ShardCursor> CoordinatorService::OpenShard(
       request.max_chunk_indices() == 0
           ? options_.default_chunk_indices
           : std::min(request.max_chunk_indices(), options_.max_chunk_indices);
-  const uint64_t offset = std::min(request.start_position() / spec.world_size(),
-                                   layout.RankShardSize(request.rank()));
+  const uint64_t offset =
+      std::min((request.start_position() - layout.base()) / layout.world_size(),
+               layout.RankShardSize(request.rank()));
   return ShardCursor(*std::move(order), layout, request.rank(), offset, chunk);
 }
 
@@ -324,12 +482,13 @@ CoordinatorService::CommitProgress(
       FindFormedJob(request.job_id(), request.generation());
   if (!job.ok()) return job.status();
   const JobState& state = **job;
-  const plan::ShardLayout layout = plan::LayoutOf(state.spec);
-  if (request.position() % state.spec.world_size() != 0 ||
-      request.position() > layout.total()) {
+  absl::StatusOr<plan::ShardLayout> found = LayoutFor(state, request.epoch());
+  if (!found.ok()) return found.status();
+  const plan::ShardLayout& layout = *found;
+  if (!layout.IsRoundBoundary(request.position())) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "position ", request.position(),
-        " must be a multiple of the world size ", state.spec.world_size(),
+        "position ", request.position(), " must be ", layout.base(),
+        " plus a multiple of the world size ", layout.world_size(),
         " and at most the epoch length ", layout.total()));
   }
   // A complete epoch is the start of the next one.
@@ -357,10 +516,52 @@ CoordinatorService::CommitProgress(
                           " generation=", request.generation(),
                           " epoch=", epoch, " position=", position));
   }
+  // Members waiting to join an elastic job are admitted at commit points.
+  if (absl::Status s = MaybeFormWorld(request.job_id(), /*admit_waiting=*/true);
+      !s.ok()) {
+    return s;
+  }
   shard::v1::CommitProgressResponse response;
   response.set_committed_epoch(epoch);
   response.set_committed_position(position);
+  response.set_generation(state_.FindJob(request.job_id())->generation);
   return response;
+}
+
+absl::StatusOr<shard::v1::HeartbeatResponse> CoordinatorService::Heartbeat(
+    const shard::v1::HeartbeatRequest& request) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job = FindJob(request.job_id());
+  if (!job.ok()) return job.status();
+  if (!(*job)->IsMember(request.member_id())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "member \"", request.member_id(), "\" is not part of job \"",
+        request.job_id(), "\" (it left or its lease expired): re-join"));
+  }
+  RenewLease(request.job_id(), request.member_id());
+  absl::StatusOr<const JobState*> formed =
+      FindFormedJob(request.job_id(), request.generation());
+  if (!formed.ok()) return formed.status();
+  shard::v1::HeartbeatResponse response;
+  response.set_generation((*formed)->generation);
+  return response;
+}
+
+absl::StatusOr<shard::v1::LeaveResponse> CoordinatorService::Leave(
+    const shard::v1::LeaveRequest& request) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job = FindJob(request.job_id());
+  if (!job.ok()) return job.status();
+  if (absl::Status s =
+          RemoveMember(request.job_id(), request.member_id(), "left");
+      !s.ok()) {
+    return s;
+  }
+  return shard::v1::LeaveResponse();
 }
 
 absl::StatusOr<RendezvousStore::Scope> CoordinatorService::CheckScope(

@@ -9,7 +9,12 @@
 #define SERVER_COORDINATOR_SERVICE_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <string>
+#include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -18,6 +23,7 @@
 #include "absl/time/time.h"
 #include "server/coordinator_state.h"
 #include "server/epoch_order_cache.h"
+#include "server/plan/shard_layout.h"
 #include "server/rendezvous_store.h"
 #include "server/shard_cursor.h"
 #include "server/storage/state_log.h"
@@ -35,6 +41,14 @@ struct CoordinatorOptions {
   uint32_t max_chunk_indices = 65536;
   // Upper clamp for JoinJob's wait_for_world_ms.
   absl::Duration max_join_wait = absl::Minutes(30);
+  // A member that sends no heartbeat (or other member call) for this long
+  // is removed and its generation ends.
+  absl::Duration lease = absl::Seconds(10);
+  // Run ExpireLeases() on a background thread every lease / 4. Tests with a
+  // fake clock turn this off and call ExpireLeases() themselves.
+  bool expire_leases_in_background = true;
+  // The clock leases are measured with.
+  std::function<absl::Time()> now = [] { return absl::Now(); };
 };
 
 class CoordinatorService {
@@ -43,7 +57,10 @@ class CoordinatorService {
   explicit CoordinatorService(CoordinatorOptions options = {});
   // A service over recovered durable state: every accepted mutation is
   // appended to `log` (and fsynced) before it is applied and answered.
+  // Recovered members get a full lease from now.
   CoordinatorService(CoordinatorOptions options, storage::OpenedLog opened);
+  // Stops the lease thread.
+  ~CoordinatorService();
 
   absl::StatusOr<shard::v1::Job> CreateJob(
       const shard::v1::CreateJobRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
@@ -64,6 +81,13 @@ class CoordinatorService {
   absl::StatusOr<shard::v1::PreviewShardResponse> PreviewShard(
       const shard::v1::PreviewShardRequest& request, absl::Time call_deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  absl::StatusOr<shard::v1::HeartbeatResponse> Heartbeat(
+      const shard::v1::HeartbeatRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<shard::v1::LeaveResponse> Leave(
+      const shard::v1::LeaveRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes every member whose lease ran out (journaled like a Leave).
+  void ExpireLeases() ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::StatusOr<shard::v1::CommitProgressResponse> CommitProgress(
       const shard::v1::CommitProgressRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
@@ -107,6 +131,28 @@ class CoordinatorService {
   absl::StatusOr<const JobState*> FindFormedJob(const std::string& job_id,
                                                 uint64_t generation) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forms a new generation when the job's members allow it: no world and
+  // enough members (world_size for the first one, min_world_size after),
+  // or, with `admit_waiting`, a formed world with members waiting to join
+  // (elastic growth at a commit point). The new world's layout starts at
+  // the committed progress.
+  absl::Status MaybeFormWorld(const std::string& job_id, bool admit_waiting)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Journals MemberRemoved (ending the generation if the member was in
+  // it), then re-forms the world if the remaining members allow it.
+  absl::Status RemoveMember(const std::string& job_id,
+                            const std::string& member_id,
+                            absl::string_view reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The current generation's layout of `epoch`: FAILED_PRECONDITION for an
+  // epoch completed before the generation formed.
+  absl::StatusOr<plan::ShardLayout> LayoutFor(const JobState& job,
+                                              uint64_t epoch) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RenewLease(const std::string& job_id, const std::string& member_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void LeaseLoop() ABSL_LOCKS_EXCLUDED(mu_);
+
   // Validates a store scope and returns its key.
   absl::StatusOr<RendezvousStore::Scope> CheckScope(
       const shard::v1::StoreScope& scope) ABSL_LOCKS_EXCLUDED(mu_);
@@ -119,6 +165,15 @@ class CoordinatorService {
   CoordinatorState state_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<storage::StateLog> log_ ABSL_GUARDED_BY(mu_);
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Incarnation each (job, member) last joined with (not journaled: after a
+  // coordinator restart the next join records it again).
+  std::map<std::pair<std::string, std::string>, uint64_t> incarnations_
+      ABSL_GUARDED_BY(mu_);
+  // Last sign of life of each (job, member).
+  std::map<std::pair<std::string, std::string>, absl::Time> last_seen_
+      ABSL_GUARDED_BY(mu_);
+  std::thread lease_thread_;
 };
 
 // The public view of a job.

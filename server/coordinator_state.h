@@ -1,4 +1,5 @@
-// The coordinator's state as data: jobs, their specs and members.
+// The coordinator's state as data: jobs, their specs, members, generations
+// and committed progress.
 //
 // Changes only through Apply(update). Apply never fails: the service
 // validates each update against this state before applying it, so replaying
@@ -22,24 +23,32 @@ namespace shard::server {
 struct JobState {
   std::string job_id;
   shard::v1::JobSpec spec;  // Normalised.
-  // 0 while the first world forms; advances each time a world forms.
-  uint64_t generation = 0;
-  // Member ids of the forming or formed world; the position is the rank.
+  // Joined members in join order: the ranks of the next world formed.
   std::vector<std::string> members;
+  // The current generation's members by rank; empty while no world is
+  // formed (before the first one, or after a member of it was removed).
+  std::vector<std::string> world;
+  // Number of the latest world formed (0: none yet).
+  uint64_t generation = 0;
+  // Where the current generation's layout starts.
+  uint64_t generation_epoch = 0;
+  uint64_t generation_base = 0;
   // Last committed progress: every rank consumed committed_position
   // entries of epoch committed_epoch.
   uint64_t committed_epoch = 0;
   uint64_t committed_position = 0;
 
-  bool world_formed() const { return members.size() == spec.world_size(); }
-  // Rank of `member_id` in the current world, if it joined.
+  bool world_formed() const { return !world.empty(); }
+  uint32_t world_size() const { return static_cast<uint32_t>(world.size()); }
+  bool IsMember(absl::string_view member_id) const;
+  // Rank of `member_id` in the current world, if it is part of it.
   std::optional<uint32_t> RankOf(absl::string_view member_id) const;
 };
 
 class CoordinatorState {
  public:
   // Applies a validated update. An update that does not fit the state
-  // (unknown job, duplicate job, wrong rank) is a programming error and
+  // (unknown job, duplicate job or member) is a programming error and
   // aborts the process with a message.
   void Apply(const shard::state::v1::StateUpdate& update);
 
@@ -59,10 +68,7 @@ class CoordinatorState {
   }
 
  private:
-  void ApplyJobCreated(const shard::state::v1::JobCreated& update);
-  void ApplyMemberJoined(const shard::state::v1::MemberJoined& update);
-  void ApplyProgressCommitted(
-      const shard::state::v1::ProgressCommitted& update);
+  JobState& MustFind(const std::string& job_id, const char* update);
 
   std::map<std::string, JobState, std::less<>> jobs_;
 };

@@ -74,6 +74,18 @@ grpc::Status GrpcCoordinator::PreviewShard(
   return Reply(service_->PreviewShard(*request, DeadlineOf(context)), response);
 }
 
+grpc::Status GrpcCoordinator::Heartbeat(
+    grpc::ServerContext*, const shard::v1::HeartbeatRequest* request,
+    shard::v1::HeartbeatResponse* response) {
+  return Reply(service_->Heartbeat(*request), response);
+}
+
+grpc::Status GrpcCoordinator::Leave(grpc::ServerContext*,
+                                    const shard::v1::LeaveRequest* request,
+                                    shard::v1::LeaveResponse* response) {
+  return Reply(service_->Leave(*request), response);
+}
+
 grpc::Status GrpcCoordinator::CommitProgress(
     grpc::ServerContext*, const shard::v1::CommitProgressRequest* request,
     shard::v1::CommitProgressResponse* response) {

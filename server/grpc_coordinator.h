@@ -32,6 +32,12 @@ class GrpcCoordinator final : public shard::v1::Coordinator::Service {
   grpc::Status PreviewShard(grpc::ServerContext* context,
                             const shard::v1::PreviewShardRequest* request,
                             shard::v1::PreviewShardResponse* response) override;
+  grpc::Status Heartbeat(grpc::ServerContext* context,
+                         const shard::v1::HeartbeatRequest* request,
+                         shard::v1::HeartbeatResponse* response) override;
+  grpc::Status Leave(grpc::ServerContext* context,
+                     const shard::v1::LeaveRequest* request,
+                     shard::v1::LeaveResponse* response) override;
   grpc::Status CommitProgress(
       grpc::ServerContext* context,
       const shard::v1::CommitProgressRequest* request,

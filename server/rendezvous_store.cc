@@ -1,5 +1,7 @@
 #include "server/rendezvous_store.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -37,11 +39,31 @@ RendezvousStore::Space& RendezvousStore::SpaceFor(const Scope& scope) {
   return spaces_[scope];
 }
 
+absl::Status RendezvousStore::CheckLive(const Scope& scope) const {
+  if (draining_) return DrainingError();
+  auto ended = ended_.find(scope.first);
+  if (ended != ended_.end() && scope.second <= ended->second) {
+    return absl::AbortedError(absl::StrCat("generation ", scope.second,
+                                           " of job \"", scope.first,
+                                           "\" ended while waiting: re-join"));
+  }
+  return absl::OkStatus();
+}
+
+void RendezvousStore::EndGeneration(const std::string& job_id,
+                                    uint64_t generation) {
+  absl::MutexLock lock(&mu_);
+  uint64_t& ended = ended_[job_id];
+  ended = std::max(ended, generation);
+  spaces_.erase(spaces_.lower_bound(Scope(job_id, 0)),
+                spaces_.upper_bound(Scope(job_id, ended)));
+}
+
 bool RendezvousStore::AwaitKeys(const Scope& scope,
                                 const std::vector<std::string>& keys,
                                 absl::Time deadline) {
   auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (draining_) return true;
+    if (!CheckLive(scope).ok()) return true;
     auto it = spaces_.find(scope);
     if (it == spaces_.end()) return keys.empty();
     for (const std::string& key : keys) {
@@ -50,7 +72,7 @@ bool RendezvousStore::AwaitKeys(const Scope& scope,
     return true;
   };
   mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
-  return ready() && !draining_;
+  return ready() && CheckLive(scope).ok();
 }
 
 absl::Status RendezvousStore::Set(const Scope& scope, const std::string& key,
@@ -76,7 +98,7 @@ absl::StatusOr<std::optional<std::string>> RendezvousStore::Get(
   if (draining_) return DrainingError();
   SpaceFor(scope);
   const bool found = AwaitKeys(scope, {key}, deadline);
-  if (draining_) return DrainingError();
+  if (absl::Status s = CheckLive(scope); !s.ok()) return s;
   auto space = spaces_.find(scope);
   if (!found || space == spaces_.end()) return std::optional<std::string>();
   auto entry = space->second.find(key);
@@ -135,7 +157,7 @@ absl::StatusOr<bool> RendezvousStore::Wait(const Scope& scope,
   if (draining_) return DrainingError();
   SpaceFor(scope);
   const bool ready = AwaitKeys(scope, keys, deadline);
-  if (draining_) return DrainingError();
+  if (absl::Status s = CheckLive(scope); !s.ok()) return s;
   return ready;
 }
 

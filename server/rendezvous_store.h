@@ -62,6 +62,10 @@ class RendezvousStore {
 
   // Drops every space of the job.
   void Forget(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Generations up to `generation` of the job are over: their spaces are
+  // dropped and their waiting calls answer ABORTED.
+  void EndGeneration(const std::string& job_id, uint64_t generation)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Wakes every waiter; from now on calls answer UNAVAILABLE.
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -72,6 +76,9 @@ class RendezvousStore {
   // The scope's space, created on first use; drops older generations.
   Space& SpaceFor(const Scope& scope) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckRoomFor(const Space& space, const std::string& key) const;
+  // ABORTED if the scope's generation ended (or UNAVAILABLE if draining).
+  absl::Status CheckLive(const Scope& scope) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits until all keys are present in the scope or the deadline passes.
   bool AwaitKeys(const Scope& scope, const std::vector<std::string>& keys,
                  absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -79,6 +86,8 @@ class RendezvousStore {
   const RendezvousLimits limits_;
   absl::Mutex mu_;
   std::map<Scope, Space> spaces_ ABSL_GUARDED_BY(mu_);
+  // Per job, the newest generation that ended.
+  std::map<std::string, uint64_t> ended_ ABSL_GUARDED_BY(mu_);
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -39,6 +39,9 @@ ABSL_FLAG(uint64_t, snapshot_every, 10000,
 ABSL_FLAG(uint64_t, max_order_bytes, uint64_t{4} << 30,
           "largest shuffled epoch order (bytes) one job may hold; jobs that "
           "need more are refused");
+ABSL_FLAG(absl::Duration, lease, absl::Seconds(10),
+          "a member without a heartbeat for this long is removed and its "
+          "generation ends");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "how long in-flight calls may run after SIGTERM");
 
@@ -94,6 +97,11 @@ int Run() {
   }
   shard::server::CoordinatorOptions options;
   options.max_order_bytes = absl::GetFlag(FLAGS_max_order_bytes);
+  options.lease = absl::GetFlag(FLAGS_lease);
+  if (options.lease <= absl::ZeroDuration()) {
+    std::cerr << "shardd: --lease must be positive\n";
+    return 2;
+  }
   shard::server::CoordinatorService service(options, std::move(opened));
   shard::server::GrpcCoordinator grpc_service(&service);
 
@@ -144,7 +152,8 @@ std::vector<std::string> DashesToUnderscores(int argc, char** argv) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "shardd --listen HOST:PORT (--data-dir DIR | --in-memory) "
-      "[--snapshot-every N] [--max-order-bytes N] [--shutdown-grace 10s]");
+      "[--snapshot-every N] [--lease 10s] [--max-order-bytes N] "
+      "[--shutdown-grace 10s]");
   std::vector<std::string> args = DashesToUnderscores(argc, argv);
   std::vector<char*> arg_pointers;
   for (std::string& arg : args) arg_pointers.push_back(arg.data());

@@ -32,14 +32,26 @@ absl::Status FsyncPath(const std::string& path, int flags) {
 
 }  // namespace
 
-std::string CheckpointPath(const std::string& dir) {
-  return dir + "/checkpoint.pt";
+std::string CheckpointPath(const std::string& dir, const Progress& progress) {
+  return absl::StrCat(dir, "/checkpoint-", progress.epoch, "-",
+                      progress.position, ".pt");
+}
+
+void PruneCheckpoints(const std::string& dir, const Progress& keep) {
+  const std::string kept = CheckpointPath(dir, keep);
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("checkpoint-", 0) == 0 && entry.path().string() != kept) {
+      std::filesystem::remove(entry.path(), error);
+    }
+  }
 }
 
 absl::Status SaveCheckpoint(const std::string& dir, torch::nn::Module& model,
                             torch::optim::Optimizer& optimizer,
                             const Progress& progress) {
-  const std::string path = CheckpointPath(dir);
+  const std::string path = CheckpointPath(dir, progress);
   const std::string temporary = path + ".tmp";
   try {
     std::filesystem::create_directories(dir);
@@ -67,11 +79,13 @@ absl::Status SaveCheckpoint(const std::string& dir, torch::nn::Module& model,
   return FsyncPath(dir, O_RDONLY | O_DIRECTORY);
 }
 
-absl::StatusOr<std::optional<Progress>> LoadCheckpoint(
-    const std::string& dir, torch::nn::Module& model,
-    torch::optim::Optimizer& optimizer) {
-  const std::string path = CheckpointPath(dir);
-  if (!std::filesystem::exists(path)) return std::optional<Progress>();
+absl::Status LoadCheckpoint(const std::string& dir, const Progress& progress,
+                            torch::nn::Module& model,
+                            torch::optim::Optimizer& optimizer) {
+  const std::string path = CheckpointPath(dir, progress);
+  if (!std::filesystem::exists(path)) {
+    return absl::NotFoundError(absl::StrCat("no checkpoint ", path));
+  }
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
@@ -82,9 +96,12 @@ absl::StatusOr<std::optional<Progress>> LoadCheckpoint(
     torch::Tensor epoch, position;
     archive.read("progress_epoch", epoch, /*is_buffer=*/true);
     archive.read("progress_position", position, /*is_buffer=*/true);
-    return std::optional<Progress>(
-        Progress{static_cast<uint64_t>(epoch.item<int64_t>()),
-                 static_cast<uint64_t>(position.item<int64_t>())});
+    if (static_cast<uint64_t>(epoch.item<int64_t>()) != progress.epoch ||
+        static_cast<uint64_t>(position.item<int64_t>()) != progress.position) {
+      return absl::DataLossError(
+          absl::StrCat(path, " holds different progress"));
+    }
+    return absl::OkStatus();
   } catch (const std::exception& e) {
     return absl::DataLossError(
         absl::StrCat("reading checkpoint ", path, ": ", e.what()));

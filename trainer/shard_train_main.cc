@@ -18,7 +18,9 @@ constexpr char kUsage[] =
     "  [--world-size W] [--dataset-size N] [--backend auto|gloo|nccl]\n"
     "  [--epochs 1] [--batch-size 32] [--lr 0.05] [--checkpoint-dir DIR]\n"
     "  [--checkpoint-every STEPS] [--log-indices FILE] [--eval-size 1000]\n"
-    "  [--join-wait 10m] [--pg-timeout 5m] [--gloo-interface IFACE]\n";
+    "  [--join-wait 10m] [--pg-timeout 5m] [--gloo-interface IFACE]\n"
+    "  [--min-world-size N] [--max-world-size N] [--heartbeat-interval 2s]\n"
+    "  [--max-rejoins 20]\n";
 
 // Hostname plus the local rank ($LOCAL_RANK, else 0).
 std::string DefaultMember() {
@@ -30,11 +32,27 @@ std::string DefaultMember() {
 
 absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
     const std::vector<std::string>& args) {
-  absl::StatusOr<shard::cli::CliFlags> flags = shard::cli::CliFlags::Parse(
-      args, {"coordinator", "job", "member", "world-size", "dataset-size",
-             "backend", "epochs", "batch-size", "lr", "checkpoint-dir",
-             "checkpoint-every", "log-indices", "eval-size", "join-wait",
-             "pg-timeout", "gloo-interface"});
+  absl::StatusOr<shard::cli::CliFlags> flags =
+      shard::cli::CliFlags::Parse(args, {"coordinator",
+                                         "job",
+                                         "member",
+                                         "world-size",
+                                         "dataset-size",
+                                         "backend",
+                                         "epochs",
+                                         "batch-size",
+                                         "lr",
+                                         "checkpoint-dir",
+                                         "checkpoint-every",
+                                         "log-indices",
+                                         "eval-size",
+                                         "join-wait",
+                                         "pg-timeout",
+                                         "gloo-interface",
+                                         "min-world-size",
+                                         "max-world-size",
+                                         "heartbeat-interval",
+                                         "max-rejoins"});
   if (!flags.ok()) return flags.status();
   shard::trainer::TrainerOptions options;
   absl::StatusOr<std::string> coordinator = flags->String("coordinator");
@@ -52,23 +70,39 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
       flags->Duration("join-wait", absl::Minutes(10));
   absl::StatusOr<absl::Duration> pg_timeout =
       flags->Duration("pg-timeout", absl::Minutes(5));
+  absl::StatusOr<uint64_t> min_world = flags->Uint64("min-world-size", 0);
+  absl::StatusOr<uint64_t> max_world = flags->Uint64("max-world-size", 0);
+  absl::StatusOr<absl::Duration> heartbeat =
+      flags->Duration("heartbeat-interval", absl::Seconds(2));
+  absl::StatusOr<uint64_t> max_rejoins = flags->Uint64("max-rejoins", 20);
   for (const absl::Status& s :
        {coordinator.status(), job.status(), world.status(), size.status(),
         backend.status(), epochs.status(), batch.status(), lr.status(),
-        every.status(), eval.status(), join_wait.status(),
-        pg_timeout.status()}) {
+        every.status(), eval.status(), join_wait.status(), pg_timeout.status(),
+        min_world.status(), max_world.status(), heartbeat.status(),
+        max_rejoins.status()}) {
     if (!s.ok()) return s;
   }
   if (*batch == 0) {
     return absl::InvalidArgumentError("--batch-size must be at least 1");
   }
-  if (*world > 65536) {
-    return absl::InvalidArgumentError("--world-size must be at most 65536");
+  if (*world > 65536 || *min_world > 65536 || *max_world > 65536) {
+    return absl::InvalidArgumentError(
+        "--world-size, --min-world-size and --max-world-size must be at most "
+        "65536");
+  }
+  if (*heartbeat <= absl::ZeroDuration() || *max_rejoins > 1000) {
+    return absl::InvalidArgumentError(
+        "--heartbeat-interval must be positive and --max-rejoins at most 1000");
   }
   options.client.address = *coordinator;
   options.job_id = *job;
   options.member_id = flags->String("member", DefaultMember());
   options.world_size = static_cast<uint32_t>(*world);
+  options.min_world_size = static_cast<uint32_t>(*min_world);
+  options.max_world_size = static_cast<uint32_t>(*max_world);
+  options.heartbeat_interval = *heartbeat;
+  options.max_rejoins = static_cast<int>(*max_rejoins);
   options.dataset_size = *size;
   options.process_group.backend = *backend;
   options.process_group.timeout =

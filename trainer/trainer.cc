@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/heartbeater.h"
 #include "client/torch/coordinator_store.h"
 #include "client/torch/shard_sampler.h"
 #include "torch/csrc/distributed/c10d/PrefixStore.hpp"
@@ -74,7 +75,9 @@ absl::StatusOr<ProcessGroupPtr> FormProcessGroup(
                           backend_name);
 }
 
-// Writes the checkpoint (rank 0) and commits the progress to the coordinator.
+// Writes the checkpoint (rank 0) and commits its progress to the
+// coordinator, then prunes older checkpoints. ABORTED when the commit
+// admitted new members (elastic growth): the caller re-joins.
 class Checkpointer {
  public:
   Checkpointer(const TrainerOptions& options, client::CoordinatorClient& client,
@@ -95,9 +98,18 @@ class Checkpointer {
         !s.ok()) {
       return s;
     }
-    return client_
-        .CommitProgress(membership_, progress.epoch, progress.position)
-        .status();
+    absl::StatusOr<shard::v1::CommitProgressResponse> committed =
+        client_.CommitProgress(membership_, progress.epoch, progress.position);
+    if (!committed.ok()) return committed.status();
+    PruneCheckpoints(
+        options_.checkpoint_dir,
+        {committed->committed_epoch(), committed->committed_position()});
+    if (committed->generation() != membership_.generation) {
+      return absl::AbortedError(
+          absl::StrCat("generation ", committed->generation(),
+                       " formed at this commit (new members admitted)"));
+    }
+    return absl::OkStatus();
   }
 
  private:
@@ -108,8 +120,8 @@ class Checkpointer {
   torch::optim::Optimizer& optimizer_;
 };
 
-// Where training starts: the checkpoint if there is one (never behind the
-// coordinator's committed progress), else the committed progress.
+// Where training starts: the coordinator's committed progress, with the
+// model and optimizer loaded from its checkpoint when there is one.
 absl::StatusOr<Progress> ResumePoint(const TrainerOptions& options,
                                      const client::Membership& membership,
                                      torch::nn::Module& model,
@@ -117,18 +129,19 @@ absl::StatusOr<Progress> ResumePoint(const TrainerOptions& options,
   const Progress committed{membership.committed_epoch,
                            membership.committed_position};
   if (options.checkpoint_dir.empty()) return committed;
-  absl::StatusOr<std::optional<Progress>> loaded =
-      LoadCheckpoint(options.checkpoint_dir, model, optimizer);
-  if (!loaded.ok()) return loaded.status();
-  if (!loaded->has_value()) return committed;
-  if (**loaded < committed) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "checkpoint in ", options.checkpoint_dir, " is at epoch ",
-        (*loaded)->epoch, " position ", (*loaded)->position,
-        ", behind the job's committed epoch ", committed.epoch, " position ",
-        committed.position, "; resuming from it would repeat samples"));
+  absl::Status loaded =
+      LoadCheckpoint(options.checkpoint_dir, committed, model, optimizer);
+  if (absl::IsNotFound(loaded) && committed.epoch == 0 &&
+      committed.position == 0) {
+    return committed;  // A fresh job.
   }
-  return **loaded;
+  if (!loaded.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot resume the committed epoch ", committed.epoch,
+                     " position ", committed.position, " from ",
+                     options.checkpoint_dir, ": ", loaded.message()));
+  }
+  return committed;
 }
 
 // Evaluates the model on the "<job>-eval" job (uneven tail: every held-out
@@ -184,18 +197,50 @@ absl::Status Evaluate(const TrainerOptions& options,
   return absl::OkStatus();
 }
 
-}  // namespace
+// Appends "EPOCH RANK INDEX" lines for trained samples and counts them.
+// Flushed after every step so a SIGKILL loses nothing that was trained.
+class IndexLog {
+ public:
+  explicit IndexLog(std::FILE* file) : file_(file) {}
+  ~IndexLog() {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  void Write(uint64_t epoch, uint32_t rank,
+             const std::vector<IndexedExample>& batch) {
+    if (file_ == nullptr) return;
+    for (const IndexedExample& example : batch) {
+      std::fprintf(file_, "%llu %u %lld\n",
+                   static_cast<unsigned long long>(epoch), rank,
+                   static_cast<long long>(example.index));
+    }
+    std::fflush(file_);
+    lines_ += batch.size();
+  }
+  uint64_t lines() const { return lines_; }
 
-absl::Status RunTrainer(const TrainerOptions& options) {
-  auto connected = client::CoordinatorClient::Connect(options.client);
-  if (!connected.ok()) return connected.status();
-  std::shared_ptr<client::CoordinatorClient> client = *std::move(connected);
+ private:
+  std::FILE* file_;
+  uint64_t lines_ = 0;
+};
 
+// An ABORTED status: the membership changed, re-join and continue.
+absl::Status MembershipChanged(absl::string_view what) {
+  return absl::AbortedError(what);
+}
+
+// One membership: join, form the process group, resume from the committed
+// progress, train, evaluate. ABORTED when the membership changes.
+absl::Status RunAttempt(
+    const TrainerOptions& options,
+    const std::shared_ptr<client::CoordinatorClient>& client,
+    IndexLog& index_log, int attempt) {
   std::optional<shard::v1::JobSpec> spec;
   if (options.world_size > 0) {
     spec.emplace();
     spec->set_dataset_size(options.dataset_size);
     spec->set_world_size(options.world_size);
+    spec->set_min_world_size(options.min_world_size);
+    spec->set_max_world_size(options.max_world_size);
   }
   absl::StatusOr<client::Membership> joined =
       JoinJob(*client, options, options.job_id, spec);
@@ -203,17 +248,20 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   const client::Membership membership = *joined;
   const uint32_t rank = membership.rank;
   const uint64_t world = membership.world_size;
+  client::Heartbeater heartbeater(client, membership,
+                                  options.heartbeat_interval);
 
   std::string backend;
   absl::StatusOr<ProcessGroupPtr> group =
       FormProcessGroup(client, membership, options.process_group, &backend);
-  if (!group.ok()) return group.status();
+  if (!group.ok()) return MembershipChanged(group.status().message());
   std::printf(
       "joined job=%s member=%s rank=%u world_size=%llu generation=%llu "
-      "backend=%s\n",
+      "backend=%s attempt=%d log_lines=%llu\n",
       membership.job_id.c_str(), membership.member_id.c_str(), rank,
       static_cast<unsigned long long>(world),
-      static_cast<unsigned long long>(membership.generation), backend.c_str());
+      static_cast<unsigned long long>(membership.generation), backend.c_str(),
+      attempt, static_cast<unsigned long long>(index_log.lines()));
 
   // Ranks start from different weights on purpose: the broadcast below (or
   // the shared checkpoint) must make them equal.
@@ -227,26 +275,17 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   absl::StatusOr<Progress> start =
       ResumePoint(options, membership, *model, optimizer);
   if (!start.ok()) return start.status();
-  if (start->epoch != 0 || start->position != 0) {
-    std::printf("resuming rank=%u epoch=%llu position=%llu\n", rank,
-                static_cast<unsigned long long>(start->epoch),
-                static_cast<unsigned long long>(start->position));
+  std::printf("resuming rank=%u epoch=%llu position=%llu\n", rank,
+              static_cast<unsigned long long>(start->epoch),
+              static_cast<unsigned long long>(start->position));
+  std::fflush(stdout);
+  try {
+    BroadcastParameters(model->parameters(), *group);
+  } catch (const std::exception& e) {
+    return MembershipChanged(absl::StrCat("broadcast failed: ", e.what()));
   }
-  BroadcastParameters(model->parameters(), *group);
   GradientSync sync(model->parameters(), *group);
   Checkpointer checkpointer(options, *client, membership, *model, optimizer);
-
-  std::FILE* index_log = nullptr;
-  if (!options.log_indices.empty()) {
-    index_log = std::fopen(options.log_indices.c_str(), "a");
-    if (index_log == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot open --log-indices ", options.log_indices));
-    }
-  }
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> index_log_closer(
-      index_log,
-      [](std::FILE* f) { return f == nullptr ? 0 : std::fclose(f); });
 
   torch_adapter::ShardSampler sampler(client, membership);
   auto progress = sampler.progress();
@@ -267,6 +306,9 @@ absl::Status RunTrainer(const TrainerOptions& options) {
     bool checkpoint_due = false;
     try {
       for (std::vector<IndexedExample>& batch : *loader) {
+        if (absl::Status s = heartbeater.status(); !s.ok()) {
+          return MembershipChanged(s.message());
+        }
         if (checkpoint_due) {
           checkpoint_due = false;
           if (absl::Status s =
@@ -287,19 +329,14 @@ absl::Status RunTrainer(const TrainerOptions& options) {
         samples += batch.size();
         ++steps;
         loss_sum += loss.item<double>();
-        if (index_log != nullptr) {
-          for (const IndexedExample& example : batch) {
-            std::fprintf(index_log, "%llu %u %lld\n",
-                         static_cast<unsigned long long>(epoch), rank,
-                         static_cast<long long>(example.index));
-          }
-          std::fflush(index_log);
-        }
+        index_log.Write(epoch, rank, batch);
         checkpoint_due = options.checkpoint_every > 0 &&
                          steps % options.checkpoint_every == 0;
       }
     } catch (const std::exception& e) {
-      return absl::InternalError(
+      // A collective fails when a peer is gone; the stream fails when the
+      // generation ended. Either way the membership changed.
+      return MembershipChanged(
           absl::StrCat("training epoch ", epoch, ": ", e.what()));
     }
     if (progress->Current().epoch != epoch) {
@@ -330,7 +367,35 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   }
   std::printf("final rank=%u param_checksum=%016llx\n", rank,
               static_cast<unsigned long long>(ParameterChecksum(*model)));
+  client->Leave(membership).IgnoreError();
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunTrainer(const TrainerOptions& options) {
+  auto connected = client::CoordinatorClient::Connect(options.client);
+  if (!connected.ok()) return connected.status();
+  std::shared_ptr<client::CoordinatorClient> client = *std::move(connected);
+  std::FILE* file = nullptr;
+  if (!options.log_indices.empty()) {
+    file = std::fopen(options.log_indices.c_str(), "a");
+    if (file == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot open --log-indices ", options.log_indices));
+    }
+  }
+  IndexLog index_log(file);
+  absl::Status status;
+  for (int attempt = 0; attempt <= options.max_rejoins; ++attempt) {
+    status = RunAttempt(options, client, index_log, attempt);
+    if (!absl::IsAborted(status)) return status;
+    std::printf("membership changed (%s): re-joining\n",
+                std::string(status.message()).c_str());
+    std::fflush(stdout);
+  }
+  return absl::AbortedError(absl::StrCat("gave up after ", options.max_rejoins,
+                                         " re-joins: ", status.message()));
 }
 
 }  // namespace shard::trainer

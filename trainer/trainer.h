@@ -24,6 +24,14 @@ struct TrainerOptions {
   uint32_t world_size = 0;
   // Samples of the synthetic training set, used to create the job.
   uint64_t dataset_size = 4096;
+  // Elastic bounds used to create the job (0: world_size).
+  uint32_t min_world_size = 0;
+  uint32_t max_world_size = 0;
+  // Heartbeat period; must be well below the coordinator's --lease.
+  absl::Duration heartbeat_interval = absl::Seconds(2);
+  // How often the trainer re-joins after membership changes before giving
+  // up.
+  int max_rejoins = 20;
   ProcessGroupOptions process_group;
   // Train until this many epochs are complete (counting resumed ones).
   uint64_t epochs = 1;
@@ -44,7 +52,10 @@ struct TrainerOptions {
 };
 
 // Runs training to completion. Prints one progress line per epoch, the
-// evaluation result, and "final rank=<r> param_checksum=<hex>".
+// evaluation result, and "final rank=<r> param_checksum=<hex>", then leaves
+// the job. When the membership changes (a member lost or admitted, a
+// collective fails) it re-joins, re-forms the process group and continues
+// from the committed progress, reloading its checkpoint.
 absl::Status RunTrainer(const TrainerOptions& options);
 
 }  // namespace shard::trainer

@@ -97,6 +97,16 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
                      spec.torch_randperm()));
   }
   JobSpec normal = spec;
+  if (normal.min_world_size() == 0) normal.set_min_world_size(spec.world_size());
+  if (normal.max_world_size() == 0) normal.set_max_world_size(spec.world_size());
+  if (normal.min_world_size() > normal.world_size() ||
+      normal.world_size() > normal.max_world_size() ||
+      normal.max_world_size() > kMaxWorldSize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "need min_world_size <= world_size <= max_world_size <= ",
+        kMaxWorldSize, ", got ", normal.min_world_size(), " <= ",
+        normal.world_size(), " <= ", normal.max_world_size()));
+  }
   if (!normal.has_shuffle()) normal.set_shuffle(true);
   if (normal.tail() == shard::v1::TAIL_POLICY_UNSPECIFIED) {
     normal.set_tail(shard::v1::TAIL_POLICY_PAD);
@@ -128,10 +138,14 @@ std::string DescribeJobSpec(const JobSpec& spec) {
 }
 
 ShardLayout LayoutOf(const JobSpec& spec) {
+  return LayoutOf(spec, spec.world_size(), 0);
+}
+
+ShardLayout LayoutOf(const JobSpec& spec, uint32_t world_size, uint64_t base) {
   Tail tail = Tail::kPad;
   if (spec.tail() == shard::v1::TAIL_POLICY_DROP) tail = Tail::kDrop;
   if (spec.tail() == shard::v1::TAIL_POLICY_UNEVEN) tail = Tail::kUneven;
-  return ShardLayout(spec.dataset_size(), spec.world_size(), tail);
+  return ShardLayout(spec.dataset_size(), world_size, tail, base);
 }
 
 uint64_t EpochOrderBytes(const JobSpec& spec) {

@@ -33,7 +33,8 @@ absl::Status ValidateMemberId(absl::string_view member_id);
 absl::Status ValidateEpoch(uint64_t epoch);
 
 // Returns the spec with every defaulted field filled in (shuffle true, tail
-// pad, algorithm torch, torch_randperm 2.6), or INVALID_ARGUMENT saying which
+// pad, algorithm torch, torch_randperm 2.6, min/max world size = world
+// size), or INVALID_ARGUMENT saying which
 // field is wrong. `max_order_bytes` bounds the memory one shuffled epoch order
 // may take (FAILED_PRECONDITION above it).
 absl::StatusOr<shard::v1::JobSpec> NormalizeJobSpec(
@@ -42,8 +43,12 @@ absl::StatusOr<shard::v1::JobSpec> NormalizeJobSpec(
 // Human-readable one-line form, e.g. "N=10 W=2 seed=0 shuffle=true tail=pad".
 std::string DescribeJobSpec(const shard::v1::JobSpec& spec);
 
-// The layout of a normalised spec.
+// The layout of a normalised spec at its initial world size from position
+// 0: DistributedSampler's plan.
 ShardLayout LayoutOf(const shard::v1::JobSpec& spec);
+// The layout for `world_size` ranks from `base` (elastic re-sharding).
+ShardLayout LayoutOf(const shard::v1::JobSpec& spec, uint32_t world_size,
+                     uint64_t base);
 
 // Bytes the epoch order of a normalised spec holds in memory.
 uint64_t EpochOrderBytes(const shard::v1::JobSpec& spec);

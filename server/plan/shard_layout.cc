@@ -6,17 +6,22 @@ namespace shard::plan {
 // drop_last it is ceil((N - W) / W), which equals floor(N / W) for every
 // N >= 0 (including N < W, where it is 0). Integer arithmetic is exact where
 // the float is (N < 2^53) and stays exact beyond.
-ShardLayout::ShardLayout(uint64_t dataset_size, uint64_t world_size, Tail tail)
-    : dataset_size_(dataset_size), world_size_(world_size), tail_(tail) {
-  const uint64_t floor_per_rank = dataset_size / world_size;
+ShardLayout::ShardLayout(uint64_t dataset_size, uint64_t world_size, Tail tail,
+                         uint64_t base)
+    : dataset_size_(dataset_size),
+      world_size_(world_size),
+      tail_(tail),
+      base_(base) {
+  const uint64_t remaining = dataset_size - base;
+  const uint64_t floor_per_rank = remaining / world_size;
   const uint64_t ceil_per_rank =
-      floor_per_rank + (dataset_size % world_size != 0 ? 1 : 0);
+      floor_per_rank + (remaining % world_size != 0 ? 1 : 0);
   switch (tail) {
     case Tail::kPad:
-      total_ = ceil_per_rank * world_size;
+      total_ = base + ceil_per_rank * world_size;
       break;
     case Tail::kDrop:
-      total_ = floor_per_rank * world_size;
+      total_ = base + floor_per_rank * world_size;
       break;
     case Tail::kUneven:
       total_ = dataset_size;
@@ -25,8 +30,9 @@ ShardLayout::ShardLayout(uint64_t dataset_size, uint64_t world_size, Tail tail)
 }
 
 uint64_t ShardLayout::RankShardSize(uint64_t rank) const {
-  if (rank >= total_) return 0;
-  return (total_ - rank + world_size_ - 1) / world_size_;
+  const uint64_t length = total_ - base_;
+  if (rank >= length) return 0;
+  return (length - rank + world_size_ - 1) / world_size_;
 }
 
 }  // namespace shard::plan

@@ -1,9 +1,16 @@
-// Tail policy and strided split of one epoch, as DistributedSampler does it.
+// Tail policy and strided split of one epoch, as DistributedSampler does it,
+// optionally from a base position (elastic re-sharding).
 //
-// The tail-adjusted order has total() positions. Position p maps to entry
-// p % N of the epoch order (pad repeats the order's start; drop and uneven
-// never reach N). Rank r owns positions r, r + W, r + 2W, ... < total().
-// Pure value type: no I/O, safe to copy and share.
+// With base 0 this is DistributedSampler: the tail-adjusted order has
+// total() positions, position p maps to entry p % N of the epoch order (pad
+// repeats the order's start; drop and uneven never reach N), and rank r owns
+// positions r, r + W, r + 2W, ... < total().
+// With base b (the committed position when the world changed), the
+// remaining R = N - b entries of the order are re-split over W with the tail
+// policy applied to the remainder: pad to a multiple of W, drop to a
+// multiple of W, or keep all (uneven); rank r owns b + r, b + r + W, ...
+// < total(). For b a multiple of the same W this equals the base-0 layout
+// from b on. Pure value type: no I/O, safe to copy and share.
 #ifndef SERVER_PLAN_SHARD_LAYOUT_H_
 #define SERVER_PLAN_SHARD_LAYOUT_H_
 
@@ -15,15 +22,19 @@ enum class Tail { kPad, kDrop, kUneven };
 
 class ShardLayout {
  public:
-  // Requires dataset_size > 0 and world_size > 0 (validated by the caller).
-  ShardLayout(uint64_t dataset_size, uint64_t world_size, Tail tail);
+  // Requires dataset_size > 0, world_size > 0 and base <= dataset_size
+  // (validated by the caller).
+  ShardLayout(uint64_t dataset_size, uint64_t world_size, Tail tail,
+              uint64_t base = 0);
 
   uint64_t dataset_size() const { return dataset_size_; }
   uint64_t world_size() const { return world_size_; }
   Tail tail() const { return tail_; }
+  // First position of this layout.
+  uint64_t base() const { return base_; }
 
-  // Length of the tail-adjusted order: W * ceil(N / W) for pad,
-  // W * floor(N / W) for drop, N for uneven.
+  // End position of the epoch: base + W * ceil(R / W) for pad,
+  // base + W * floor(R / W) for drop, N for uneven (R = N - base).
   uint64_t total() const { return total_; }
 
   // Number of positions rank `rank` owns; requires rank < world_size().
@@ -31,7 +42,15 @@ class ShardLayout {
 
   // Position of the rank's k-th index (0-based) in the tail-adjusted order.
   uint64_t PositionOf(uint64_t rank, uint64_t k) const {
-    return rank + k * world_size_;
+    return base_ + rank + k * world_size_;
+  }
+
+  // Whether a global position is a round boundary of this layout: base + a
+  // multiple of W below total(), or total() itself (the end of the epoch,
+  // which for uneven need not be a whole round).
+  bool IsRoundBoundary(uint64_t position) const {
+    return position == total_ || (position >= base_ && position < total_ &&
+                                  (position - base_) % world_size_ == 0);
   }
 
   // Entry of the epoch order that position p refers to; requires p < total().
@@ -43,6 +62,7 @@ class ShardLayout {
   uint64_t dataset_size_;
   uint64_t world_size_;
   Tail tail_;
+  uint64_t base_;
   uint64_t total_;
 };
 

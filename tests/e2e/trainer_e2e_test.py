@@ -9,7 +9,12 @@
    is SIGKILLed and restarted (same port, same data directory) at random
    moments, at least 5 times; the trainers ride through, and each rank
    trained exactly its planned indices of each epoch.
-3. Crash and resume: 3 trainers checkpoint every few steps; one is
+3. Elastic: a trainer of 3 is SIGKILLed mid-epoch and the other 2 go on
+   after its lease expires; 2 trainers grow to 4 at a commit point. The
+   committed history (reconstructed from each attempt's generation, rank,
+   world size and resume point) covers every index exactly once, plus
+   exactly the padding the final layout adds.
+4. Crash and resume: 3 trainers checkpoint every few steps; one is
    SIGKILLed mid-epoch, the rest are killed too, all restart from the
    checkpoint. The committed history of the epoch (what each rank trained
    before the committed position, plus everything after the restart) holds
@@ -175,6 +180,122 @@ def coordinator_crash_loop(bin_dir, work):
                       f"its planned indices, once")
 
 
+def committed_history(outputs, logs):
+    """Counter of the committed indices per epoch, and the end position.
+
+    Each trainer attempt prints `joined ... rank=R world_size=W
+    generation=G ... log_lines=L` and `resuming ... epoch=E position=P`; the
+    lines it then appended to its index log trained positions P + R + kW of
+    epoch E (base 0 in later epochs). A line of generation G is committed
+    if it lies before the start of the next generation that trained.
+    """
+    attempts = []  # (generation, rank, world, (epoch, position), lines)
+    for text, log_path in zip(outputs, logs):
+        lines = open(log_path).read().split("\n")[:-1] \
+            if os.path.exists(log_path) else []
+        joined = re.findall(r"joined .* rank=(\d+) world_size=(\d+) "
+                            r"generation=(\d+) .* log_lines=(\d+)", text)
+        resumed = re.findall(r"resuming rank=\d+ epoch=(\d+) "
+                             r"position=(\d+)", text)
+        for i, ((rank, world, gen, first), (epoch, pos)) in enumerate(
+                zip(joined, resumed)):
+            last = int(joined[i + 1][3]) if i + 1 < len(joined) else len(lines)
+            attempts.append((int(gen), int(rank), int(world),
+                             (int(epoch), int(pos)),
+                             lines[int(first):last]))
+    starts = {gen: start for gen, _, _, start, _ in attempts}
+    history, last_layout = {}, None
+    for gen, rank, world, (epoch0, pos0), lines in attempts:
+        later = [starts[g] for g in starts if g > gen]
+        end = min(later) if later else (10**9, 0)
+        counters = {}
+        for line in lines:
+            epoch, _, index = map(int, line.split())
+            k = counters.get(epoch, 0)
+            counters[epoch] = k + 1
+            position = (pos0 if epoch == epoch0 else 0) + rank + k * world
+            if (epoch, position) < end:
+                history.setdefault(epoch, Counter())[index] += 1
+        if not later:
+            last_layout = (world, pos0)
+    return history, last_layout
+
+
+def elastic_run(bin_dir, work, name, size, first, later, action):
+    """Runs `first` trainers, then `action(procs, logs)`, then `later` more;
+    returns (outputs, logs) once all exited."""
+    os.makedirs(work, exist_ok=True)
+    with ShardDaemon(bin_dir, "--lease", "2s") as daemon:
+        def cmd(member, max_world):
+            return trainer_cmd(
+                bin_dir, daemon.address, name, member, first, size, work,
+                ["--epochs", "1", "--batch-size", "8", "--checkpoint-dir",
+                 os.path.join(work, "ckpt"), "--checkpoint-every", "20",
+                 "--min-world-size", "2", "--max-world-size", str(max_world),
+                 "--heartbeat-interval", "300ms", "--pg-timeout", "30s"])
+        max_world = first + later
+        members = [f"{name}-m{i}" for i in range(first + later)]
+        logs = [os.path.join(work, f"{m}.log") for m in members]
+        procs = start_trainers([cmd(m, max_world) for m in members[:first]],
+                               work, name)
+        action(procs, logs)
+        if later:
+            procs += start_trainers([cmd(m, max_world)
+                                     for m in members[first:]], work,
+                                    name + "-late")
+        outputs = finish(procs, timeout=240)
+    return outputs, logs
+
+
+def wait_for_lines(path, count, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path) and sum(1 for _ in open(path)) >= count:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def check_elastic(name, size, outputs, logs, expect_rc):
+    rcs = [rc for rc, _ in outputs]
+    check(rcs == expect_rc, f"{name}: trainer exit codes {rcs}")
+    history, layout = committed_history([t for _, t in outputs], logs)
+    counts = history.get(0, Counter())
+    world, base = layout
+    remaining = size - base
+    end = base + -(-remaining // world) * world  # pad
+    check(set(counts) == set(range(size)),
+          f"{name}: committed history misses no index "
+          f"({len(set(counts))} of {size} distinct)")
+    check(sum(counts.values()) == end,
+          f"{name}: {sum(counts.values())} committed samples = the layout's "
+          f"{end} positions (last generation W={world} from {base}); "
+          f"repeats {sum(counts.values()) - len(counts)} = padding {end - size}")
+    text = "\n".join(t for _, t in outputs)
+    check("re-joining" in text, f"{name}: survivors re-joined")
+
+
+def elastic_tests(bin_dir, work):
+    size = 12000
+
+    def kill_one(procs, logs):
+        wait_for_lines(logs[1], 1500)
+        procs[1][0].send_signal(signal.SIGKILL)
+
+    outputs, logs = elastic_run(bin_dir, os.path.join(work, "shrink"),
+                                "shrink", size, 3, 0, kill_one)
+    check_elastic("elastic 3->2", size, outputs, logs, [0, -9, 0])
+
+    def let_them_train(procs, logs):
+        wait_for_lines(logs[0], 1500)
+
+    outputs, logs = elastic_run(bin_dir, os.path.join(work, "grow"), "grow",
+                                size, 2, 2, let_them_train)
+    check_elastic("elastic 2->4", size, outputs, logs, [0, 0, 0, 0])
+    joined = re.findall(r"world_size=(\d+)", "\n".join(t for _, t in outputs))
+    check("4" in joined, f"elastic 2->4: a generation of 4 formed")
+
+
 def crash_and_resume(bin_dir, address, work):
     world, size = 3, 30000
     job = "crash"
@@ -250,6 +371,7 @@ def main():
                              os.path.join(work, f"w{world}"))
         crash_and_resume(bin_dir, daemon.address, os.path.join(work, "crash"))
         coordinator_crash_loop(bin_dir, os.path.join(work, "restarts"))
+        elastic_tests(bin_dir, os.path.join(work, "elastic"))
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0
 

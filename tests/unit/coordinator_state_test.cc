@@ -15,34 +15,76 @@ StateUpdate Created(const std::string& job, uint32_t world) {
   return update;
 }
 
-StateUpdate Joined(const std::string& job, const std::string& member,
-                   uint32_t rank) {
+StateUpdate Joined(const std::string& job, const std::string& member) {
   StateUpdate update;
   update.mutable_member_joined()->set_job_id(job);
   update.mutable_member_joined()->set_member_id(member);
-  update.mutable_member_joined()->set_rank(rank);
   return update;
 }
 
-TEST(CoordinatorStateTest, GenerationAdvancesWhenTheWorldForms) {
+StateUpdate Removed(const std::string& job, const std::string& member) {
+  StateUpdate update;
+  update.mutable_member_removed()->set_job_id(job);
+  update.mutable_member_removed()->set_member_id(member);
+  return update;
+}
+
+StateUpdate Formed(const std::string& job, uint64_t generation,
+                   std::vector<std::string> members, uint64_t epoch,
+                   uint64_t base) {
+  StateUpdate update;
+  auto* formed = update.mutable_generation_formed();
+  formed->set_job_id(job);
+  formed->set_generation(generation);
+  for (const std::string& m : members) formed->add_members(m);
+  formed->set_epoch(epoch);
+  formed->set_base_position(base);
+  return update;
+}
+
+TEST(CoordinatorStateTest, WorldsFormBreakAndReform) {
   CoordinatorState state;
   state.Apply(Created("j", 2));
   ASSERT_NE(state.FindJob("j"), nullptr);
-  EXPECT_EQ(state.FindJob("j")->generation, 0u);
-  state.Apply(Joined("j", "a", 0));
-  EXPECT_FALSE(state.FindJob("j")->world_formed());
-  EXPECT_EQ(state.FindJob("j")->generation, 0u);
-  state.Apply(Joined("j", "b", 1));
+  state.Apply(Joined("j", "a"));
+  state.Apply(Joined("j", "b"));
+  EXPECT_FALSE(state.FindJob("j")->world_formed());  // Joined, not formed.
+  state.Apply(Formed("j", 1, {"a", "b"}, 0, 0));
   EXPECT_TRUE(state.FindJob("j")->world_formed());
-  EXPECT_EQ(state.FindJob("j")->generation, 1u);
   EXPECT_EQ(state.FindJob("j")->RankOf("b"), 1u);
   EXPECT_EQ(state.FindJob("j")->RankOf("c"), std::nullopt);
+  // Losing a member of the world breaks it; the generation number stays
+  // until the next world forms.
+  state.Apply(Removed("j", "a"));
+  EXPECT_FALSE(state.FindJob("j")->world_formed());
+  EXPECT_EQ(state.FindJob("j")->generation, 1u);
+  state.Apply(Joined("j", "c"));
+  state.Apply(Formed("j", 2, {"b", "c"}, 3, 40));
+  const JobState& job = *state.FindJob("j");
+  EXPECT_EQ(job.RankOf("b"), 0u);
+  EXPECT_EQ(job.RankOf("c"), 1u);
+  EXPECT_EQ(job.generation_epoch, 3u);
+  EXPECT_EQ(job.generation_base, 40u);
+}
+
+TEST(CoordinatorStateTest, SnapshotRoundTrips) {
+  CoordinatorState state;
+  state.Apply(Created("j", 2));
+  state.Apply(Joined("j", "a"));
+  state.Apply(Joined("j", "b"));
+  state.Apply(Formed("j", 1, {"a", "b"}, 0, 0));
+  const CoordinatorState copy =
+      CoordinatorState::FromSnapshot(state.ToSnapshot(4));
+  const JobState& job = *copy.FindJob("j");
+  EXPECT_EQ(job.members, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(job.world, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(job.generation, 1u);
 }
 
 TEST(CoordinatorStateTest, ReplayingUpdatesRebuildsTheSameState) {
-  const std::vector<StateUpdate> updates = {Created("x", 1), Created("y", 2),
-                                            Joined("y", "m0", 0),
-                                            Joined("x", "m", 0)};
+  const std::vector<StateUpdate> updates = {
+      Created("x", 1), Created("y", 2), Joined("y", "m0"), Joined("x", "m"),
+      Formed("x", 1, {"m"}, 0, 0)};
   CoordinatorState first, second;
   for (const StateUpdate& u : updates) first.Apply(u);
   for (const StateUpdate& u : updates) second.Apply(u);
@@ -57,7 +99,7 @@ TEST(CoordinatorStateTest, ReplayingUpdatesRebuildsTheSameState) {
 
 TEST(CoordinatorStateDeathTest, RefusesAnUpdateThatDoesNotFit) {
   CoordinatorState state;
-  EXPECT_DEATH(state.Apply(Joined("missing", "a", 0)), "unknown job");
+  EXPECT_DEATH(state.Apply(Joined("missing", "a")), "unknown job");
 }
 
 }  // namespace

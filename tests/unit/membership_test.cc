@@ -1,0 +1,210 @@
+// Leases, leaving, and elastic re-sharding in CoordinatorService, driven by
+// a fake clock (no sleeps).
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/coordinator_service.h"
+
+namespace shard::server {
+namespace {
+
+class MembershipTest : public ::testing::Test {
+ protected:
+  MembershipTest() : service_(Options()) {}
+
+  CoordinatorOptions Options() {
+    CoordinatorOptions options;
+    options.lease = absl::Seconds(10);
+    options.expire_leases_in_background = false;
+    options.now = [this] { return now_; };
+    return options;
+  }
+
+  void CreateJob(uint32_t world, uint32_t min, uint32_t max, uint64_t n,
+                 shard::v1::TailPolicy tail = shard::v1::TAIL_POLICY_PAD) {
+    shard::v1::CreateJobRequest request;
+    request.set_job_id("job");
+    request.mutable_spec()->set_dataset_size(n);
+    request.mutable_spec()->set_world_size(world);
+    request.mutable_spec()->set_min_world_size(min);
+    request.mutable_spec()->set_max_world_size(max);
+    request.mutable_spec()->set_tail(tail);
+    ASSERT_TRUE(service_.CreateJob(request).ok());
+  }
+
+  absl::StatusOr<shard::v1::JoinJobResponse> Join(const std::string& member) {
+    shard::v1::JoinJobRequest request;
+    request.set_job_id("job");
+    request.set_member_id(member);
+    return service_.JoinJob(request, absl::InfiniteFuture());
+  }
+
+  absl::Status Heartbeat(const std::string& member, uint64_t generation) {
+    shard::v1::HeartbeatRequest request;
+    request.set_job_id("job");
+    request.set_member_id(member);
+    request.set_generation(generation);
+    return service_.Heartbeat(request).status();
+  }
+
+  absl::StatusOr<shard::v1::CommitProgressResponse> Commit(
+      uint64_t generation, uint64_t epoch, uint64_t position) {
+    shard::v1::CommitProgressRequest request;
+    request.set_job_id("job");
+    request.set_generation(generation);
+    request.set_epoch(epoch);
+    request.set_position(position);
+    return service_.CommitProgress(request);
+  }
+
+  // Indices of `rank` in epoch 0 of `generation` from `start`.
+  absl::StatusOr<std::vector<uint64_t>> Stream(uint64_t generation,
+                                               uint32_t rank, uint64_t start) {
+    shard::v1::StreamShardRequest request;
+    request.set_job_id("job");
+    request.set_generation(generation);
+    request.set_rank(rank);
+    request.set_start_position(start);
+    absl::StatusOr<ShardCursor> cursor =
+        service_.OpenShard(request, absl::InfiniteFuture());
+    if (!cursor.ok()) return cursor.status();
+    std::vector<uint64_t> all;
+    shard::v1::IndexChunk chunk;
+    while (cursor->Next(&chunk)) {
+      all.insert(all.end(), chunk.indices().begin(), chunk.indices().end());
+    }
+    return all;
+  }
+
+  shard::v1::Job Job() {
+    shard::v1::GetJobRequest request;
+    request.set_job_id("job");
+    return *service_.GetJob(request);
+  }
+
+  absl::Time now_ = absl::FromUnixSeconds(1000);
+  CoordinatorService service_;
+};
+
+TEST_F(MembershipTest, AnExpiredLeaseEndsTheGenerationUntilAReplacementJoins) {
+  CreateJob(2, 2, 2, 100);
+  ASSERT_TRUE(Join("a").ok());
+  ASSERT_TRUE(Join("b").ok());
+  EXPECT_EQ(Job().generation(), 1u);
+
+  now_ += absl::Seconds(6);
+  ASSERT_TRUE(Heartbeat("b", 1).ok());
+  now_ += absl::Seconds(6);  // a: 12 s silent, b: 6 s.
+  service_.ExpireLeases();
+  EXPECT_EQ(Job().joined_members(), 1u);
+  EXPECT_EQ(Job().current_world_size(), 0u);
+  EXPECT_EQ(Stream(1, 0, 0).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(Heartbeat("b", 1).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(Heartbeat("a", 1).code(), absl::StatusCode::kFailedPrecondition);
+
+  // A fixed-size job re-forms when a replacement joins.
+  auto c = Join("c");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->generation(), 2u);
+  EXPECT_EQ(c->rank(), 1u);
+  EXPECT_EQ(Join("b")->rank(), 0u);
+}
+
+TEST_F(MembershipTest, LeaveEndsTheGenerationAtOnce) {
+  CreateJob(2, 2, 2, 100);
+  ASSERT_TRUE(Join("a").ok());
+  ASSERT_TRUE(Join("b").ok());
+  shard::v1::LeaveRequest leave;
+  leave.set_job_id("job");
+  leave.set_member_id("a");
+  ASSERT_TRUE(service_.Leave(leave).ok());
+  ASSERT_TRUE(service_.Leave(leave).ok());  // Idempotent.
+  EXPECT_EQ(Job().current_world_size(), 0u);
+}
+
+// Elastic shrink: 3 ranks commit at position 30, one is lost, the other two
+// re-form at once and the rest of the epoch is re-split from 30 over 2.
+TEST_F(MembershipTest, ShrinkReshardsTheRestOfTheEpochExactlyOnce) {
+  constexpr uint64_t kN = 101;
+  CreateJob(3, 2, 3, kN, shard::v1::TAIL_POLICY_UNEVEN);
+  for (const char* m : {"a", "b", "c"}) ASSERT_TRUE(Join(m).ok());
+  std::map<uint64_t, int> seen;
+  for (uint32_t rank = 0; rank < 3; ++rank) {
+    const std::vector<uint64_t> shard = *Stream(1, rank, 0);
+    for (size_t k = 0; k < 10; ++k) ++seen[shard[k]];  // Positions < 30.
+  }
+  ASSERT_TRUE(Commit(1, 0, 30).ok());
+
+  now_ += absl::Seconds(6);
+  ASSERT_TRUE(Heartbeat("a", 1).ok());
+  ASSERT_TRUE(Heartbeat("b", 1).ok());
+  now_ += absl::Seconds(6);
+  service_.ExpireLeases();  // c is lost; a and b re-form (min 2).
+  EXPECT_EQ(Job().generation(), 2u);
+  EXPECT_EQ(Job().current_world_size(), 2u);
+  EXPECT_EQ(Stream(2, 0, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);  // Not 30 + k*2.
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    auto got = Stream(2, rank, 30);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->size(), rank == 0 ? 36u : 35u);
+    for (uint64_t index : *got) ++seen[index];
+  }
+  ASSERT_EQ(seen.size(), kN);
+  for (const auto& [index, count] : seen) EXPECT_EQ(count, 1) << index;
+  // The end of the re-split epoch completes it.
+  auto done = Commit(2, 0, kN);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->committed_epoch(), 1u);
+}
+
+// Elastic growth: members joining a formed world wait and are admitted at
+// the next commit; the epoch continues from that position over 4 ranks.
+TEST_F(MembershipTest, GrowthIsAdmittedAtTheNextCommit) {
+  constexpr uint64_t kN = 100;
+  CreateJob(2, 2, 4, kN, shard::v1::TAIL_POLICY_DROP);
+  ASSERT_TRUE(Join("a").ok());
+  ASSERT_TRUE(Join("b").ok());
+  shard::v1::JoinJobRequest waiting;
+  waiting.set_job_id("job");
+  waiting.set_member_id("c");
+  auto c = service_.JoinJob(waiting, absl::InfiniteFuture());  // wait 0
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->world_formed());
+  waiting.set_member_id("d");
+  ASSERT_TRUE(service_.JoinJob(waiting, absl::InfiniteFuture()).ok());
+  EXPECT_EQ(Job().generation(), 1u);
+
+  auto committed = Commit(1, 0, 40);
+  ASSERT_TRUE(committed.ok());
+  EXPECT_EQ(committed->generation(), 2u);
+  EXPECT_EQ(Job().current_world_size(), 4u);
+  EXPECT_EQ(Commit(1, 0, 40).status().code(), absl::StatusCode::kAborted);
+
+  // Generation 1 is over; its first 40 positions (20 per rank of the
+  // initial plan) were committed.
+  std::map<uint64_t, int> seen;
+  {
+    shard::v1::PreviewShardRequest preview;
+    preview.set_job_id("job");
+    preview.set_limit(kN);
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      preview.set_rank(rank);
+      auto page = service_.PreviewShard(preview, absl::InfiniteFuture());
+      for (int k = 0; k < 20; ++k) ++seen[page->indices(k)];
+    }
+  }
+  for (uint32_t rank = 0; rank < 4; ++rank) {
+    auto got = Stream(2, rank, 40);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->size(), 15u);
+    for (uint64_t index : *got) ++seen[index];
+  }
+  ASSERT_EQ(seen.size(), kN);
+  for (const auto& [index, count] : seen) EXPECT_EQ(count, 1) << index;
+}
+
+}  // namespace
+}  // namespace shard::server
