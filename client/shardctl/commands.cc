@@ -47,14 +47,16 @@ absl::StatusOr<shard::v1::TorchRandperm> ParseRandperm(
 
 absl::Status CreateJob(client::CoordinatorClient& client,
                        const std::vector<std::string>& args) {
-  absl::StatusOr<CliFlags> flags =
-      CliFlags::Parse(args, {"job", "size", "world-size", "seed", "shuffle",
-                             "tail", "torch-randperm"});
+  absl::StatusOr<CliFlags> flags = CliFlags::Parse(
+      args, {"job", "size", "world-size", "seed", "shuffle", "tail",
+             "torch-randperm", "min-world-size", "max-world-size"});
   if (!flags.ok()) return flags.status();
   absl::StatusOr<std::string> job = flags->String("job");
   absl::StatusOr<uint64_t> size = flags->Uint64("size");
   absl::StatusOr<uint64_t> world = flags->Uint64("world-size");
   absl::StatusOr<uint64_t> seed = flags->Uint64("seed", 0);
+  absl::StatusOr<uint64_t> min_world = flags->Uint64("min-world-size", 0);
+  absl::StatusOr<uint64_t> max_world = flags->Uint64("max-world-size", 0);
   absl::StatusOr<bool> shuffle = flags->Bool("shuffle", true);
   absl::StatusOr<shard::v1::TailPolicy> tail =
       ParseTail(flags->String("tail", "pad"));
@@ -62,16 +64,21 @@ absl::Status CreateJob(client::CoordinatorClient& client,
       ParseRandperm(flags->String("torch-randperm", "2.6"));
   for (const absl::Status& s :
        {job.status(), size.status(), world.status(), seed.status(),
-        shuffle.status(), tail.status(), randperm.status()}) {
+        shuffle.status(), tail.status(), randperm.status(), min_world.status(),
+        max_world.status()}) {
     if (!s.ok()) return s;
   }
-  if (*world > UINT32_MAX) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--world-size is too large: ", *world));
+  for (uint64_t value : {*world, *min_world, *max_world}) {
+    if (value > UINT32_MAX) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("world sizes must be at most 65536, got ", value));
+    }
   }
   shard::v1::JobSpec spec;
   spec.set_dataset_size(*size);
   spec.set_world_size(static_cast<uint32_t>(*world));
+  spec.set_min_world_size(static_cast<uint32_t>(*min_world));
+  spec.set_max_world_size(static_cast<uint32_t>(*max_world));
   spec.set_seed(*seed);
   spec.set_shuffle(*shuffle);
   spec.set_tail(*tail);

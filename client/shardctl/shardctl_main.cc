@@ -24,6 +24,7 @@ constexpr char kUsage[] =
     "  create-job --job ID --size N --world-size W [--seed S]\n"
     "             [--shuffle true|false] [--tail pad|drop|uneven]\n"
     "             [--torch-randperm legacy|2.6]\n"
+    "             [--min-world-size N] [--max-world-size N]\n"
     "  plan       --job ID --epoch E --rank R\n"
     "  consume    --job ID --member M [--epochs K] [--wait 5m]\n"
     "The coordinator defaults to $SHARD_COORDINATOR, else 127.0.0.1:7070.\n";

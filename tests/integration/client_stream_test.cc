@@ -131,3 +131,34 @@ TEST(ClientStreamTest, ClosingAStreamEarlyDoesNotHang) {
 
 }  // namespace
 }  // namespace shard
+
+namespace shard {
+namespace {
+
+// A rank that stops reading its stream (the server blocks on flow control
+// for that one call) does not hold up other ranks' streams or other calls.
+TEST(ClientStreamTest, AStalledReaderDoesNotBlockOthers) {
+  testing::TestCluster cluster;
+  auto client = cluster.NewClient();
+  std::vector<client::Membership> members =
+      JoinAll(cluster, "job", Spec(4000000, 2));
+  auto stub = cluster.NewStub();
+  grpc::ClientContext stalled_context;
+  shard::v1::StreamShardRequest request;
+  request.set_job_id("job");
+  request.set_generation(members[0].generation);
+  request.set_rank(0);
+  auto stalled = stub->StreamShard(&stalled_context, request);
+  shard::v1::IndexChunk chunk;
+  ASSERT_TRUE(stalled->Read(&chunk));  // Then it reads nothing more.
+
+  auto stream = client->OpenStream(members[1], 0, 0);
+  const std::vector<uint64_t> rest = Drain(*stream, 65536);
+  EXPECT_EQ(rest.size(), 2000000u);
+  EXPECT_TRUE(client->GetJob("job").ok());
+  EXPECT_TRUE(client->CreateJob("other", Spec(10, 1)).ok());
+  stalled_context.TryCancel();
+}
+
+}  // namespace
+}  // namespace shard
