@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli_flags.h"
+#include "client/heartbeater.h"
 
 namespace shard::shardctl {
 using cli::CliFlags;
@@ -125,7 +126,7 @@ absl::Status Plan(client::CoordinatorClient& client,
   return absl::OkStatus();
 }
 
-absl::Status Consume(client::CoordinatorClient& client,
+absl::Status Consume(const std::shared_ptr<client::CoordinatorClient>& client,
                      const std::vector<std::string>& args) {
   absl::StatusOr<CliFlags> flags =
       CliFlags::Parse(args, {"job", "member", "epochs", "wait"});
@@ -140,14 +141,15 @@ absl::Status Consume(client::CoordinatorClient& client,
     if (!s.ok()) return s;
   }
   absl::StatusOr<client::Membership> membership =
-      client.Join(*job, *member, std::nullopt, *wait);
+      client->Join(*job, *member, std::nullopt, *wait);
   if (!membership.ok()) return membership.status();
+  client::Heartbeater heartbeater(client, *membership, absl::Seconds(2));
 
   StdoutBuffer out;
   std::vector<uint64_t> batch(4096);
   for (uint64_t epoch = 0; epoch < *epochs; ++epoch) {
     std::unique_ptr<client::ShardStream> stream =
-        client.OpenStream(*membership, epoch, /*start_position=*/0);
+        client->OpenStream(*membership, epoch, /*start_position=*/0);
     while (true) {
       absl::StatusOr<size_t> got = stream->Next(absl::MakeSpan(batch));
       if (!got.ok()) return got.status();

@@ -4,6 +4,7 @@
 #ifndef CLIENT_SHARDCTL_COMMANDS_H_
 #define CLIENT_SHARDCTL_COMMANDS_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,9 @@ absl::Status Plan(client::CoordinatorClient& client,
                   const std::vector<std::string>& args);
 
 // consume --job ID --member M [--epochs K] [--wait 5m]: joins, waits for the
-// world, streams K epochs and prints "EPOCH RANK INDEX" per index.
-absl::Status Consume(client::CoordinatorClient& client,
+// world, streams K epochs (heartbeating meanwhile) and prints
+// "EPOCH RANK INDEX" per index.
+absl::Status Consume(const std::shared_ptr<client::CoordinatorClient>& client,
                      const std::vector<std::string>& args);
 
 }  // namespace shard::shardctl

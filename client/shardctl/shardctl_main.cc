@@ -7,6 +7,7 @@
 // fails; 2 for a usage error.
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,16 +75,20 @@ int main(int argc, char** argv) {
   options.rpc_timeout = *timeout;
   options.retry.deadline = *retry_deadline;
 
-  auto client = shard::client::CoordinatorClient::Connect(options);
-  if (!client.ok()) return Fail(std::string(client.status().message()), 2);
+  auto connected = shard::client::CoordinatorClient::Connect(options);
+  if (!connected.ok()) {
+    return Fail(std::string(connected.status().message()), 2);
+  }
+  std::shared_ptr<shard::client::CoordinatorClient> client =
+      *std::move(connected);
 
   absl::Status status;
   if (command == "create-job") {
-    status = shard::shardctl::CreateJob(**client, command_args);
+    status = shard::shardctl::CreateJob(*client, command_args);
   } else if (command == "plan") {
-    status = shard::shardctl::Plan(**client, command_args);
+    status = shard::shardctl::Plan(*client, command_args);
   } else if (command == "consume") {
-    status = shard::shardctl::Consume(**client, command_args);
+    status = shard::shardctl::Consume(client, command_args);
   } else {
     std::fputs(kUsage, stderr);
     return Fail("unknown command \"" + command + "\"", 2);

@@ -97,15 +97,17 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
                      spec.torch_randperm()));
   }
   JobSpec normal = spec;
-  if (normal.min_world_size() == 0) normal.set_min_world_size(spec.world_size());
-  if (normal.max_world_size() == 0) normal.set_max_world_size(spec.world_size());
+  if (normal.min_world_size() == 0)
+    normal.set_min_world_size(spec.world_size());
+  if (normal.max_world_size() == 0)
+    normal.set_max_world_size(spec.world_size());
   if (normal.min_world_size() > normal.world_size() ||
       normal.world_size() > normal.max_world_size() ||
       normal.max_world_size() > kMaxWorldSize) {
     return absl::InvalidArgumentError(absl::StrCat(
         "need min_world_size <= world_size <= max_world_size <= ",
-        kMaxWorldSize, ", got ", normal.min_world_size(), " <= ",
-        normal.world_size(), " <= ", normal.max_world_size()));
+        kMaxWorldSize, ", got ", normal.min_world_size(),
+        " <= ", normal.world_size(), " <= ", normal.max_world_size()));
   }
   if (!normal.has_shuffle()) normal.set_shuffle(true);
   if (normal.tail() == shard::v1::TAIL_POLICY_UNSPECIFIED) {

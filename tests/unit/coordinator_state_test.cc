@@ -82,9 +82,9 @@ TEST(CoordinatorStateTest, SnapshotRoundTrips) {
 }
 
 TEST(CoordinatorStateTest, ReplayingUpdatesRebuildsTheSameState) {
-  const std::vector<StateUpdate> updates = {
-      Created("x", 1), Created("y", 2), Joined("y", "m0"), Joined("x", "m"),
-      Formed("x", 1, {"m"}, 0, 0)};
+  const std::vector<StateUpdate> updates = {Created("x", 1), Created("y", 2),
+                                            Joined("y", "m0"), Joined("x", "m"),
+                                            Formed("x", 1, {"m"}, 0, 0)};
   CoordinatorState first, second;
   for (const StateUpdate& u : updates) first.Apply(u);
   for (const StateUpdate& u : updates) second.Apply(u);

@@ -49,8 +49,9 @@ class MembershipTest : public ::testing::Test {
     return service_.Heartbeat(request).status();
   }
 
-  absl::StatusOr<shard::v1::CommitProgressResponse> Commit(
-      uint64_t generation, uint64_t epoch, uint64_t position) {
+  absl::StatusOr<shard::v1::CommitProgressResponse> Commit(uint64_t generation,
+                                                           uint64_t epoch,
+                                                           uint64_t position) {
     shard::v1::CommitProgressRequest request;
     request.set_job_id("job");
     request.set_generation(generation);

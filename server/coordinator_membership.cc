@@ -1,0 +1,167 @@
+// CoordinatorService: leases, leaving, and forming generations (elastic
+// re-sharding from the committed position).
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/coordinator_service.h"
+#include "server/event_log.h"
+#include "server/plan/job_spec.h"
+
+namespace shard::server {
+
+using shard::state::v1::StateUpdate;
+
+void CoordinatorService::LeaseLoop() {
+  absl::MutexLock lock(&mu_);
+  auto stopping = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+  while (
+      !mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.lease / 4)) {
+    mu_.Unlock();
+    ExpireLeases();
+    mu_.Lock();
+  }
+}
+
+void CoordinatorService::RenewLease(const std::string& job_id,
+                                    const std::string& member_id) {
+  last_seen_[{job_id, member_id}] = options_.now();
+}
+
+void CoordinatorService::ExpireLeases() {
+  absl::MutexLock lock(&mu_);
+  if (draining_) return;
+  const absl::Time now = options_.now();
+  std::vector<std::pair<std::string, std::string>> expired;
+  for (const auto& [id, job] : state_.jobs()) {
+    for (const std::string& member : job.members) {
+      auto seen = last_seen_.find({id, member});
+      if (seen == last_seen_.end()) {
+        last_seen_[{id, member}] = now;
+      } else if (now - seen->second > options_.lease) {
+        expired.emplace_back(id, member);
+      }
+    }
+  }
+  for (const auto& [job_id, member_id] : expired) {
+    absl::Status status =
+        RemoveMember(job_id, member_id,
+                     absl::StrCat("lease expired (no heartbeat for ",
+                                  absl::FormatDuration(options_.lease), ")"));
+    if (!status.ok()) {
+      LogEvent(absl::StrCat("cannot remove member=", member_id, " job=", job_id,
+                            ": ", status.message()));
+    }
+  }
+}
+
+absl::Status CoordinatorService::RemoveMember(const std::string& job_id,
+                                              const std::string& member_id,
+                                              absl::string_view reason) {
+  const JobState* job = state_.FindJob(job_id);
+  if (job == nullptr || !job->IsMember(member_id)) return absl::OkStatus();
+  const bool ends_generation = job->RankOf(member_id).has_value();
+  const uint64_t generation = job->generation;
+  StateUpdate update;
+  update.mutable_member_removed()->set_job_id(job_id);
+  update.mutable_member_removed()->set_member_id(member_id);
+  if (absl::Status s = Persist(update); !s.ok()) return s;
+  last_seen_.erase({job_id, member_id});
+  LogEvent(absl::StrCat(
+      "member removed job=", job_id, " member=", member_id, " reason=", reason,
+      ends_generation ? absl::StrCat(" generation=", generation, " ended")
+                      : ""));
+  if (ends_generation) rendezvous_.EndGeneration(job_id, generation);
+  return MaybeFormWorld(job_id, /*admit_waiting=*/false);
+}
+
+absl::Status CoordinatorService::MaybeFormWorld(const std::string& job_id,
+                                                bool admit_waiting) {
+  const JobState* job = state_.FindJob(job_id);
+  const shard::v1::JobSpec& spec = job->spec;
+  size_t size;
+  if (!job->world_formed()) {
+    const size_t needed =
+        job->generation == 0 ? spec.world_size() : spec.min_world_size();
+    if (job->members.size() < needed) return absl::OkStatus();
+    size = std::min<size_t>(job->members.size(), spec.max_world_size());
+  } else {
+    size = std::min<size_t>(job->members.size(), spec.max_world_size());
+    if (!admit_waiting || size <= job->world.size()) return absl::OkStatus();
+    rendezvous_.EndGeneration(job_id, job->generation);
+  }
+  StateUpdate update;
+  auto* formed = update.mutable_generation_formed();
+  formed->set_job_id(job_id);
+  formed->set_generation(job->generation + 1);
+  for (size_t i = 0; i < size; ++i) formed->add_members(job->members[i]);
+  formed->set_epoch(job->committed_epoch);
+  formed->set_base_position(job->committed_position);
+  if (absl::Status s = Persist(update); !s.ok()) return s;
+  LogEvent(absl::StrCat("generation formed job=", job_id,
+                        " generation=", formed->generation(),
+                        " world_size=", size, " epoch=", formed->epoch(),
+                        " base_position=", formed->base_position()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<plan::ShardLayout> CoordinatorService::LayoutFor(
+    const JobState& job, uint64_t epoch) const {
+  if (epoch < job.generation_epoch) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "epoch ", epoch, " of job \"", job.job_id,
+        "\" was complete before generation ", job.generation,
+        " formed (it starts at epoch ", job.generation_epoch, ")"));
+  }
+  return plan::LayoutOf(
+      job.spec, job.world_size(),
+      epoch == job.generation_epoch ? job.generation_base : 0);
+}
+
+absl::Status CoordinatorService::Persist(const StateUpdate& update) {
+  if (absl::Status s = log_->Append(update); !s.ok()) return s;
+  state_.Apply(update);
+  log_->MaybeSnapshot(state_);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<shard::v1::HeartbeatResponse> CoordinatorService::Heartbeat(
+    const shard::v1::HeartbeatRequest& request) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job = FindJob(request.job_id());
+  if (!job.ok()) return job.status();
+  if (!(*job)->IsMember(request.member_id())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "member \"", request.member_id(), "\" is not part of job \"",
+        request.job_id(), "\" (it left or its lease expired): re-join"));
+  }
+  RenewLease(request.job_id(), request.member_id());
+  absl::StatusOr<const JobState*> formed =
+      FindFormedJob(request.job_id(), request.generation());
+  if (!formed.ok()) return formed.status();
+  shard::v1::HeartbeatResponse response;
+  response.set_generation((*formed)->generation);
+  return response;
+}
+
+absl::StatusOr<shard::v1::LeaveResponse> CoordinatorService::Leave(
+    const shard::v1::LeaveRequest& request) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job = FindJob(request.job_id());
+  if (!job.ok()) return job.status();
+  if (absl::Status s =
+          RemoveMember(request.job_id(), request.member_id(), "left");
+      !s.ok()) {
+    return s;
+  }
+  return shard::v1::LeaveResponse();
+}
+
+}  // namespace shard::server

@@ -1,0 +1,114 @@
+// CoordinatorService: the rendezvous key-value RPCs (c10d Store).
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/coordinator_service.h"
+#include "server/event_log.h"
+#include "server/plan/job_spec.h"
+
+namespace shard::server {
+
+absl::StatusOr<RendezvousStore::Scope> CoordinatorService::CheckScope(
+    const shard::v1::StoreScope& scope) {
+  if (absl::Status s = plan::ValidateJobId(scope.job_id()); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job =
+      FindFormedJob(scope.job_id(), scope.generation());
+  if (!job.ok()) return job.status();
+  return RendezvousStore::Scope(scope.job_id(), scope.generation());
+}
+
+namespace {
+
+// Deadline of a store wait: wait_ms from now, bounded by the call.
+absl::Time StoreDeadline(uint32_t wait_ms, absl::Time call_deadline) {
+  return std::min(absl::Now() + absl::Milliseconds(wait_ms), call_deadline);
+}
+
+}  // namespace
+
+absl::StatusOr<shard::v1::StoreSetResponse> CoordinatorService::StoreSet(
+    const shard::v1::StoreSetRequest& request) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::Status status = rendezvous_.Set(*scope, request.key(), request.value());
+  if (!status.ok()) return status;
+  return shard::v1::StoreSetResponse();
+}
+
+absl::StatusOr<shard::v1::StoreGetResponse> CoordinatorService::StoreGet(
+    const shard::v1::StoreGetRequest& request, absl::Time call_deadline) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::StatusOr<std::optional<std::string>> value = rendezvous_.Get(
+      *scope, request.key(), StoreDeadline(request.wait_ms(), call_deadline));
+  if (!value.ok()) return value.status();
+  shard::v1::StoreGetResponse response;
+  response.set_found(value->has_value());
+  if (value->has_value()) response.set_value(**value);
+  return response;
+}
+
+absl::StatusOr<shard::v1::StoreAddResponse> CoordinatorService::StoreAdd(
+    const shard::v1::StoreAddRequest& request) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::StatusOr<int64_t> value =
+      rendezvous_.Add(*scope, request.key(), request.delta());
+  if (!value.ok()) return value.status();
+  shard::v1::StoreAddResponse response;
+  response.set_value(*value);
+  return response;
+}
+
+absl::StatusOr<shard::v1::StoreCompareSetResponse>
+CoordinatorService::StoreCompareSet(
+    const shard::v1::StoreCompareSetRequest& request) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::StatusOr<std::string> value = rendezvous_.CompareSet(
+      *scope, request.key(), request.expected(), request.desired());
+  if (!value.ok()) return value.status();
+  shard::v1::StoreCompareSetResponse response;
+  response.set_value(*value);
+  return response;
+}
+
+absl::StatusOr<shard::v1::StoreWaitResponse> CoordinatorService::StoreWait(
+    const shard::v1::StoreWaitRequest& request, absl::Time call_deadline) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::StatusOr<bool> ready =
+      rendezvous_.Wait(*scope, {request.keys().begin(), request.keys().end()},
+                       StoreDeadline(request.wait_ms(), call_deadline));
+  if (!ready.ok()) return ready.status();
+  shard::v1::StoreWaitResponse response;
+  response.set_ready(*ready);
+  return response;
+}
+
+absl::StatusOr<shard::v1::StoreDeleteResponse> CoordinatorService::StoreDelete(
+    const shard::v1::StoreDeleteRequest& request) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  absl::StatusOr<bool> deleted = rendezvous_.Delete(*scope, request.key());
+  if (!deleted.ok()) return deleted.status();
+  shard::v1::StoreDeleteResponse response;
+  response.set_deleted(*deleted);
+  return response;
+}
+
+absl::StatusOr<shard::v1::StoreCountResponse> CoordinatorService::StoreCount(
+    const shard::v1::StoreCountRequest& request) {
+  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
+  if (!scope.ok()) return scope.status();
+  shard::v1::StoreCountResponse response;
+  response.set_count(rendezvous_.Count(*scope));
+  return response;
+}
+
+}  // namespace shard::server
