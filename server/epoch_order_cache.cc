@@ -24,10 +24,10 @@ void EpochOrderCache::Stop() {
 absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Get(
     const std::string& job_id, const shard::v1::JobSpec& spec, uint64_t epoch,
     absl::Time deadline) {
-  if (!spec.shuffle()) {
-    // The identity order holds no memory: nothing to share or prepare.
+  if (plan::EpochOrderBytes(spec) == 0) {
+    // Identity and keyed orders hold no memory: nothing to share or prepare.
     return std::make_shared<const plan::EpochOrder>(
-        plan::EpochOrder::Identity(spec.dataset_size()));
+        plan::BuildEpochOrder(spec, epoch));
   }
   const Key key(job_id, epoch);
   std::shared_ptr<Slot> slot;

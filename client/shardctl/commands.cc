@@ -44,13 +44,24 @@ absl::StatusOr<shard::v1::TorchRandperm> ParseRandperm(
       "--torch-randperm must be legacy or 2.6, got \"", text, "\""));
 }
 
+absl::StatusOr<shard::v1::ShuffleAlgorithm> ParseAlgorithm(
+    const std::string& text) {
+  if (text == "torch") return shard::v1::SHUFFLE_ALGORITHM_TORCH;
+  if (text == "feistel") return shard::v1::SHUFFLE_ALGORITHM_FEISTEL;
+  if (text == "block") return shard::v1::SHUFFLE_ALGORITHM_BLOCK;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--shuffle-algorithm must be torch, feistel or block, got \"", text,
+      "\""));
+}
+
 }  // namespace
 
 absl::Status CreateJob(client::CoordinatorClient& client,
                        const std::vector<std::string>& args) {
   absl::StatusOr<CliFlags> flags = CliFlags::Parse(
       args, {"job", "size", "world-size", "seed", "shuffle", "tail",
-             "torch-randperm", "min-world-size", "max-world-size"});
+             "torch-randperm", "min-world-size", "max-world-size",
+             "shuffle-algorithm", "block-size", "window-blocks"});
   if (!flags.ok()) return flags.status();
   absl::StatusOr<std::string> job = flags->String("job");
   absl::StatusOr<uint64_t> size = flags->Uint64("size");
@@ -58,6 +69,10 @@ absl::Status CreateJob(client::CoordinatorClient& client,
   absl::StatusOr<uint64_t> seed = flags->Uint64("seed", 0);
   absl::StatusOr<uint64_t> min_world = flags->Uint64("min-world-size", 0);
   absl::StatusOr<uint64_t> max_world = flags->Uint64("max-world-size", 0);
+  absl::StatusOr<shard::v1::ShuffleAlgorithm> algorithm =
+      ParseAlgorithm(flags->String("shuffle-algorithm", "torch"));
+  absl::StatusOr<uint64_t> block_size = flags->Uint64("block-size", 0);
+  absl::StatusOr<uint64_t> window_blocks = flags->Uint64("window-blocks", 0);
   absl::StatusOr<bool> shuffle = flags->Bool("shuffle", true);
   absl::StatusOr<shard::v1::TailPolicy> tail =
       ParseTail(flags->String("tail", "pad"));
@@ -66,13 +81,16 @@ absl::Status CreateJob(client::CoordinatorClient& client,
   for (const absl::Status& s :
        {job.status(), size.status(), world.status(), seed.status(),
         shuffle.status(), tail.status(), randperm.status(), min_world.status(),
-        max_world.status()}) {
+        max_world.status(), algorithm.status(), block_size.status(),
+        window_blocks.status()}) {
     if (!s.ok()) return s;
   }
-  for (uint64_t value : {*world, *min_world, *max_world}) {
+  for (uint64_t value : {*world, *min_world, *max_world, *window_blocks}) {
     if (value > UINT32_MAX) {
       return absl::InvalidArgumentError(
-          absl::StrCat("world sizes must be at most 65536, got ", value));
+          absl::StrCat("--world-size, --min-world-size, --max-world-size and "
+                       "--window-blocks must fit in 32 bits, got ",
+                       value));
     }
   }
   shard::v1::JobSpec spec;
@@ -80,6 +98,9 @@ absl::Status CreateJob(client::CoordinatorClient& client,
   spec.set_world_size(static_cast<uint32_t>(*world));
   spec.set_min_world_size(static_cast<uint32_t>(*min_world));
   spec.set_max_world_size(static_cast<uint32_t>(*max_world));
+  spec.set_shuffle_algorithm(*algorithm);
+  spec.set_block_size(*block_size);
+  spec.set_window_blocks(static_cast<uint32_t>(*window_blocks));
   spec.set_seed(*seed);
   spec.set_shuffle(*shuffle);
   spec.set_tail(*tail);

@@ -16,7 +16,8 @@ namespace shard::shardctl {
 // create-job --job ID --size N --world-size W [--seed S]
 //            [--shuffle true|false] [--tail pad|drop|uneven]
 //            [--torch-randperm legacy|2.6] [--min-world-size N]
-//            [--max-world-size N]
+//            [--max-world-size N] [--shuffle-algorithm torch|feistel|block]
+//            [--block-size B] [--window-blocks K]
 absl::Status CreateJob(client::CoordinatorClient& client,
                        const std::vector<std::string>& args);
 

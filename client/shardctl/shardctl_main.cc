@@ -26,6 +26,8 @@ constexpr char kUsage[] =
     "             [--shuffle true|false] [--tail pad|drop|uneven]\n"
     "             [--torch-randperm legacy|2.6]\n"
     "             [--min-world-size N] [--max-world-size N]\n"
+    "             [--shuffle-algorithm torch|feistel|block]\n"
+    "             [--block-size B] [--window-blocks K]\n"
     "  plan       --job ID --epoch E --rank R\n"
     "  consume    --job ID --member M [--epochs K] [--wait 5m]\n"
     "The coordinator defaults to $SHARD_COORDINATOR, else 127.0.0.1:7070.\n";

@@ -17,4 +17,17 @@ EpochOrder EpochOrder::TorchShuffled(uint64_t n, uint64_t seed,
   return order;
 }
 
+EpochOrder EpochOrder::Feistel(uint64_t n, uint64_t key) {
+  EpochOrder order(n);
+  order.feistel_.emplace(n, key);
+  return order;
+}
+
+EpochOrder EpochOrder::Blocks(uint64_t n, uint64_t block_size,
+                              uint64_t window_blocks, uint64_t key) {
+  EpochOrder order(n);
+  order.blocks_.emplace(n, block_size, window_blocks, key);
+  return order;
+}
+
 }  // namespace shard::plan

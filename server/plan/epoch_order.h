@@ -1,15 +1,19 @@
 // The global order of one epoch: a permutation of 0..N-1.
 //
 // Built once per (job, epoch) and shared read-only by every rank's stream.
-// The identity order (shuffle off) stores nothing; a shuffled order is kept
-// with 32-bit entries when N <= 2^32 and 64-bit entries otherwise.
+// The identity order (shuffle off) stores nothing; a torch-shuffled order is
+// kept with 32-bit entries when N <= 2^32 and 64-bit entries otherwise; the
+// keyed (Feistel) and block shuffles compute each entry on demand and store
+// nothing.
 // Thread-safety: immutable after construction; concurrent reads are safe.
 #ifndef SERVER_PLAN_EPOCH_ORDER_H_
 #define SERVER_PLAN_EPOCH_ORDER_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "server/plan/keyed_permutation.h"
 #include "server/plan/torch_randperm.h"
 
 namespace shard::plan {
@@ -24,10 +28,18 @@ class EpochOrder {
                                   RandpermVariant variant);
 
   uint64_t size() const { return size_; }
+  // Keyed pseudo-random permutation, O(1) memory (not torch-compatible).
+  static EpochOrder Feistel(uint64_t n, uint64_t key);
+  // Block shuffle, O(1) memory (not torch-compatible).
+  static EpochOrder Blocks(uint64_t n, uint64_t block_size,
+                           uint64_t window_blocks, uint64_t key);
+
   // Entry i of the order; requires i < size().
   uint64_t At(uint64_t i) const {
     if (!narrow_.empty()) return narrow_[i];
     if (!wide_.empty()) return wide_[i];
+    if (feistel_) return feistel_->At(i);
+    if (blocks_) return blocks_->At(i);
     return i;
   }
   // Bytes held by the stored permutation (0 for the identity).
@@ -41,6 +53,8 @@ class EpochOrder {
   uint64_t size_;
   std::vector<uint32_t> narrow_;  // Used when shuffled and n <= 2^32.
   std::vector<uint64_t> wide_;    // Used when shuffled and n > 2^32.
+  std::optional<FeistelPermutation> feistel_;
+  std::optional<BlockShuffle> blocks_;
 };
 
 }  // namespace shard::plan

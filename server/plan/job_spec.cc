@@ -87,8 +87,20 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
   }
   if (!shard::v1::ShuffleAlgorithm_IsValid(spec.shuffle_algorithm())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("shuffle_algorithm must be SHUFFLE_ALGORITHM_TORCH, got ",
+        absl::StrCat("shuffle_algorithm must be SHUFFLE_ALGORITHM_TORCH, "
+                     "_FEISTEL or _BLOCK, got ",
                      spec.shuffle_algorithm()));
+  }
+  if (spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_BLOCK) {
+    if (spec.block_size() == 0 || spec.window_blocks() > 4096) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "SHUFFLE_ALGORITHM_BLOCK needs block_size >= 1 and window_blocks "
+          "<= 4096, got block_size ",
+          spec.block_size(), " window_blocks ", spec.window_blocks()));
+    }
+  } else if (spec.block_size() != 0 || spec.window_blocks() != 0) {
+    return absl::InvalidArgumentError(
+        "block_size and window_blocks apply only to SHUFFLE_ALGORITHM_BLOCK");
   }
   if (!shard::v1::TorchRandperm_IsValid(spec.torch_randperm())) {
     return absl::InvalidArgumentError(
@@ -118,6 +130,10 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
   }
   if (normal.torch_randperm() == shard::v1::TORCH_RANDPERM_UNSPECIFIED) {
     normal.set_torch_randperm(shard::v1::TORCH_RANDPERM_2_6);
+  }
+  if (normal.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_BLOCK &&
+      normal.window_blocks() == 0) {
+    normal.set_window_blocks(8);
   }
   if (EpochOrderBytes(normal) > max_order_bytes) {
     return absl::FailedPreconditionError(
@@ -151,7 +167,12 @@ ShardLayout LayoutOf(const JobSpec& spec, uint32_t world_size, uint64_t base) {
 }
 
 uint64_t EpochOrderBytes(const JobSpec& spec) {
-  if (!spec.shuffle()) return 0;
+  // Only the torch order is materialised (UNSPECIFIED means torch).
+  if (!spec.shuffle() ||
+      spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_FEISTEL ||
+      spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_BLOCK) {
+    return 0;
+  }
   const uint64_t entry = spec.dataset_size() <= (uint64_t{1} << 32) ? 4 : 8;
   return spec.dataset_size() > UINT64_MAX / entry ? UINT64_MAX
                                                   : spec.dataset_size() * entry;
@@ -159,6 +180,15 @@ uint64_t EpochOrderBytes(const JobSpec& spec) {
 
 EpochOrder BuildEpochOrder(const JobSpec& spec, uint64_t epoch) {
   if (!spec.shuffle()) return EpochOrder::Identity(spec.dataset_size());
+  if (spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_FEISTEL) {
+    return EpochOrder::Feistel(spec.dataset_size(),
+                               MixKey(spec.seed() + epoch));
+  }
+  if (spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_BLOCK) {
+    return EpochOrder::Blocks(spec.dataset_size(), spec.block_size(),
+                              spec.window_blocks(),
+                              MixKey(spec.seed() + epoch));
+  }
   const RandpermVariant variant =
       spec.torch_randperm() == shard::v1::TORCH_RANDPERM_LEGACY
           ? RandpermVariant::kLegacy

@@ -1,0 +1,69 @@
+// Opt-in scalable shuffles (not torch-compatible): a keyed pseudo-random
+// permutation of 0..n-1 with O(1) memory and O(1) expected time per entry,
+// and a block shuffle for datasets stored in contiguous shards.
+//
+// FeistelPermutation: a 6-round balanced Feistel network over the smallest
+// even number of bits covering n, made a permutation of 0..n-1 by cycle
+// walking (re-encrypt until the value falls below n; fewer than 4 steps on
+// average because the domain is under 4n). Nothing is materialised.
+//
+// BlockShuffle: the dataset is cut into blocks of `block_size` contiguous
+// indices; the order of the full blocks is a keyed permutation (a shorter
+// last block stays last), and the indices inside each window of
+// `window_blocks` consecutive (permuted) blocks are shuffled together. A rank
+// streaming a window therefore touches at most window_blocks blocks (files).
+// Both are immutable values; At() is thread-safe.
+#ifndef SERVER_PLAN_KEYED_PERMUTATION_H_
+#define SERVER_PLAN_KEYED_PERMUTATION_H_
+
+#include <cstdint>
+
+namespace shard::plan {
+
+class FeistelPermutation {
+ public:
+  // A permutation of 0..n-1 chosen by `key`. Requires n >= 1.
+  FeistelPermutation(uint64_t n, uint64_t key);
+
+  uint64_t size() const { return n_; }
+  // Entry i; requires i < size().
+  uint64_t At(uint64_t i) const;
+
+ private:
+  uint64_t Encrypt(uint64_t x) const;
+
+  uint64_t n_;
+  int half_bits_;
+  uint64_t half_mask_;
+  uint64_t round_keys_[6];
+};
+
+class BlockShuffle {
+ public:
+  // Requires n >= 1, block_size >= 1, window_blocks >= 1.
+  BlockShuffle(uint64_t n, uint64_t block_size, uint64_t window_blocks,
+               uint64_t key);
+
+  uint64_t size() const { return n_; }
+  // Entry i; requires i < size(). O(window_blocks) time.
+  uint64_t At(uint64_t i) const;
+
+ private:
+  // The block at position `slot` of the shuffled block order.
+  uint64_t BlockAt(uint64_t slot) const;
+
+  uint64_t n_;
+  uint64_t block_size_;
+  uint64_t window_blocks_;
+  uint64_t full_blocks_;
+  uint64_t key_;
+  // Order of the full blocks (over max(full_blocks, 1) entries).
+  FeistelPermutation block_order_;
+};
+
+// A well-mixed 64-bit key from a seed (splitmix64).
+uint64_t MixKey(uint64_t seed);
+
+}  // namespace shard::plan
+
+#endif  // SERVER_PLAN_KEYED_PERMUTATION_H_
