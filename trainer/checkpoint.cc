@@ -1,36 +1,13 @@
 #include "trainer/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "server/storage/file_system.h"
 #include "torch/serialize.h"
 
 namespace shard::trainer {
-namespace {
-
-absl::Status FsyncPath(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
-  if (fd < 0) {
-    return absl::InternalError(
-        absl::StrCat("open ", path, ": ", std::strerror(errno)));
-  }
-  const int rc = ::fsync(fd);
-  const int saved = errno;
-  ::close(fd);
-  if (rc != 0) {
-    return absl::InternalError(
-        absl::StrCat("fsync ", path, ": ", std::strerror(saved)));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 std::string CheckpointPath(const std::string& dir, const Progress& progress) {
   return absl::StrCat(dir, "/checkpoint-", progress.epoch, "-",
@@ -52,7 +29,7 @@ absl::Status SaveCheckpoint(const std::string& dir, torch::nn::Module& model,
                             torch::optim::Optimizer& optimizer,
                             const Progress& progress) {
   const std::string path = CheckpointPath(dir, progress);
-  const std::string temporary = path + ".tmp";
+  std::ostringstream bytes;
   try {
     std::filesystem::create_directories(dir);
     torch::serialize::OutputArchive archive;
@@ -66,17 +43,12 @@ absl::Status SaveCheckpoint(const std::string& dir, torch::nn::Module& model,
     archive.write("progress_position",
                   torch::tensor(static_cast<int64_t>(progress.position)),
                   /*is_buffer=*/true);
-    archive.save_to(temporary);
+    archive.save_to(bytes);
   } catch (const std::exception& e) {
     return absl::InternalError(
-        absl::StrCat("writing checkpoint ", temporary, ": ", e.what()));
+        absl::StrCat("serialising checkpoint ", path, ": ", e.what()));
   }
-  if (absl::Status s = FsyncPath(temporary, O_RDONLY); !s.ok()) return s;
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("rename ", temporary, " -> ", path,
-                                            ": ", std::strerror(errno)));
-  }
-  return FsyncPath(dir, O_RDONLY | O_DIRECTORY);
+  return storage::PosixFileSystem()->WriteFileAtomically(path, bytes.str());
 }
 
 absl::Status LoadCheckpoint(const std::string& dir, const Progress& progress,
