@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -47,8 +48,17 @@ CoordinatorService::CoordinatorService(CoordinatorOptions options,
       state_(std::move(opened.state)),
       log_(std::move(opened.log)) {
   absl::MutexLock lock(&mu_);
+  std::vector<std::string> job_ids;
   for (const auto& [id, job] : state_.jobs()) {
+    job_ids.push_back(id);
     for (const std::string& member : job.members) RenewLease(id, member);
+  }
+  // Recovery may stop between a membership change and the world it allows.
+  for (const std::string& id : job_ids) {
+    if (absl::Status s = MaybeFormWorld(id, /*admit_waiting=*/false); !s.ok()) {
+      LogEvent(
+          absl::StrCat("cannot form the world of job=", id, ": ", s.message()));
+    }
   }
   if (options_.expire_leases_in_background) {
     lease_thread_ = std::thread([this] { LeaseLoop(); });
@@ -221,10 +231,12 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
     LogEvent(absl::StrCat("member joined job=", job_id, " member=", member_id,
                           " members=", joined->members.size(), "/",
                           joined->spec.world_size()));
-    if (absl::Status s = MaybeFormWorld(job_id, /*admit_waiting=*/false);
-        !s.ok()) {
-      return s;
-    }
+  }
+  // Also for a repeated join: a crash between journaling a membership change
+  // and the GenerationFormed it allows must not leave the world unformed.
+  if (absl::Status s = MaybeFormWorld(job_id, /*admit_waiting=*/false);
+      !s.ok()) {
+    return s;
   }
   RenewLease(job_id, member_id);
 

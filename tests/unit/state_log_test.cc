@@ -179,6 +179,36 @@ TEST_F(StateLogTest, FailedFsyncFailsTheRequestAndAppliesNothing) {
   EXPECT_EQ(recovered->state.FindJob("second"), nullptr);
 }
 
+// A crash after the last MemberJoined was journaled but before the
+// GenerationFormed it allows: the recovered service forms the world.
+TEST_F(StateLogTest, RecoveryFormsAWorldLeftUnformedByACrash) {
+  {
+    absl::StatusOr<OpenedLog> opened = Open();
+    ASSERT_TRUE(opened.ok());
+    StateUpdate created = JobCreated("job");
+    created.mutable_job_created()->mutable_spec()->set_world_size(2);
+    created.mutable_job_created()->mutable_spec()->set_min_world_size(2);
+    created.mutable_job_created()->mutable_spec()->set_max_world_size(2);
+    ASSERT_TRUE(opened->log->Append(created).ok());
+    for (const char* member : {"a", "b"}) {
+      StateUpdate joined;
+      joined.mutable_member_joined()->set_job_id("job");
+      joined.mutable_member_joined()->set_member_id(member);
+      ASSERT_TRUE(opened->log->Append(joined).ok());
+    }
+  }
+  absl::StatusOr<OpenedLog> reopened = Open();
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_FALSE(reopened->state.FindJob("job")->world_formed());
+  server::CoordinatorOptions options;
+  options.expire_leases_in_background = false;
+  server::CoordinatorService service(options, *std::move(reopened));
+  shard::v1::GetJobRequest get;
+  get.set_job_id("job");
+  EXPECT_EQ(service.GetJob(get)->generation(), 1u);
+  EXPECT_EQ(service.GetJob(get)->current_world_size(), 2u);
+}
+
 TEST(RecordCodecTest, RoundTripsAndDetectsDamage) {
   const std::string data = EncodeRecord("alpha") + EncodeRecord("") +
                            EncodeRecord(std::string(1000, 'z'));
