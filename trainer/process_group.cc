@@ -4,8 +4,10 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
-#include "torch/csrc/distributed/c10d/ProcessGroupGloo.hpp"
 #include "torch/cuda.h"
+#ifdef SHARD_WITH_GLOO
+#include "torch/csrc/distributed/c10d/ProcessGroupGloo.hpp"
+#endif
 #ifdef SHARD_WITH_NCCL
 #include "torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp"
 #endif
@@ -62,6 +64,7 @@ absl::StatusOr<ProcessGroupPtr> MakeProcessGroup(
           "libtorch on CMAKE_PREFIX_PATH)");
 #endif
     }
+#ifdef SHARD_WITH_GLOO
     auto gloo_options =
         c10d::ProcessGroupGloo::Options::create(options.timeout);
     gloo_options->devices.push_back(
@@ -72,6 +75,11 @@ absl::StatusOr<ProcessGroupPtr> MakeProcessGroup(
     *backend_name = "gloo";
     return ProcessGroupPtr(c10::make_intrusive<c10d::ProcessGroupGloo>(
         store, rank, world_size, gloo_options));
+#else
+    return absl::FailedPreconditionError(
+        "--backend gloo: this build has no Gloo (configure with the gloo "
+        "headers, Debian's libgloo-dev, on the include path)");
+#endif
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat("forming the process group: ", e.what()));

@@ -144,6 +144,11 @@ absl::StatusOr<Progress> ResumePoint(const TrainerOptions& options,
   return committed;
 }
 
+// An ABORTED status: the membership changed, re-join and continue.
+absl::Status MembershipChanged(absl::string_view what) {
+  return absl::AbortedError(what);
+}
+
 // Evaluates the model on the "<job>-eval" job (uneven tail: every held-out
 // sample exactly once) and gathers the per-sample results on every rank.
 absl::Status Evaluate(const TrainerOptions& options,
@@ -182,10 +187,18 @@ absl::Status Evaluate(const TrainerOptions& options,
       errors.push_back(squared[i].item<float>());
     }
   }
-  const torch::Tensor all_indices =
-      GatherUneven(torch::tensor(indices, torch::kInt64), group);
-  const torch::Tensor all_errors =
-      GatherUneven(torch::tensor(errors, torch::kFloat32), group);
+  // Collectives run on the group's device (CUDA for NCCL).
+  torch::Tensor all_indices, all_errors;
+  try {
+    all_indices =
+        GatherUneven(torch::tensor(indices, torch::kInt64).to(device), group)
+            .cpu();
+    all_errors =
+        GatherUneven(torch::tensor(errors, torch::kFloat32).to(device), group)
+            .cpu();
+  } catch (const std::exception& e) {
+    return MembershipChanged(absl::StrCat("evaluation gather: ", e.what()));
+  }
   std::set<int64_t> unique(
       all_indices.data_ptr<int64_t>(),
       all_indices.data_ptr<int64_t>() + all_indices.numel());
@@ -223,11 +236,6 @@ class IndexLog {
   uint64_t lines_ = 0;
 };
 
-// An ABORTED status: the membership changed, re-join and continue.
-absl::Status MembershipChanged(absl::string_view what) {
-  return absl::AbortedError(what);
-}
-
 // One membership: join, form the process group, resume from the committed
 // progress, train, evaluate. ABORTED when the membership changes.
 absl::Status RunAttempt(
@@ -254,7 +262,13 @@ absl::Status RunAttempt(
   std::string backend;
   absl::StatusOr<ProcessGroupPtr> group =
       FormProcessGroup(client, membership, options.process_group, &backend);
-  if (!group.ok()) return MembershipChanged(group.status().message());
+  if (!group.ok()) {
+    // A backend this build or host lacks is a configuration error; any other
+    // failure (a peer gone, the generation ended while forming) means the
+    // membership changed.
+    if (absl::IsFailedPrecondition(group.status())) return group.status();
+    return MembershipChanged(group.status().message());
+  }
   std::printf(
       "joined job=%s member=%s rank=%u world_size=%llu generation=%llu "
       "backend=%s attempt=%d log_lines=%llu\n",
@@ -388,7 +402,13 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   IndexLog index_log(file);
   absl::Status status;
   for (int attempt = 0; attempt <= options.max_rejoins; ++attempt) {
-    status = RunAttempt(options, client, index_log, attempt);
+    try {
+      status = RunAttempt(options, client, index_log, attempt);
+    } catch (const std::exception& e) {
+      // libtorch throws; one that escapes the attempt is a bug, reported as
+      // an error rather than std::terminate.
+      return absl::InternalError(absl::StrCat("trainer: ", e.what()));
+    }
     if (!absl::IsAborted(status)) return status;
     std::printf("membership changed (%s): re-joining\n",
                 std::string(status.message()).c_str());

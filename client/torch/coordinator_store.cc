@@ -43,6 +43,13 @@ CoordinatorStore::CoordinatorStore(
       client_(std::move(client)),
       membership_(std::move(membership)) {}
 
+#ifdef SHARD_TORCH_STORE_HAS_CLONE
+c10::intrusive_ptr<c10d::Store> CoordinatorStore::clone() {
+  return c10::make_intrusive<CoordinatorStore>(client_, membership_,
+                                               getTimeout());
+}
+#endif
+
 void CoordinatorStore::set(const std::string& key,
                            const std::vector<uint8_t>& value) {
   absl::Status status = client_->StoreSet(membership_, key, ToString(value));

@@ -5,7 +5,9 @@
 // Keys live in the member's job generation. get() and wait() block up to the
 // store timeout (c10d semantics) and then throw std::runtime_error; any
 // coordinator error is thrown as std::runtime_error with its message (the
-// libtorch boundary). Thread-safe: every call is one RPC.
+// libtorch boundary). Thread-safe: every call is one RPC. clone() (declared
+// where libtorch's Store has it) returns a store on the same client and
+// membership, which is all "the same underlying store" means here.
 #ifndef CLIENT_TORCH_COORDINATOR_STORE_H_
 #define CLIENT_TORCH_COORDINATOR_STORE_H_
 
@@ -38,6 +40,9 @@ class CoordinatorStore : public c10d::Store {
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys,
             const std::chrono::milliseconds& timeout) override;
+#ifdef SHARD_TORCH_STORE_HAS_CLONE
+  c10::intrusive_ptr<c10d::Store> clone() override;
+#endif
 
  private:
   std::shared_ptr<client::CoordinatorClient> client_;
