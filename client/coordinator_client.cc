@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "client/coordinator_channel.h"
 #include "client/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 
@@ -52,13 +53,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(
     return absl::InvalidArgumentError(
         "coordinator address is empty; expected HOST:PORT");
   }
-  grpc::ChannelArguments args;
-  // Chunks are far below this; it bounds what a faulty peer can make us hold.
-  args.SetMaxReceiveMessageSize(8 << 20);
-  auto channel = grpc::CreateCustomChannel(
-      options.address, grpc::InsecureChannelCredentials(), args);
-  return std::unique_ptr<CoordinatorClient>(
-      new CoordinatorClient(options, shard::v1::Coordinator::NewStub(channel)));
+  // Chunks are far below 8 MiB; it bounds what a faulty peer can make us
+  // hold.
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      NewCoordinatorChannel(options.address, options.security, 8 << 20);
+  if (!channel.ok()) return channel.status();
+  return std::unique_ptr<CoordinatorClient>(new CoordinatorClient(
+      options, shard::v1::Coordinator::NewStub(*channel)));
 }
 
 CoordinatorClient::CoordinatorClient(ClientOptions options,
@@ -150,6 +151,24 @@ absl::Status CoordinatorClient::Leave(const Membership& membership) {
   return CallWithRetry(stub_.get(), &Stub::Leave, "Leave", request,
                        options_.rpc_timeout, options_.retry)
       .status();
+}
+
+absl::Status CoordinatorClient::DeleteJob(const std::string& job_id,
+                                          bool force) {
+  shard::v1::DeleteJobRequest request;
+  request.set_job_id(job_id);
+  request.set_force(force);
+  return CallWithRetry(stub_.get(), &Stub::DeleteJob, "DeleteJob", request,
+                       options_.rpc_timeout, options_.retry)
+      .status();
+}
+
+absl::StatusOr<absl::Duration> CoordinatorClient::Drain() {
+  absl::StatusOr<shard::v1::DrainResponse> response =
+      CallWithRetry(stub_.get(), &Stub::Drain, "Drain",
+                    shard::v1::DrainRequest(), options_.rpc_timeout, NoRetry());
+  if (!response.ok()) return response.status();
+  return absl::Milliseconds(response->grace_ms());
 }
 
 absl::StatusOr<shard::v1::CommitProgressResponse>

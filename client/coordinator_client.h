@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "client/coordinator_channel.h"
 #include "client/retry.h"
 #include "client/shard_stream.h"
 #include "shard/v1/shard.grpc.pb.h"
@@ -27,6 +28,8 @@ struct ClientOptions {
   absl::Duration rpc_timeout = absl::Seconds(30);
   // Retries of UNAVAILABLE answers (coordinator down, starting or draining).
   RetryPolicy retry;
+  // TLS / mutual TLS / bearer token (see coordinator_channel.h).
+  ChannelSecurity security;
 };
 
 // What a member learns by joining: its place in the job's current world.
@@ -46,7 +49,7 @@ class CoordinatorClient {
  public:
   // Creates a client for options.address. Connects lazily: an unreachable
   // address shows up as UNAVAILABLE on the first call (after retries).
-  // INVALID_ARGUMENT for an empty address.
+  // INVALID_ARGUMENT for an empty address or unusable security files.
   static absl::StatusOr<std::unique_ptr<CoordinatorClient>> Connect(
       const ClientOptions& options);
 
@@ -76,6 +79,15 @@ class CoordinatorClient {
   absl::Status Heartbeat(const Membership& membership);
   // Leaves the job (clean exit); idempotent.
   absl::Status Leave(const Membership& membership);
+
+  // Admin: deletes a job (see shard.proto DeleteJob). Retried on
+  // UNAVAILABLE like every call; a retry after a lost answer reports
+  // NOT_FOUND.
+  absl::Status DeleteJob(const std::string& job_id, bool force);
+  // Admin: starts the coordinator's graceful shutdown; returns the grace
+  // in-flight calls get. One attempt (a draining server answers
+  // UNAVAILABLE).
+  absl::StatusOr<absl::Duration> Drain();
 
   // Records that every rank consumed `position` entries of `epoch`.
   // Returns the stored (normalised) progress.

@@ -1,7 +1,10 @@
 #include "server/coordinator_service.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +24,15 @@ bool SameSpec(const shard::v1::JobSpec& a, const shard::v1::JobSpec& b) {
   return google::protobuf::util::MessageDifferencer::Equals(a, b);
 }
 
+// Erases every (job_id, member) entry of a per-member map.
+template <typename Value>
+void EraseJobEntries(
+    const std::string& job_id,
+    std::map<std::pair<std::string, std::string>, Value>& entries) {
+  entries.erase(entries.lower_bound({job_id, ""}),
+                entries.lower_bound({job_id + '\0', ""}));
+}
+
 }  // namespace
 
 shard::v1::Job JobView(const JobState& job) {
@@ -33,6 +45,14 @@ shard::v1::Job JobView(const JobState& job) {
   view.set_committed_epoch(job.committed_epoch);
   view.set_committed_position(job.committed_position);
   view.set_current_world_size(job.world_size());
+  for (const std::string& member_id : job.members) {
+    shard::v1::JobMember* member = view.add_members();
+    member->set_member_id(member_id);
+    if (std::optional<uint32_t> rank = job.RankOf(member_id)) {
+      member->set_in_world(true);
+      member->set_rank(*rank);
+    }
+  }
   return view;
 }
 
@@ -151,6 +171,31 @@ absl::StatusOr<shard::v1::Job> CoordinatorService::CreateJob(
       request.job_id(), *spec, absl::StatusCode::kAlreadyExists);
   if (!job.ok()) return job.status();
   return JobView(**job);
+}
+
+absl::StatusOr<shard::v1::DeleteJobResponse> CoordinatorService::DeleteJob(
+    const shard::v1::DeleteJobRequest& request) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job = FindJob(request.job_id());
+  if (!job.ok()) return job.status();
+  if (!(*job)->members.empty() && !request.force()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job \"", request.job_id(), "\" has ", (*job)->members.size(),
+        " joined members; stop them first or delete with force"));
+  }
+  const uint64_t generation = (*job)->generation;
+  shard::state::v1::StateUpdate update;
+  update.mutable_job_deleted()->set_job_id(request.job_id());
+  if (absl::Status s = Persist(update); !s.ok()) return s;
+  EraseJobEntries(request.job_id(), incarnations_);
+  EraseJobEntries(request.job_id(), last_seen_);
+  rendezvous_.EndGeneration(request.job_id(), generation);
+  rendezvous_.Forget(request.job_id());
+  orders_.Forget(request.job_id());
+  LogEvent(absl::StrCat("job ", request.job_id(), " deleted"));
+  return shard::v1::DeleteJobResponse();
 }
 
 absl::StatusOr<shard::v1::Job> CoordinatorService::GetJob(

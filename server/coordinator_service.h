@@ -64,6 +64,9 @@ class CoordinatorService {
 
   absl::StatusOr<shard::v1::Job> CreateJob(
       const shard::v1::CreateJobRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Admin: deletes the job (journaled); see shard.proto for the contract.
+  absl::StatusOr<shard::v1::DeleteJobResponse> DeleteJob(
+      const shard::v1::DeleteJobRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::Job> GetJob(const shard::v1::GetJobRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::ListJobsResponse> ListJobs(

@@ -72,6 +72,11 @@ void CoordinatorState::Apply(const shard::state::v1::StateUpdate& update) {
       job.committed_position = update.progress_committed().position();
       return;
     }
+    case StateUpdate::kJobDeleted: {
+      const std::string& job_id = update.job_deleted().job_id();
+      ABSL_RAW_CHECK(jobs_.erase(job_id) == 1, "JobDeleted for an unknown job");
+      return;
+    }
     case StateUpdate::UPDATE_NOT_SET:
       break;
   }

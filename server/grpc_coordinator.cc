@@ -1,9 +1,11 @@
 #include "server/grpc_coordinator.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "server/event_log.h"
 
 namespace shard::server {
 namespace {
@@ -28,33 +30,51 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
                       std::string(status.message()));
 }
 
+grpc::Status GrpcCoordinator::Authorize(
+    const grpc::ServerContext* context) const {
+  if (options_.token == nullptr) return grpc::Status::OK;
+  const auto& metadata = context->client_metadata();
+  const auto found = metadata.find("authorization");
+  std::optional<absl::string_view> authorization;
+  if (found != metadata.end()) {
+    authorization =
+        absl::string_view(found->second.data(), found->second.size());
+  }
+  return ToGrpcStatus(options_.token->Check(authorization));
+}
+
 grpc::Status GrpcCoordinator::CreateJob(
-    grpc::ServerContext*, const shard::v1::CreateJobRequest* request,
+    grpc::ServerContext* context, const shard::v1::CreateJobRequest* request,
     shard::v1::Job* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->CreateJob(*request), response);
 }
 
-grpc::Status GrpcCoordinator::GetJob(grpc::ServerContext*,
+grpc::Status GrpcCoordinator::GetJob(grpc::ServerContext* context,
                                      const shard::v1::GetJobRequest* request,
                                      shard::v1::Job* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->GetJob(*request), response);
 }
 
 grpc::Status GrpcCoordinator::ListJobs(
-    grpc::ServerContext*, const shard::v1::ListJobsRequest* request,
+    grpc::ServerContext* context, const shard::v1::ListJobsRequest* request,
     shard::v1::ListJobsResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->ListJobs(*request), response);
 }
 
 grpc::Status GrpcCoordinator::JoinJob(grpc::ServerContext* context,
                                       const shard::v1::JoinJobRequest* request,
                                       shard::v1::JoinJobResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->JoinJob(*request, DeadlineOf(context)), response);
 }
 
 grpc::Status GrpcCoordinator::StreamShard(
     grpc::ServerContext* context, const shard::v1::StreamShardRequest* request,
     grpc::ServerWriter<shard::v1::IndexChunk>* writer) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   absl::StatusOr<ShardCursor> cursor =
       service_->OpenShard(*request, DeadlineOf(context));
   if (!cursor.ok()) return ToGrpcStatus(cursor.status());
@@ -64,6 +84,9 @@ grpc::Status GrpcCoordinator::StreamShard(
       return grpc::Status(grpc::StatusCode::CANCELLED,
                           "client went away during the stream");
     }
+    if (options_.on_indices_streamed) {
+      options_.on_indices_streamed(static_cast<uint64_t>(chunk.indices_size()));
+    }
   }
   return grpc::Status::OK;
 }
@@ -71,67 +94,102 @@ grpc::Status GrpcCoordinator::StreamShard(
 grpc::Status GrpcCoordinator::PreviewShard(
     grpc::ServerContext* context, const shard::v1::PreviewShardRequest* request,
     shard::v1::PreviewShardResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->PreviewShard(*request, DeadlineOf(context)), response);
 }
 
 grpc::Status GrpcCoordinator::Heartbeat(
-    grpc::ServerContext*, const shard::v1::HeartbeatRequest* request,
+    grpc::ServerContext* context, const shard::v1::HeartbeatRequest* request,
     shard::v1::HeartbeatResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->Heartbeat(*request), response);
 }
 
-grpc::Status GrpcCoordinator::Leave(grpc::ServerContext*,
+grpc::Status GrpcCoordinator::Leave(grpc::ServerContext* context,
                                     const shard::v1::LeaveRequest* request,
                                     shard::v1::LeaveResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->Leave(*request), response);
 }
 
 grpc::Status GrpcCoordinator::CommitProgress(
-    grpc::ServerContext*, const shard::v1::CommitProgressRequest* request,
+    grpc::ServerContext* context,
+    const shard::v1::CommitProgressRequest* request,
     shard::v1::CommitProgressResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->CommitProgress(*request), response);
 }
 
 grpc::Status GrpcCoordinator::StoreSet(
-    grpc::ServerContext*, const shard::v1::StoreSetRequest* request,
+    grpc::ServerContext* context, const shard::v1::StoreSetRequest* request,
     shard::v1::StoreSetResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->StoreSet(*request), response);
 }
 
 grpc::Status GrpcCoordinator::StoreGet(
     grpc::ServerContext* context, const shard::v1::StoreGetRequest* request,
     shard::v1::StoreGetResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->StoreGet(*request, DeadlineOf(context)), response);
 }
 
 grpc::Status GrpcCoordinator::StoreAdd(
-    grpc::ServerContext*, const shard::v1::StoreAddRequest* request,
+    grpc::ServerContext* context, const shard::v1::StoreAddRequest* request,
     shard::v1::StoreAddResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->StoreAdd(*request), response);
 }
 
 grpc::Status GrpcCoordinator::StoreCompareSet(
-    grpc::ServerContext*, const shard::v1::StoreCompareSetRequest* request,
+    grpc::ServerContext* context,
+    const shard::v1::StoreCompareSetRequest* request,
     shard::v1::StoreCompareSetResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->StoreCompareSet(*request), response);
 }
 
 grpc::Status GrpcCoordinator::StoreWait(
     grpc::ServerContext* context, const shard::v1::StoreWaitRequest* request,
     shard::v1::StoreWaitResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->StoreWait(*request, DeadlineOf(context)), response);
 }
 
 grpc::Status GrpcCoordinator::StoreDelete(
-    grpc::ServerContext*, const shard::v1::StoreDeleteRequest* request,
+    grpc::ServerContext* context, const shard::v1::StoreDeleteRequest* request,
     shard::v1::StoreDeleteResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->StoreDelete(*request), response);
 }
 
 grpc::Status GrpcCoordinator::StoreCount(
-    grpc::ServerContext*, const shard::v1::StoreCountRequest* request,
+    grpc::ServerContext* context, const shard::v1::StoreCountRequest* request,
     shard::v1::StoreCountResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
   return Reply(service_->StoreCount(*request), response);
+}
+
+grpc::Status GrpcCoordinator::DeleteJob(
+    grpc::ServerContext* context, const shard::v1::DeleteJobRequest* request,
+    shard::v1::DeleteJobResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
+  return Reply(service_->DeleteJob(*request), response);
+}
+
+grpc::Status GrpcCoordinator::Drain(grpc::ServerContext* context,
+                                    const shard::v1::DrainRequest*,
+                                    shard::v1::DrainResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
+  if (!options_.on_drain) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        "this server cannot be drained remotely");
+  }
+  LogEvent("drain requested by " + context->peer());
+  const absl::Duration grace = options_.on_drain();
+  response->set_grace_ms(
+      static_cast<uint64_t>(absl::ToInt64Milliseconds(grace)));
+  return grpc::Status::OK;
 }
 
 }  // namespace shard::server

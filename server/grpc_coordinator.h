@@ -1,17 +1,36 @@
-// gRPC glue for shard.v1.Coordinator: translates each call to
-// CoordinatorService and its absl::Status to grpc::Status. No logic here.
-// Thread-safe (the service is); does not own the service.
+// gRPC glue for shard.v1.Coordinator: checks the bearer token (when one is
+// configured), translates each call to CoordinatorService and its
+// absl::Status to grpc::Status. No coordination logic here. Thread-safe (the
+// service is); owns neither the service nor the token.
 #ifndef SERVER_GRPC_COORDINATOR_H_
 #define SERVER_GRPC_COORDINATOR_H_
 
+#include <cstdint>
+#include <functional>
+#include <utility>
+
+#include "absl/time/time.h"
 #include "server/coordinator_service.h"
+#include "server/security/bearer_token.h"
 #include "shard/v1/shard.grpc.pb.h"
 
 namespace shard::server {
 
+struct GrpcCoordinatorOptions {
+  // Every call must carry this token (null: no authentication).
+  const security::BearerToken* token = nullptr;
+  // Runs the Drain RPC: starts the daemon's graceful shutdown and returns
+  // the grace in-flight calls get. Unset: Drain answers UNIMPLEMENTED.
+  std::function<absl::Duration()> on_drain;
+  // Called with the size of every chunk a stream delivered (metrics).
+  std::function<void(uint64_t)> on_indices_streamed;
+};
+
 class GrpcCoordinator final : public shard::v1::Coordinator::Service {
  public:
-  explicit GrpcCoordinator(CoordinatorService* service) : service_(service) {}
+  explicit GrpcCoordinator(CoordinatorService* service,
+                           GrpcCoordinatorOptions options = {})
+      : service_(service), options_(std::move(options)) {}
 
   grpc::Status CreateJob(grpc::ServerContext* context,
                          const shard::v1::CreateJobRequest* request,
@@ -65,8 +84,20 @@ class GrpcCoordinator final : public shard::v1::Coordinator::Service {
                           const shard::v1::StoreCountRequest* request,
                           shard::v1::StoreCountResponse* response) override;
 
+  grpc::Status DeleteJob(grpc::ServerContext* context,
+                         const shard::v1::DeleteJobRequest* request,
+                         shard::v1::DeleteJobResponse* response) override;
+  grpc::Status Drain(grpc::ServerContext* context,
+                     const shard::v1::DrainRequest* request,
+                     shard::v1::DrainResponse* response) override;
+
  private:
+  // OK, or UNAUTHENTICATED when a token is configured and the call's
+  // authorization metadata does not carry it.
+  grpc::Status Authorize(const grpc::ServerContext* context) const;
+
   CoordinatorService* service_;
+  const GrpcCoordinatorOptions options_;
 };
 
 // absl::Status -> grpc::Status with the same code and message.

@@ -178,6 +178,7 @@ void RendezvousStore::Forget(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   spaces_.erase(spaces_.lower_bound(Scope(job_id, 0)),
                 spaces_.upper_bound(Scope(job_id, UINT64_MAX)));
+  ended_.erase(job_id);
 }
 
 void RendezvousStore::Drain() {

@@ -60,7 +60,9 @@ class RendezvousStore {
       ABSL_LOCKS_EXCLUDED(mu_);
   int64_t Count(const Scope& scope) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Drops every space of the job.
+  // Drops every space and ended generation of the job (a deleted job; one
+  // re-created under the same id starts from generation 1 again). Call
+  // EndGeneration first to wake waiters.
   void Forget(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);
   // Generations up to `generation` of the job are over: their spaces are
   // dropped and their waiting calls answer ABORTED.

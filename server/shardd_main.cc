@@ -1,16 +1,21 @@
 // shardd: the data-sharding coordinator daemon.
 //
 // Serves shard.v1.Coordinator on --listen. Prints "listening on HOST:PORT"
-// on stdout once ready (with the bound port when --listen asks for port 0).
-// SIGTERM or SIGINT drains: new and waiting calls get UNAVAILABLE, in-flight
-// streams get --shutdown-grace to finish, then the process exits 0.
+// on stdout once ready (with the bound port when --listen asks for port 0),
+// and "metrics on HOST:PORT" first when --metrics-listen is given.
+// SIGTERM, SIGINT or the Drain RPC drains: health turns NOT_SERVING, new and
+// waiting calls get UNAVAILABLE, in-flight streams get --shutdown-grace to
+// finish, then the process exits 0.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,9 +26,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "server/coordinator_server.h"
 #include "server/coordinator_service.h"
 #include "server/event_log.h"
-#include "server/grpc_coordinator.h"
+#include "server/metrics/server_metrics.h"
 #include "server/storage/file_system.h"
 #include "server/storage/state_log.h"
 
@@ -44,6 +50,23 @@ ABSL_FLAG(absl::Duration, lease, absl::Seconds(10),
           "generation ends");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "how long in-flight calls may run after SIGTERM");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "HOST:PORT to serve Prometheus metrics on (GET /metrics); empty: "
+          "no metrics endpoint");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM server certificate (chain); with --tls-key enables TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle; clients must present a certificate it signed "
+          "(mutual TLS)");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "file holding the bearer token every call must carry "
+          "(authorization: Bearer <token>)");
+ABSL_FLAG(std::string, health_listen, "",
+          "HOST:PORT of an extra plaintext listener serving only the gRPC "
+          "health service (for probes that cannot use TLS); empty: none");
+ABSL_FLAG(int32_t, max_request_bytes, 4 << 20,
+          "largest request message accepted");
 
 namespace {
 
@@ -71,12 +94,29 @@ int Run() {
                  "and --in-memory (tests)\n";
     return 2;
   }
+  // Job gauges read the service at scrape time; it exists from below on.
+  auto service_slot =
+      std::make_shared<std::atomic<shard::server::CoordinatorService*>>(
+          nullptr);
+  auto metrics = std::make_unique<shard::metrics::ServerMetrics>(
+      [service_slot]() -> std::vector<shard::v1::Job> {
+        shard::server::CoordinatorService* service = *service_slot;
+        if (service == nullptr) return {};
+        absl::StatusOr<shard::v1::ListJobsResponse> jobs =
+            service->ListJobs({});
+        if (!jobs.ok()) return {};
+        return {jobs->jobs().begin(), jobs->jobs().end()};
+      });
   shard::storage::OpenedLog opened{
       shard::storage::StateLog::InMemory(), {}, {}};
   if (!data_dir.empty()) {
     const absl::Time began = absl::Now();
     shard::storage::StateLogOptions log_options;
     log_options.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
+    log_options.on_append = [raw = metrics.get()](absl::Duration write,
+                                                  absl::Duration sync) {
+      raw->ObserveJournalAppend(write, sync);
+    };
     absl::StatusOr<shard::storage::OpenedLog> recovered =
         shard::storage::StateLog::Open(shard::storage::PosixFileSystem(),
                                        data_dir, log_options);
@@ -103,32 +143,59 @@ int Run() {
     return 2;
   }
   shard::server::CoordinatorService service(options, std::move(opened));
-  shard::server::GrpcCoordinator grpc_service(&service);
+  *service_slot = &service;
 
-  const std::string listen = absl::GetFlag(FLAGS_listen);
-  int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&grpc_service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::cerr << "shardd: cannot listen on " << listen
-              << " (expected HOST:PORT that is free to bind)\n";
-    return 1;
+  std::optional<shard::metrics::MetricsEndpoint> endpoint;
+  if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen);
+      !listen.empty()) {
+    absl::StatusOr<shard::metrics::MetricsEndpoint> started =
+        shard::metrics::StartMetricsEndpoint(listen, *metrics);
+    if (!started.ok()) {
+      std::cerr << "shardd: " << started.status().message() << "\n";
+      return 1;
+    }
+    endpoint = *std::move(started);
+    const std::string bound = BoundAddress(listen, endpoint->port);
+    LogEvent(absl::StrCat("serving metrics on http://", bound, "/metrics"));
+    std::cout << "metrics on " << bound << std::endl;
   }
-  const std::string bound = BoundAddress(listen, port);
-  LogEvent(absl::StrCat("serving shard.v1.Coordinator on ", bound));
-  std::cout << "listening on " << bound << std::endl;
+
+  shard::server::CoordinatorServerOptions server_options;
+  server_options.listen = absl::GetFlag(FLAGS_listen);
+  server_options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  server_options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  server_options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  server_options.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  server_options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  server_options.health_listen = absl::GetFlag(FLAGS_health_listen);
+  server_options.metrics = metrics.get();
+  server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  // The Drain RPC takes the SIGTERM path below.
+  server_options.on_drain_requested = [] { kill(getpid(), SIGTERM); };
+  absl::StatusOr<std::unique_ptr<shard::server::CoordinatorServer>> server =
+      shard::server::CoordinatorServer::Start(&service, server_options);
+  if (!server.ok()) {
+    std::cerr << "shardd: " << server.status().message() << "\n";
+    return absl::IsInvalidArgument(server.status()) ? 2 : 1;
+  }
+  LogEvent(absl::StrCat(
+      "serving shard.v1.Coordinator on ", (*server)->address(),
+      (*server)->tls() ? " (TLS" : " (plaintext",
+      server_options.tls_client_ca_file.empty() ? "" : ", client certificates",
+      server_options.auth_token_file.empty() ? "" : ", bearer token", ")"));
+  if (!(*server)->health_address().empty()) {
+    LogEvent(absl::StrCat("serving grpc.health.v1 (plaintext) on ",
+                          (*server)->health_address()));
+  }
+  std::cout << "listening on " << (*server)->address() << std::endl;
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   LogEvent(absl::StrCat(
       "received ", strsignal(signal_number), ": draining for up to ",
       absl::FormatDuration(absl::GetFlag(FLAGS_shutdown_grace))));
-  service.Drain();
-  server->Shutdown(
-      absl::ToChronoTime(absl::Now() + absl::GetFlag(FLAGS_shutdown_grace)));
-  server->Wait();
+  (*server)->Stop(absl::GetFlag(FLAGS_shutdown_grace));
+  *service_slot = nullptr;
   LogEvent("stopped");
   return 0;
 }
@@ -153,7 +220,10 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "shardd --listen HOST:PORT (--data-dir DIR | --in-memory) "
       "[--snapshot-every N] [--lease 10s] [--max-order-bytes N] "
-      "[--shutdown-grace 10s]");
+      "[--shutdown-grace 10s] [--metrics-listen HOST:PORT] "
+      "[--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] "
+      "[--auth-token-file FILE] [--health-listen HOST:PORT] "
+      "[--max-request-bytes N]");
   std::vector<std::string> args = DashesToUnderscores(argc, argv);
   std::vector<char*> arg_pointers;
   for (std::string& arg : args) arg_pointers.push_back(arg.data());

@@ -4,11 +4,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/cli_flags.h"
+#include "client/security_flags.h"
 #include "trainer/trainer.h"
 
 namespace {
@@ -20,7 +22,8 @@ constexpr char kUsage[] =
     "  [--checkpoint-every STEPS] [--log-indices FILE] [--eval-size 1000]\n"
     "  [--join-wait 10m] [--pg-timeout 5m] [--gloo-interface IFACE]\n"
     "  [--min-world-size N] [--max-world-size N] [--heartbeat-interval 2s]\n"
-    "  [--max-rejoins 20]\n";
+    "  [--max-rejoins 20] [--tls-ca PEM] [--tls-cert PEM --tls-key PEM]\n"
+    "  [--auth-token-file FILE]\n";
 
 // Hostname plus the local rank ($LOCAL_RANK, else 0).
 std::string DefaultMember() {
@@ -32,27 +35,29 @@ std::string DefaultMember() {
 
 absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
     const std::vector<std::string>& args) {
+  std::set<std::string> accepted = {"coordinator",
+                                    "job",
+                                    "member",
+                                    "world-size",
+                                    "dataset-size",
+                                    "backend",
+                                    "epochs",
+                                    "batch-size",
+                                    "lr",
+                                    "checkpoint-dir",
+                                    "checkpoint-every",
+                                    "log-indices",
+                                    "eval-size",
+                                    "join-wait",
+                                    "pg-timeout",
+                                    "gloo-interface",
+                                    "min-world-size",
+                                    "max-world-size",
+                                    "heartbeat-interval",
+                                    "max-rejoins"};
+  shard::client::AddSecurityFlagNames(accepted);
   absl::StatusOr<shard::cli::CliFlags> flags =
-      shard::cli::CliFlags::Parse(args, {"coordinator",
-                                         "job",
-                                         "member",
-                                         "world-size",
-                                         "dataset-size",
-                                         "backend",
-                                         "epochs",
-                                         "batch-size",
-                                         "lr",
-                                         "checkpoint-dir",
-                                         "checkpoint-every",
-                                         "log-indices",
-                                         "eval-size",
-                                         "join-wait",
-                                         "pg-timeout",
-                                         "gloo-interface",
-                                         "min-world-size",
-                                         "max-world-size",
-                                         "heartbeat-interval",
-                                         "max-rejoins"});
+      shard::cli::CliFlags::Parse(args, accepted);
   if (!flags.ok()) return flags.status();
   shard::trainer::TrainerOptions options;
   absl::StatusOr<std::string> coordinator = flags->String("coordinator");
@@ -96,6 +101,7 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
         "--heartbeat-interval must be positive and --max-rejoins at most 1000");
   }
   options.client.address = *coordinator;
+  options.client.security = shard::client::SecurityFromFlags(*flags);
   options.job_id = *job;
   options.member_id = flags->String("member", DefaultMember());
   options.world_size = static_cast<uint32_t>(*world);

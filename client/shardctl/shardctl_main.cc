@@ -1,19 +1,23 @@
 // shardctl: command-line client of the shardd coordinator.
 //
 //   shardctl [--coordinator HOST:PORT] [--timeout 30s] [--retry-deadline 60s]
-//            COMMAND [command flags]
+//            [--tls-ca PEM] [--tls-cert PEM --tls-key PEM]
+//            [--auth-token-file FILE] COMMAND [command flags]
 //
 // Exit code 0 on success; 1 with a one-line error on stderr when the command
 // fails; 2 for a usage error.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "client/cli_flags.h"
 #include "client/coordinator_client.h"
+#include "client/security_flags.h"
+#include "client/shardctl/admin_commands.h"
 #include "client/shardctl/commands.h"
 
 namespace {
@@ -30,6 +34,13 @@ constexpr char kUsage[] =
     "             [--block-size B] [--window-blocks K]\n"
     "  plan       --job ID --epoch E --rank R\n"
     "  consume    --job ID --member M [--epochs K] [--wait 5m]\n"
+    "  status     [--output table|json]\n"
+    "  describe   --job ID [--output table|json]\n"
+    "  delete-job --job ID [--force true] [--output table|json]\n"
+    "  drain      [--output table|json]\n"
+    "security flags (before COMMAND): [--tls-ca PEM] [--tls-cert PEM "
+    "--tls-key PEM]\n"
+    "  [--auth-token-file FILE]\n"
     "The coordinator defaults to $SHARD_COORDINATOR, else 127.0.0.1:7070.\n";
 
 int Fail(const std::string& message, int code) {
@@ -59,8 +70,11 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  absl::StatusOr<shard::cli::CliFlags> global = shard::cli::CliFlags::Parse(
-      global_args, {"coordinator", "timeout", "retry-deadline"});
+  std::set<std::string> global_names = {"coordinator", "timeout",
+                                        "retry-deadline"};
+  shard::client::AddSecurityFlagNames(global_names);
+  absl::StatusOr<shard::cli::CliFlags> global =
+      shard::cli::CliFlags::Parse(global_args, global_names);
   if (!global.ok()) return Fail(std::string(global.status().message()), 2);
   const char* env_address = std::getenv("SHARD_COORDINATOR");
   shard::client::ClientOptions options;
@@ -76,6 +90,7 @@ int main(int argc, char** argv) {
   }
   options.rpc_timeout = *timeout;
   options.retry.deadline = *retry_deadline;
+  options.security = shard::client::SecurityFromFlags(*global);
 
   auto connected = shard::client::CoordinatorClient::Connect(options);
   if (!connected.ok()) {
@@ -91,6 +106,14 @@ int main(int argc, char** argv) {
     status = shard::shardctl::Plan(*client, command_args);
   } else if (command == "consume") {
     status = shard::shardctl::Consume(client, command_args);
+  } else if (command == "status") {
+    status = shard::shardctl::Status(*client, command_args);
+  } else if (command == "describe") {
+    status = shard::shardctl::Describe(*client, command_args);
+  } else if (command == "delete-job") {
+    status = shard::shardctl::DeleteJob(*client, command_args);
+  } else if (command == "drain") {
+    status = shard::shardctl::Drain(*client, command_args);
   } else {
     std::fputs(kUsage, stderr);
     return Fail("unknown command \"" + command + "\"", 2);

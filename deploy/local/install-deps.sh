@@ -6,9 +6,12 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libabsl-dev zlib1g-dev libssl-dev prometheus-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev python3-torch
-  clang-14
+  clang-14 libclang-rt-14-dev
+  # tests: promtool, certificates, manifests, the container image
+  prometheus openssl yamllint kubectl nodejs buildah debootstrap
 )
 
 missing=()

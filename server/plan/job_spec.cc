@@ -14,6 +14,8 @@ bool IsJobIdChar(char c) {
          c == '_' || c == '-';
 }
 
+}  // namespace
+
 absl::string_view TailName(shard::v1::TailPolicy tail) {
   switch (tail) {
     case shard::v1::TAIL_POLICY_DROP:
@@ -24,8 +26,6 @@ absl::string_view TailName(shard::v1::TailPolicy tail) {
       return "pad";
   }
 }
-
-}  // namespace
 
 absl::Status ValidateJobId(absl::string_view job_id) {
   if (job_id.empty() || job_id.size() > 128) {

@@ -40,6 +40,9 @@ absl::Status ValidateEpoch(uint64_t epoch);
 absl::StatusOr<shard::v1::JobSpec> NormalizeJobSpec(
     const shard::v1::JobSpec& spec, uint64_t max_order_bytes);
 
+// "pad" (also for UNSPECIFIED), "drop" or "uneven".
+absl::string_view TailName(shard::v1::TailPolicy tail);
+
 // Human-readable one-line form, e.g. "N=10 W=2 seed=0 shuffle=true tail=pad".
 std::string DescribeJobSpec(const shard::v1::JobSpec& spec);
 

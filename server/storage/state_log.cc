@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "server/event_log.h"
 #include "server/storage/record_codec.h"
 
@@ -164,8 +165,10 @@ absl::Status StateLog::Append(const shard::state::v1::StateUpdate& update) {
   shard::state::v1::JournalRecord record;
   record.set_sequence(last_sequence_ + 1);
   *record.mutable_update() = update;
+  const absl::Time began = absl::Now();
   absl::Status status =
       segment_->Append(EncodeRecord(record.SerializeAsString()));
+  const absl::Time written = absl::Now();
   if (status.ok()) status = segment_->Sync();
   if (!status.ok()) {
     broken_ = absl::UnavailableError(absl::StrCat(
@@ -176,6 +179,9 @@ absl::Status StateLog::Append(const shard::state::v1::StateUpdate& update) {
   }
   ++last_sequence_;
   ++appends_since_snapshot_;
+  if (options_.on_append) {
+    options_.on_append(written - began, absl::Now() - written);
+  }
   return absl::OkStatus();
 }
 

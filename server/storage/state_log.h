@@ -19,11 +19,13 @@
 #define SERVER_STORAGE_STATE_LOG_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "server/coordinator_state.h"
 #include "server/storage/file_system.h"
 #include "shard/state/v1/updates.pb.h"
@@ -33,6 +35,10 @@ namespace shard::storage {
 struct StateLogOptions {
   // Appends between snapshots.
   uint64_t snapshot_every = 10000;
+  // Called after each successful durable append with the time spent
+  // writing the record and the time spent in fsync (metrics). Runs on the
+  // appending thread, under the caller's lock: keep it cheap.
+  std::function<void(absl::Duration write, absl::Duration sync)> on_append;
 };
 
 struct RecoveryStats {

@@ -18,6 +18,7 @@ class ShardDaemon:
         self._log_path = log_path
         self._data_dir = None
         self.address = None
+        self.metrics_address = None
         self._proc = None
 
     def _start(self, listen):
@@ -28,6 +29,9 @@ class ShardDaemon:
             stdout=subprocess.PIPE, stderr=log, text=True)
         log.close()
         line = self._proc.stdout.readline()
+        if line.startswith("metrics on "):
+            self.metrics_address = line.split()[-1]
+            line = self._proc.stdout.readline()
         if not line.startswith("listening on "):
             self._proc.kill()
             raise RuntimeError(f"shardd did not start: {line!r}")
@@ -42,6 +46,10 @@ class ShardDaemon:
         """SIGKILL, as a crash would."""
         self._proc.send_signal(signal.SIGKILL)
         self._proc.wait()
+
+    def wait(self, timeout):
+        """Waits for the daemon to exit on its own; returns its exit code."""
+        return self._proc.wait(timeout=timeout)
 
     def restart(self):
         """Starts again on the same address and data directory."""

@@ -1,27 +1,28 @@
 #include "tests/support/test_cluster.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
 namespace shard::testing {
 
-TestCluster::TestCluster(server::CoordinatorOptions options)
-    : service_(options), grpc_service_(&service_) {
-  int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(&grpc_service_);
-  server_ = builder.BuildAndStart();
-  if (server_ == nullptr || port == 0) std::abort();
-  address_ = absl::StrCat("127.0.0.1:", port);
+TestCluster::TestCluster(server::CoordinatorOptions options,
+                         server::CoordinatorServerOptions server_options)
+    : service_(options) {
+  server_options.listen = "127.0.0.1:0";
+  auto server = server::CoordinatorServer::Start(&service_, server_options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "TestCluster: %s\n",
+                 server.status().ToString().c_str());
+    std::abort();
+  }
+  server_ = *std::move(server);
+  address_ = server_->address();
 }
 
-TestCluster::~TestCluster() {
-  service_.Drain();
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-}
+TestCluster::~TestCluster() { server_->Stop(absl::Seconds(5)); }
 
 std::unique_ptr<shard::v1::Coordinator::Stub> TestCluster::NewStub() const {
   return shard::v1::Coordinator::NewStub(

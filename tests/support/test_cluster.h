@@ -8,18 +8,21 @@
 
 #include "client/coordinator_client.h"
 #include "grpcpp/grpcpp.h"
+#include "server/coordinator_server.h"
 #include "server/coordinator_service.h"
-#include "server/grpc_coordinator.h"
 
 namespace shard::testing {
 
 class TestCluster {
  public:
-  explicit TestCluster(server::CoordinatorOptions options = {});
+  // Serves on a free loopback port; `server_options.listen` is ignored.
+  explicit TestCluster(server::CoordinatorOptions options = {},
+                       server::CoordinatorServerOptions server_options = {});
   ~TestCluster();
 
   const std::string& address() const { return address_; }
   server::CoordinatorService& service() { return service_; }
+  server::CoordinatorServer& server() { return *server_; }
   // A raw stub, for requests the client library would never send.
   std::unique_ptr<shard::v1::Coordinator::Stub> NewStub() const;
   // A client with short retry deadlines.
@@ -27,8 +30,7 @@ class TestCluster {
 
  private:
   server::CoordinatorService service_;
-  server::GrpcCoordinator grpc_service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<server::CoordinatorServer> server_;
   std::string address_;
 };
 

@@ -102,5 +102,25 @@ TEST(CoordinatorStateDeathTest, RefusesAnUpdateThatDoesNotFit) {
   EXPECT_DEATH(state.Apply(Joined("missing", "a")), "unknown job");
 }
 
+TEST(CoordinatorStateTest, DeletedJobsLeaveNoTraceInSnapshots) {
+  CoordinatorState state;
+  state.Apply(Created("gone", 2));
+  state.Apply(Joined("gone", "a"));
+  state.Apply(Created("kept", 1));
+  StateUpdate deleted;
+  deleted.mutable_job_deleted()->set_job_id("gone");
+  state.Apply(deleted);
+  EXPECT_EQ(state.FindJob("gone"), nullptr);
+  ASSERT_NE(state.FindJob("kept"), nullptr);
+  const CoordinatorState restored =
+      CoordinatorState::FromSnapshot(state.ToSnapshot(7));
+  EXPECT_EQ(restored.FindJob("gone"), nullptr);
+  EXPECT_NE(restored.FindJob("kept"), nullptr);
+  // The id is free again.
+  state.Apply(Created("gone", 3));
+  EXPECT_EQ(state.FindJob("gone")->spec.world_size(), 3u);
+  EXPECT_TRUE(state.FindJob("gone")->members.empty());
+}
+
 }  // namespace
 }  // namespace shard::server

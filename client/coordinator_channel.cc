@@ -1,0 +1,103 @@
+#include "client/coordinator_channel.h"
+
+#include <utility>
+#include <vector>
+
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/client_interceptor.h"
+#include "server/security/secret_files.h"
+
+namespace shard::client {
+namespace {
+
+// Adds the authorization metadata to each outgoing call.
+class BearerTokenInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit BearerTokenInterceptor(const std::string* header)
+      : header_(header) {}
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::
+                PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->insert({"authorization", *header_});
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string* header_;
+};
+
+class BearerTokenFactory
+    : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerTokenFactory(const std::string& token)
+      : header_("Bearer " + token) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new BearerTokenInterceptor(&header_);
+  }
+
+ private:
+  const std::string header_;  // Lives as long as the channel.
+};
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    const ChannelSecurity& security) {
+  const bool has_cert = !security.tls_cert_file.empty();
+  if (has_cert != !security.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key go together (mutual TLS)");
+  }
+  if (security.tls_ca_file.empty()) {
+    if (has_cert) {
+      return absl::InvalidArgumentError(
+          "--tls-cert needs --tls-ca (the CA of the coordinator's "
+          "certificate)");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  grpc::SslCredentialsOptions ssl;
+  absl::StatusOr<std::string> ca =
+      security::ReadPemFile(security.tls_ca_file, "--tls-ca");
+  if (!ca.ok()) return ca.status();
+  ssl.pem_root_certs = *std::move(ca);
+  if (has_cert) {
+    absl::StatusOr<std::string> cert =
+        security::ReadPemFile(security.tls_cert_file, "--tls-cert");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key =
+        security::ReadPemFile(security.tls_key_file, "--tls-key");
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> NewCoordinatorChannel(
+    const std::string& address, const ChannelSecurity& security,
+    int max_receive_bytes) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      Credentials(security);
+  if (!credentials.ok()) return credentials.status();
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(max_receive_bytes);
+  std::vector<
+      std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+      interceptors;
+  if (!security.auth_token_file.empty()) {
+    absl::StatusOr<std::string> token =
+        security::ReadTokenFile(security.auth_token_file);
+    if (!token.ok()) return token.status();
+    interceptors.push_back(std::make_unique<BearerTokenFactory>(*token));
+  }
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, *credentials, args, std::move(interceptors));
+}
+
+}  // namespace shard::client

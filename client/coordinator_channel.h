@@ -1,0 +1,36 @@
+// The gRPC channel every client of shardd uses (library, shardctl,
+// shard-train): plaintext, TLS (--tls-ca) or mutual TLS (--tls-cert,
+// --tls-key), and an optional bearer token (--auth-token-file) that an
+// interceptor adds to every call as "authorization: Bearer <token>".
+// Stateless; the returned channel is thread-safe.
+#ifndef CLIENT_COORDINATOR_CHANNEL_H_
+#define CLIENT_COORDINATOR_CHANNEL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/channel.h"
+
+namespace shard::client {
+
+struct ChannelSecurity {
+  // PEM CA bundle that signed the coordinator's certificate; TLS when set.
+  std::string tls_ca_file;
+  // PEM client certificate (chain) and its key, for mutual TLS; both or
+  // neither, and only with tls_ca_file.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // File holding the bearer token sent with every call.
+  std::string auth_token_file;
+};
+
+// INVALID_ARGUMENT for unreadable files or an inconsistent combination.
+// Connects lazily.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> NewCoordinatorChannel(
+    const std::string& address, const ChannelSecurity& security,
+    int max_receive_bytes);
+
+}  // namespace shard::client
+
+#endif  // CLIENT_COORDINATOR_CHANNEL_H_

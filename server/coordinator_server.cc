@@ -1,0 +1,168 @@
+#include "server/coordinator_server.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/security/secret_files.h"
+
+namespace shard::server {
+namespace {
+
+constexpr char kServiceName[] = "shard.v1.Coordinator";
+
+// "HOST:PORT" with PORT replaced by the bound port.
+std::string BoundAddress(const std::string& listen, int port) {
+  const size_t colon = listen.rfind(':');
+  const std::string host =
+      colon == std::string::npos ? listen : listen.substr(0, colon);
+  return absl::StrCat(host, ":", port);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+    const CoordinatorServerOptions& options) {
+  const bool any = !options.tls_cert_file.empty() ||
+                   !options.tls_key_file.empty() ||
+                   !options.tls_client_ca_file.empty();
+  if (!any) return grpc::InsecureServerCredentials();
+  if (options.tls_cert_file.empty() || options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS needs both --tls-cert and --tls-key (and --tls-client-ca for "
+        "mutual TLS)");
+  }
+  absl::StatusOr<std::string> cert =
+      security::ReadPemFile(options.tls_cert_file, "--tls-cert");
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key =
+      security::ReadPemFile(options.tls_key_file, "--tls-key");
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl(
+      GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!options.tls_client_ca_file.empty()) {
+    absl::StatusOr<std::string> ca =
+        security::ReadPemFile(options.tls_client_ca_file, "--tls-client-ca");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request =
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
+
+CoordinatorServer::CoordinatorServer(CoordinatorService* service,
+                                     CoordinatorServerOptions options)
+    : service_(service), options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
+    CoordinatorService* service, CoordinatorServerOptions options) {
+  std::unique_ptr<CoordinatorServer> server(
+      new CoordinatorServer(service, std::move(options)));
+  const CoordinatorServerOptions& opts = server->options_;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      Credentials(opts);
+  if (!credentials.ok()) return credentials.status();
+  server->tls_ = !opts.tls_cert_file.empty();
+  if (!opts.auth_token_file.empty()) {
+    absl::StatusOr<security::BearerToken> token =
+        security::BearerToken::FromFile(opts.auth_token_file);
+    if (!token.ok()) return token.status();
+    server->token_ = *std::move(token);
+  }
+
+  GrpcCoordinatorOptions glue;
+  glue.token = server->token_ ? &*server->token_ : nullptr;
+  if (opts.metrics != nullptr) {
+    glue.on_indices_streamed = [metrics = opts.metrics](uint64_t count) {
+      metrics->AddIndicesStreamed(count);
+    };
+  }
+  if (opts.on_drain_requested) {
+    glue.on_drain = [raw = server.get()] {
+      raw->BeginDrain();
+      bool first = false;
+      {
+        absl::MutexLock lock(&raw->mu_);
+        first = !raw->drain_requested_;
+        raw->drain_requested_ = true;
+      }
+      if (first) raw->options_.on_drain_requested();
+      return raw->options_.shutdown_grace;
+    };
+  }
+  server->grpc_service_ =
+      std::make_unique<GrpcCoordinator>(service, std::move(glue));
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(opts.listen, *credentials, &port);
+  builder.RegisterService(server->grpc_service_.get());
+  builder.SetMaxReceiveMessageSize(opts.max_request_bytes);
+  if (opts.metrics != nullptr) {
+    std::vector<
+        std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(opts.metrics->NewInterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", opts.listen,
+                     " (expected HOST:PORT that is free to bind)"));
+  }
+  server->address_ = BoundAddress(opts.listen, port);
+  if (!opts.health_listen.empty()) {
+    grpc::ServerBuilder health_builder;
+    int health_port = 0;
+    health_builder.AddListeningPort(
+        opts.health_listen, grpc::InsecureServerCredentials(), &health_port);
+    server->health_server_ = health_builder.BuildAndStart();
+    if (server->health_server_ == nullptr || health_port == 0) {
+      return absl::UnavailableError(absl::StrCat(
+          "cannot listen on --health-listen ", opts.health_listen));
+    }
+    server->health_address_ = BoundAddress(opts.health_listen, health_port);
+  }
+  server->SetServing(true);
+  return server;
+}
+
+CoordinatorServer::~CoordinatorServer() { Stop(absl::ZeroDuration()); }
+
+void CoordinatorServer::SetServing(bool serving) {
+  for (grpc::Server* server : {server_.get(), health_server_.get()}) {
+    if (server == nullptr) continue;
+    grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+    health->SetServingStatus(serving);
+    health->SetServingStatus(kServiceName, serving);
+  }
+}
+
+void CoordinatorServer::BeginDrain() {
+  SetServing(false);
+  service_->Drain();
+}
+
+void CoordinatorServer::Stop(absl::Duration grace) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_ || server_ == nullptr) return;  // Stopped, or never started.
+    stopped_ = true;
+  }
+  BeginDrain();
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+  if (health_server_ != nullptr) {
+    health_server_->Shutdown(absl::ToChronoTime(absl::Now()));
+    health_server_->Wait();
+  }
+}
+
+}  // namespace shard::server

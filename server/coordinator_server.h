@@ -1,0 +1,98 @@
+// The gRPC server around a CoordinatorService: listening port, TLS or
+// mutual TLS, bearer-token authentication, request size limit, the gRPC
+// health service (SERVING until draining, then NOT_SERVING), server
+// reflection, RPC metrics, and a graceful stop. Used by shardd and by tests.
+//
+// Thread-safety: Stop() and the drain hook may run on any thread; Stop() is
+// idempotent. Does not own the service or the metrics; both must outlive it.
+#ifndef SERVER_COORDINATOR_SERVER_H_
+#define SERVER_COORDINATOR_SERVER_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "server/coordinator_service.h"
+#include "server/grpc_coordinator.h"
+#include "server/metrics/server_metrics.h"
+#include "server/security/bearer_token.h"
+
+namespace shard::server {
+
+struct CoordinatorServerOptions {
+  // "HOST:PORT"; port 0 picks a free port (see address()).
+  std::string listen = "0.0.0.0:7070";
+  // PEM files. cert + key: TLS. With client_ca too: mutual TLS (clients
+  // must present a certificate signed by it). All empty: plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  // Every Coordinator call must carry "authorization: Bearer <token>"
+  // with the token in this file (empty: no authentication). The health
+  // service stays open (kubelet probes send no token).
+  std::string auth_token_file;
+  // "HOST:PORT" of a second, plaintext listener serving only the gRPC
+  // health service, for probes that cannot speak TLS (Kubernetes' native
+  // gRPC probes). Empty: none.
+  std::string health_listen;
+  // Largest request message accepted (RESOURCE_EXHAUSTED beyond).
+  int max_request_bytes = 4 << 20;
+  // RPC latency and indices-streamed metrics (null: none).
+  metrics::ServerMetrics* metrics = nullptr;
+  // How long in-flight calls may run once a stop begins.
+  absl::Duration shutdown_grace = absl::Seconds(10);
+  // Called (once) when a client sends the Drain RPC, after the server
+  // turned NOT_SERVING; the owner then calls Stop(). Unset: Drain answers
+  // UNIMPLEMENTED.
+  std::function<void()> on_drain_requested;
+};
+
+class CoordinatorServer {
+ public:
+  // INVALID_ARGUMENT for unreadable or inconsistent TLS/token files,
+  // UNAVAILABLE when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
+      CoordinatorService* service, CoordinatorServerOptions options);
+  ~CoordinatorServer();  // Stops with no grace if Stop() was not called.
+
+  // "HOST:PORT" with the bound port.
+  const std::string& address() const { return address_; }
+  // "HOST:PORT" of the health listener ("" without one).
+  const std::string& health_address() const { return health_address_; }
+  bool tls() const { return tls_; }
+
+  // Health NOT_SERVING, the service drains (new and waiting calls answer
+  // UNAVAILABLE), in-flight calls get `grace`, then the server stops.
+  void Stop(absl::Duration grace);
+
+ private:
+  CoordinatorServer(CoordinatorService* service,
+                    CoordinatorServerOptions options);
+  // Health status of the server and the Coordinator service, on every
+  // listener.
+  void SetServing(bool serving);
+  // Turns health NOT_SERVING and drains the service (no waiting).
+  void BeginDrain();
+
+  CoordinatorService* service_;
+  CoordinatorServerOptions options_;
+  std::optional<security::BearerToken> token_;
+  std::unique_ptr<GrpcCoordinator> grpc_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> health_server_;  // Null without one.
+  std::string address_;
+  std::string health_address_;
+  bool tls_ = false;
+  absl::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  bool drain_requested_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace shard::server
+
+#endif  // SERVER_COORDINATOR_SERVER_H_

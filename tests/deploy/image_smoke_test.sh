@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Builds the coordinator image from deploy/Dockerfile with buildah (no Docker
+# engine needed), runs shardd inside it and talks to it from the host:
+#   1. a Debian bookworm base image made locally with debootstrap from the
+#      machine's Debian mirror (cached as localhost/shard-bookworm-base);
+#   2. `buildah bud --isolation chroot --network host` with
+#      BASE_IMAGE=localhost/shard-bookworm-base;
+#   3. the image runs as 65532:65532;
+#   4. shardd started in a container answers the host's shardctl
+#      (create-job, status), and `shardctl drain` makes it exit 0.
+# Usage: image_smoke_test.sh WORK_DIR BIN_DIR (BIN_DIR holds the host's
+# shardctl). Needs root, buildah and debootstrap; exits 77 (skipped) without.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=${1:?usage: image_smoke_test.sh WORK_DIR BIN_DIR}
+bin_dir=${2:?usage: image_smoke_test.sh WORK_DIR BIN_DIR}
+if [ "$(id -u)" -ne 0 ] || ! command -v buildah >/dev/null ||
+   ! command -v debootstrap >/dev/null; then
+  echo "image smoke test: needs root, buildah and debootstrap; skipped"
+  exit 77
+fi
+export STORAGE_DRIVER=vfs  # works without overlay mounts
+base=localhost/shard-bookworm-base
+image=localhost/shardd:smoke
+mkdir -p "$work"
+step() { echo "== $(date +%T) $*"; }
+
+if ! buildah images --quiet "$base" >/dev/null 2>&1; then
+  mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+  mirror=${mirror:-http://deb.debian.org/debian}
+  step "debootstrap bookworm from $mirror"
+  rm -rf "$work/rootfs"
+  debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+    { tail -20 "$work/debootstrap.log"; exit 1; }
+  rm -rf "$work/rootfs/var/cache/apt/archives/"*.deb
+  step "import as $base"
+  ctr=$(buildah from scratch)
+  mnt=$(buildah mount "$ctr")
+  cp -a "$work/rootfs/." "$mnt/"
+  buildah umount "$ctr" >/dev/null
+  buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --cmd /bin/bash "$ctr"
+  buildah commit --quiet "$ctr" "$base" >/dev/null
+  buildah rm "$ctr" >/dev/null
+  rm -rf "$work/rootfs"
+fi
+
+step "buildah bud deploy/Dockerfile"
+buildah bud --isolation chroot --network host --build-arg "BASE_IMAGE=$base" \
+  -f "$root/deploy/Dockerfile" -t "$image" "$root" >"$work/build.log" 2>&1 ||
+  { tail -40 "$work/build.log"; exit 1; }
+user=$(buildah inspect --type image --format '{{.OCIv1.Config.User}}' "$image")
+echo "image user: $user"
+[ "$user" = "65532:65532" ] || { echo "FAIL: image runs as '$user'"; exit 1; }
+
+step "run shardd in the image"
+ctr=$(buildah from "$image")
+cleanup() { buildah rm "$ctr" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+buildah run --isolation chroot --network host "$ctr" -- /usr/local/bin/shardd \
+  --listen 127.0.0.1:0 --in-memory --shutdown-grace 2s \
+  >"$work/shardd.out" 2>"$work/shardd.log" &
+run_pid=$!
+for _ in $(seq 100); do
+  grep -q '^listening on ' "$work/shardd.out" && break
+  sleep 0.2
+done
+address=$(sed -n 's/^listening on //p' "$work/shardd.out")
+[ -n "$address" ] || { echo "FAIL: shardd did not start"; cat "$work/shardd.log"; exit 1; }
+echo "shardd in the container listens on $address"
+ctl() { "$bin_dir/shardctl" --coordinator "$address" "$@"; }
+ctl create-job --job smoke --size 1000 --world-size 4
+ctl status | tee "$work/status.txt"
+grep -q '^smoke  *1000 ' "$work/status.txt" || { echo "FAIL: job not listed"; exit 1; }
+ctl drain
+wait "$run_pid" || { echo "FAIL: shardd exited $?"; exit 1; }
+grep -q "drain requested" "$work/shardd.log" || { echo "FAIL: no drain"; exit 1; }
+echo "image smoke test: passed"

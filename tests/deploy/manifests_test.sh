@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# deploy/ renders and validates offline:
+#   1. yamllint on every YAML file under deploy/;
+#   2. `kubectl kustomize` of base and of each overlay;
+#   3. yamllint on the rendered manifests (long lines allowed);
+#   4. every rendered object validated against the Kubernetes and
+#      prometheus-operator schemas (tests/deploy/k8s-validate, pinned
+#      versions installed with `npm ci` into WORK);
+#   5. every pod template meets the restricted Pod Security Standard's
+#      settings and has resource requests;
+#   6. every PromQL expression of the Grafana dashboard parses
+#      (`promtool check rules`).
+# Usage: manifests_test.sh WORK_DIR. Exit status 0 when all pass.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=${1:?usage: manifests_test.sh WORK_DIR}
+mkdir -p "$work"
+cd "$root"
+
+echo "== yamllint deploy/"
+yamllint -c .yamllint.yaml deploy/
+
+echo "== schema validator (npm ci)"
+validator="$work/k8s-validate"
+mkdir -p "$validator"
+cp tests/deploy/k8s-validate/package.json tests/deploy/k8s-validate/package-lock.json \
+  tests/deploy/k8s-validate/validate.mjs "$validator/"
+(cd "$validator" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+
+rendered=()
+for target in base overlays/dev overlays/prod; do
+  out="$work/$(echo "$target" | tr / -).yaml"
+  echo "== kubectl kustomize deploy/$target"
+  kubectl kustomize "deploy/$target" > "$out"
+  # The dashboard's JSON lines inside its ConfigMap may be long.
+  yamllint -d "{extends: $root/.yamllint.yaml, rules: {line-length: disable}}" "$out"
+  rendered+=("$out")
+done
+
+echo "== schemas"
+node "$validator/validate.mjs" "${rendered[@]}"
+
+echo "== restricted pod security"
+python3 - "${rendered[@]}" <<'PY'
+import sys, yaml
+failures = 0
+for path in sys.argv[1:]:
+    for obj in yaml.safe_load_all(open(path)):
+        if not obj or obj["kind"] not in ("StatefulSet", "Job", "Deployment"):
+            continue
+        pod = obj["spec"]["template"]["spec"]
+        problems = []
+        sc = pod.get("securityContext", {})
+        if not sc.get("runAsNonRoot"):
+            problems.append("runAsNonRoot")
+        if sc.get("seccompProfile", {}).get("type") != "RuntimeDefault":
+            problems.append("seccompProfile RuntimeDefault")
+        for c in pod["containers"]:
+            csc = c.get("securityContext", {})
+            if csc.get("allowPrivilegeEscalation") is not False:
+                problems.append(f"{c['name']}: allowPrivilegeEscalation false")
+            if csc.get("capabilities", {}).get("drop") != ["ALL"]:
+                problems.append(f"{c['name']}: drop ALL capabilities")
+            if "requests" not in c.get("resources", {}):
+                problems.append(f"{c['name']}: resource requests")
+        print(("FAIL " if problems else "ok   ") + f"{path}: {obj['kind']}/"
+              f"{obj['metadata']['name']} {', '.join(problems)}")
+        failures += bool(problems)
+sys.exit(1 if failures else 0)
+PY
+
+echo "== dashboard PromQL"
+python3 - "$root/deploy/base/grafana/shard-dashboard.json" "$work/dashboard-rules.yaml" <<'PY'
+import json, sys
+dashboard = json.load(open(sys.argv[1]))
+rules = []
+for panel in dashboard["panels"]:
+    for target in panel["targets"]:
+        expr = target["expr"].replace("$namespace", "shard")
+        rules.append({"record": f"dashboard:panel{panel['id']}:{target['refId']}",
+                      "expr": expr})
+json.dump({"groups": [{"name": "dashboard", "rules": rules}]},
+          open(sys.argv[2], "w"))
+print(f"{len(rules)} expressions")
+PY
+promtool check rules "$work/dashboard-rules.yaml"
+echo "manifests: all checks passed"

@@ -1,0 +1,233 @@
+// The server's operational surface through real gRPC channels: TLS and
+// mutual TLS, bearer tokens, the health service across a drain, the request
+// size limit and the admin RPCs (DeleteJob, Drain).
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "client/coordinator_channel.h"
+#include "client/coordinator_client.h"
+#include "gtest/gtest.h"
+#include "shard/v1/shard.grpc.pb.h"
+#include "tests/support/grpc_probes.h"
+#include "tests/support/test_cluster.h"
+
+namespace shard::testing {
+namespace {
+
+constexpr char kToken[] = "s3cret-token-for-tests";
+
+// A throwaway PKI (tests/support/make_test_certs.sh) and a token file.
+class Secrets {
+ public:
+  Secrets() {
+    dir_ = std::filesystem::temp_directory_path() /
+           absl::StrCat("shard-secrets-", getpid());
+    const std::string command = absl::StrCat(
+        SHARD_SOURCE_DIR, "/tests/support/make_test_certs.sh ", dir_.string());
+    if (std::system(command.c_str()) != 0) std::abort();
+    std::ofstream(Path("token")) << kToken << "\n";
+    std::ofstream(Path("wrong-token")) << "not-the-token\n";
+  }
+  ~Secrets() { std::filesystem::remove_all(dir_); }
+  std::string Path(const std::string& name) const {
+    return (dir_ / name).string();
+  }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+const Secrets& TestSecrets() {
+  static const Secrets* secrets = new Secrets();
+  return *secrets;
+}
+
+// ListJobs through a client with `security`; the status code it got.
+absl::StatusCode ListJobsWith(const std::string& address,
+                              const client::ChannelSecurity& security) {
+  client::ClientOptions options;
+  options.address = address;
+  options.security = security;
+  options.rpc_timeout = absl::Seconds(5);
+  options.retry.deadline = absl::ZeroDuration();
+  auto client = client::CoordinatorClient::Connect(options);
+  if (!client.ok()) return client.status().code();
+  return (*client)->ListJobs().status().code();
+}
+
+client::ChannelSecurity WithCa(const std::string& ca) {
+  client::ChannelSecurity security;
+  security.tls_ca_file = TestSecrets().Path(ca);
+  return security;
+}
+
+server::CoordinatorServerOptions TlsServer() {
+  server::CoordinatorServerOptions options;
+  options.tls_cert_file = TestSecrets().Path("server.pem");
+  options.tls_key_file = TestSecrets().Path("server.key");
+  return options;
+}
+
+TEST(ServerOperationsTest, TlsNeedsTheRightCa) {
+  TestCluster cluster({}, TlsServer());
+  // The certificate names localhost; connect by that name.
+  const std::string address = absl::StrCat(
+      "localhost:", cluster.address().substr(cluster.address().rfind(':') + 1));
+  EXPECT_EQ(ListJobsWith(address, {}), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(ListJobsWith(address, WithCa("other-ca.pem")),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(ListJobsWith(address, WithCa("ca.pem")), absl::StatusCode::kOk);
+}
+
+TEST(ServerOperationsTest, MutualTlsRefusesClientsWithoutCertificate) {
+  server::CoordinatorServerOptions options = TlsServer();
+  options.tls_client_ca_file = TestSecrets().Path("ca.pem");
+  TestCluster cluster({}, options);
+  const std::string address = absl::StrCat(
+      "localhost:", cluster.address().substr(cluster.address().rfind(':') + 1));
+  EXPECT_EQ(ListJobsWith(address, WithCa("ca.pem")),
+            absl::StatusCode::kUnavailable);
+  client::ChannelSecurity with_cert = WithCa("ca.pem");
+  with_cert.tls_cert_file = TestSecrets().Path("client.pem");
+  with_cert.tls_key_file = TestSecrets().Path("client.key");
+  EXPECT_EQ(ListJobsWith(address, with_cert), absl::StatusCode::kOk);
+}
+
+TEST(ServerOperationsTest, InconsistentTlsFilesAreRefusedUpFront) {
+  server::CoordinatorServerOptions options;
+  options.tls_cert_file = TestSecrets().Path("server.pem");
+  server::CoordinatorService service;
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      server::CoordinatorServer::Start(&service, options).status()));
+  options.tls_key_file = TestSecrets().Path("token");  // Not PEM.
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      server::CoordinatorServer::Start(&service, options).status()));
+  client::ChannelSecurity cert_without_ca;
+  cert_without_ca.tls_cert_file = TestSecrets().Path("client.pem");
+  cert_without_ca.tls_key_file = TestSecrets().Path("client.key");
+  EXPECT_EQ(ListJobsWith("127.0.0.1:1", cert_without_ca),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ServerOperationsTest, EveryCallNeedsTheBearerToken) {
+  server::CoordinatorServerOptions options;
+  options.auth_token_file = TestSecrets().Path("token");
+  TestCluster cluster({}, options);
+  EXPECT_EQ(ListJobsWith(cluster.address(), {}),
+            absl::StatusCode::kUnauthenticated);
+  client::ChannelSecurity wrong;
+  wrong.auth_token_file = TestSecrets().Path("wrong-token");
+  EXPECT_EQ(ListJobsWith(cluster.address(), wrong),
+            absl::StatusCode::kUnauthenticated);
+  client::ChannelSecurity right;
+  right.auth_token_file = TestSecrets().Path("token");
+  EXPECT_EQ(ListJobsWith(cluster.address(), right), absl::StatusCode::kOk);
+
+  // A streaming call is guarded too.
+  auto stub = cluster.NewStub();
+  grpc::ClientContext context;
+  shard::v1::StreamShardRequest request;
+  request.set_job_id("j");
+  auto reader = stub->StreamShard(&context, request);
+  shard::v1::IndexChunk chunk;
+  while (reader->Read(&chunk)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::UNAUTHENTICATED);
+
+  // Probes carry no token: the health service stays open.
+  EXPECT_EQ(
+      *CheckHealth(grpc::CreateChannel(cluster.address(),
+                                       grpc::InsecureChannelCredentials()),
+                   ""),
+      Health::kServing);
+}
+
+TEST(ServerOperationsTest, HealthTurnsNotServingOnDrain) {
+  bool drain_requested = false;
+  server::CoordinatorServerOptions options = TlsServer();
+  options.health_listen = "127.0.0.1:0";
+  options.on_drain_requested = [&] { drain_requested = true; };
+  options.shutdown_grace = absl::Seconds(7);
+  TestCluster cluster({}, options);
+  // The plaintext health listener, as a Kubernetes gRPC probe uses it.
+  auto channel = grpc::CreateChannel(cluster.server().health_address(),
+                                     grpc::InsecureChannelCredentials());
+  EXPECT_EQ(*CheckHealth(channel, ""), Health::kServing);
+  EXPECT_EQ(*CheckHealth(channel, "shard.v1.Coordinator"), Health::kServing);
+
+  client::ClientOptions client_options;
+  client_options.address =
+      "localhost:" + cluster.address().substr(cluster.address().rfind(':') + 1);
+  client_options.security = WithCa("ca.pem");
+  client_options.retry.deadline = absl::ZeroDuration();
+  auto client = *client::CoordinatorClient::Connect(client_options);
+  absl::StatusOr<absl::Duration> grace = client->Drain();
+  ASSERT_TRUE(grace.ok()) << grace.status();
+  EXPECT_EQ(*grace, absl::Seconds(7));
+  EXPECT_TRUE(drain_requested);
+  EXPECT_EQ(*CheckHealth(channel, ""), Health::kNotServing);
+  EXPECT_EQ(*CheckHealth(channel, "shard.v1.Coordinator"), Health::kNotServing);
+  // Coordinator calls now answer UNAVAILABLE (clients retry elsewhere).
+  EXPECT_TRUE(absl::IsUnavailable(client->ListJobs().status()));
+  // The health listener serves nothing else.
+  auto health_only = shard::v1::Coordinator::NewStub(channel);
+  grpc::ClientContext context;
+  shard::v1::ListJobsResponse jobs;
+  EXPECT_EQ(health_only->ListJobs(&context, {}, &jobs).error_code(),
+            grpc::UNIMPLEMENTED);
+}
+
+TEST(ServerOperationsTest, ReflectionListsTheServices) {
+  TestCluster cluster;
+  absl::StatusOr<std::string> listed = ListServicesRaw(grpc::CreateChannel(
+      cluster.address(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_NE(listed->find("shard.v1.Coordinator"), std::string::npos);
+  EXPECT_NE(listed->find("grpc.health.v1.Health"), std::string::npos);
+}
+
+TEST(ServerOperationsTest, OversizedRequestsAreRefused) {
+  server::CoordinatorServerOptions options;
+  options.max_request_bytes = 64 << 10;
+  TestCluster cluster({}, options);
+  auto stub = cluster.NewStub();
+  grpc::ClientContext context;
+  shard::v1::StoreSetRequest request;
+  request.set_key("k");
+  request.set_value(std::string(100 << 10, 'x'));
+  shard::v1::StoreSetResponse response;
+  EXPECT_EQ(stub->StoreSet(&context, request, &response).error_code(),
+            grpc::RESOURCE_EXHAUSTED);
+}
+
+TEST(ServerOperationsTest, DeleteJobNeedsForceWhileMembersAreJoined) {
+  TestCluster cluster;
+  auto client = cluster.NewClient();
+  shard::v1::JobSpec spec;
+  spec.set_dataset_size(10);
+  spec.set_world_size(2);
+  ASSERT_TRUE(client->CreateJob("doomed", spec).ok());
+  // One of two members joins (the world does not form).
+  client->Join("doomed", "m0", std::nullopt, absl::ZeroDuration())
+      .status()
+      .IgnoreError();
+  ASSERT_EQ(client->GetJob("doomed")->joined_members(), 1u);
+  EXPECT_TRUE(absl::IsFailedPrecondition(client->DeleteJob("doomed", false)));
+  EXPECT_TRUE(client->DeleteJob("doomed", true).ok());
+  EXPECT_TRUE(absl::IsNotFound(client->GetJob("doomed").status()));
+  EXPECT_TRUE(absl::IsNotFound(client->DeleteJob("doomed", true)));
+  // The id can be used again, from a clean slate.
+  ASSERT_TRUE(client->CreateJob("doomed", spec).ok());
+  absl::StatusOr<shard::v1::Job> job = client->GetJob("doomed");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->joined_members(), 0u);
+  EXPECT_EQ(job->generation(), 0u);
+}
+
+}  // namespace
+}  // namespace shard::testing
