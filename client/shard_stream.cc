@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/grpc_status.h"
+#include "proto/index_chunk_codec.h"
 
 namespace shard::client {
 
@@ -94,15 +95,24 @@ absl::Status ShardStream::ReadOnce() {
       context.TryCancel();
       break;
     }
+    if (!wire::ChunkWellFormed(chunk)) {
+      status = absl::DataLossError(absl::StrCat(
+          "StreamShard: malformed chunk (index_width ", chunk.index_width(),
+          ", ", chunk.packed_indices().size(), " packed bytes)"));
+      context.TryCancel();
+      break;
+    }
     auto has_room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return cancelled_ || queued_indices_ < options_.prefetch_indices;
+      return cancelled_ || queued_bytes_ < options_.prefetch_bytes;
     };
     mu_.Await(absl::Condition(&has_room));
     if (cancelled_) break;
     shard_size_ = chunk.rank_shard_size();
-    if (chunk.indices_size() == 0) continue;
-    received_ += chunk.indices_size();
-    queued_indices_ += chunk.indices_size();
+    const size_t count = wire::ChunkIndexCount(chunk);
+    if (count == 0) continue;
+    received_ += count;
+    queued_indices_ += count;
+    queued_bytes_ += wire::ChunkPayloadBytes(chunk);
     queue_.push_back(std::move(chunk));
     chunk = shard::v1::IndexChunk();
   }
@@ -127,14 +137,15 @@ absl::StatusOr<size_t> ShardStream::Next(absl::Span<uint64_t> out) {
   size_t copied = 0;
   while (copied < out.size() && !queue_.empty()) {
     const shard::v1::IndexChunk& front = queue_.front();
-    const size_t take = std::min<size_t>(out.size() - copied,
-                                         front.indices_size() - front_offset_);
-    std::memcpy(out.data() + copied, front.indices().data() + front_offset_,
-                take * sizeof(uint64_t));
+    const size_t front_count = wire::ChunkIndexCount(front);
+    const size_t take =
+        std::min<size_t>(out.size() - copied, front_count - front_offset_);
+    wire::CopyChunkIndices(front, front_offset_, out.subspan(copied, take));
     copied += take;
-    front_offset_ += static_cast<int>(take);
+    front_offset_ += take;
     queued_indices_ -= take;
-    if (front_offset_ == front.indices_size()) {
+    if (front_offset_ == front_count) {
+      queued_bytes_ -= wire::ChunkPayloadBytes(front);
       queue_.pop_front();
       front_offset_ = 0;
     }

@@ -2,12 +2,12 @@
 // bounded prefetch window.
 //
 // A background thread reads chunks of the StreamShard RPC into a queue that
-// holds at most `prefetch_indices` indices (so memory does not grow with the
-// dataset size) and reconnects on UNAVAILABLE from the first index not yet
-// received, with backoff, until the retry deadline. Any other error ends the
-// stream and is returned by Next(). Thread-safety: Next() and the accessors
-// may be called from one consumer thread at a time; destruction cancels the
-// RPC and joins the reader thread.
+// holds at most about `prefetch_bytes` of index payload (so memory does not
+// grow with the dataset size) and reconnects on UNAVAILABLE from the first
+// index not yet received, with backoff, until the retry deadline. Any other
+// error ends the stream and is returned by Next(). Thread-safety: Next() and
+// the accessors may be called from one consumer thread at a time; destruction
+// cancels the RPC and joins the reader thread.
 #ifndef CLIENT_SHARD_STREAM_H_
 #define CLIENT_SHARD_STREAM_H_
 
@@ -30,8 +30,10 @@
 namespace shard::client {
 
 struct StreamOptions {
-  // Most indices buffered ahead of the consumer (8 bytes each).
-  size_t prefetch_indices = size_t{1} << 18;
+  // Index payload buffered ahead of the consumer, in bytes (4 per index for
+  // jobs below 2^32 samples, else 8). The reader stops reading while the
+  // queue holds this much, so one chunk may overshoot it.
+  size_t prefetch_bytes = size_t{1} << 20;
   // Indices per chunk asked of the coordinator; 0 = coordinator default.
   uint32_t chunk_indices = 0;
   // Next() gives up with DEADLINE_EXCEEDED if no data arrives for this long.
@@ -76,8 +78,9 @@ class ShardStream {
   mutable absl::Mutex mu_;
   std::deque<shard::v1::IndexChunk> queue_ ABSL_GUARDED_BY(mu_);
   size_t queued_indices_ ABSL_GUARDED_BY(mu_) = 0;
-  // Read position inside queue_.front().
-  int front_offset_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Read position (in indices) inside queue_.front().
+  size_t front_offset_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;  // Rank indices received.
   uint64_t consumed_ ABSL_GUARDED_BY(mu_) = 0;  // Rank indices handed out.
   std::optional<uint64_t> shard_size_ ABSL_GUARDED_BY(mu_);

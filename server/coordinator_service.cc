@@ -11,6 +11,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "server/event_log.h"
 #include "server/plan/job_spec.h"
+#include "server/plan/rank_indices.h"
 
 namespace shard::server {
 namespace {
@@ -404,12 +405,13 @@ CoordinatorService::PreviewShard(const shard::v1::PreviewShardRequest& request,
   if (!order.ok()) return order.status();
   const uint32_t limit =
       request.limit() == 0 ? kDefaultPreviewLimit : request.limit();
-  ShardCursor cursor(*std::move(order), layout, request.rank(),
-                     request.offset(), limit);
-  shard::v1::IndexChunk chunk;
-  cursor.Next(&chunk);
+  const uint64_t count =
+      std::min<uint64_t>(limit, shard_size - request.offset());
   shard::v1::PreviewShardResponse response;
-  response.mutable_indices()->Swap(chunk.mutable_indices());
+  response.mutable_indices()->Resize(static_cast<int>(count), 0);
+  plan::CopyRankIndices(
+      **order, layout, request.rank(), request.offset(),
+      absl::MakeSpan(response.mutable_indices()->mutable_data(), count));
   response.set_rank_shard_size(shard_size);
   return response;
 }
@@ -458,6 +460,11 @@ CoordinatorService::CommitProgress(
     LogEvent(absl::StrCat("progress committed job=", request.job_id(),
                           " generation=", request.generation(),
                           " epoch=", epoch, " position=", position));
+    // No rank resumes before the committed epoch: release older orders
+    // (and prepare the next one).
+    if (epoch > stored.first) {
+      orders_.ReleaseBefore(request.job_id(), state.spec, epoch);
+    }
   }
   // Members waiting to join an elastic job are admitted at commit points.
   if (absl::Status s = MaybeFormWorld(request.job_id(), /*admit_waiting=*/true);

@@ -41,7 +41,9 @@ absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Get(
     }
     slot = entry;
     EvictOlderThan(job_id, epoch == 0 ? 0 : epoch - 1);
-    if (!stopping_ && epoch < plan::kMaxEpoch) {
+    const bool older_cached =
+        slots_.lower_bound(Key(job_id, 0)) != slots_.lower_bound(key);
+    if (!stopping_ && epoch < plan::kMaxEpoch && !older_cached) {
       prefetch_queue_.push_back({job_id, spec, epoch + 1});
     }
   }
@@ -81,6 +83,18 @@ void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
     return;
   }
   slot->order = std::move(order);
+}
+
+void EpochOrderCache::ReleaseBefore(const std::string& job_id,
+                                    const shard::v1::JobSpec& spec,
+                                    uint64_t epoch) {
+  if (plan::EpochOrderBytes(spec) == 0) return;
+  absl::MutexLock lock(&mu_);
+  EvictOlderThan(job_id, epoch);
+  if (stopping_) return;
+  prefetch_queue_.push_back({job_id, spec, epoch});
+  if (epoch < plan::kMaxEpoch)
+    prefetch_queue_.push_back({job_id, spec, epoch + 1});
 }
 
 void EpochOrderCache::Forget(const std::string& job_id) {

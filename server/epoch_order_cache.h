@@ -2,10 +2,13 @@
 //
 // Get() returns the order, computing it on the calling thread when nobody has
 // started it; concurrent callers for the same key wait for that one
-// computation. After each Get() the next epoch's order is prepared on a
-// background thread, so a job moving to epoch e + 1 finds it ready. Orders of
-// epochs older than (newest requested epoch - 1) are dropped from the cache;
-// streams still reading them keep them alive through their shared_ptr.
+// computation. After Get(e) the order of e + 1 is prepared on a background
+// thread, unless the cache still holds an epoch older than e (some rank may
+// still read it): so a job holds at most two orders, the current one and
+// the next. Orders older than (requested epoch - 1) are dropped, and
+// ReleaseBefore() (a commit reached a new epoch) drops all older ones and
+// prepares what follows. Streams still reading a dropped order keep it
+// alive through their shared_ptr.
 // Thread-safety: all methods are thread-safe. Stop() (also run by the
 // destructor) ends the background thread; Get() keeps working without it.
 #ifndef SERVER_EPOCH_ORDER_CACHE_H_
@@ -41,6 +44,11 @@ class EpochOrderCache {
   absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> Get(
       const std::string& job_id, const shard::v1::JobSpec& spec, uint64_t epoch,
       absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // No rank needs epochs before `epoch` any more: drops their orders and
+  // prepares `epoch` and `epoch + 1` in the background.
+  void ReleaseBefore(const std::string& job_id, const shard::v1::JobSpec& spec,
+                     uint64_t epoch) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Drops every cached order of the job.
   void Forget(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);

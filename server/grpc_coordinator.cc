@@ -6,6 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "server/event_log.h"
+#include "server/shard_stream_reactor.h"
 
 namespace shard::server {
 namespace {
@@ -30,8 +31,14 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
                       std::string(status.message()));
 }
 
+GrpcCoordinator::GrpcCoordinator(CoordinatorService* service,
+                                 GrpcCoordinatorOptions options)
+    : service_(service),
+      options_(std::move(options)),
+      stream_openers_(options_.stream_open_threads) {}
+
 grpc::Status GrpcCoordinator::Authorize(
-    const grpc::ServerContext* context) const {
+    const grpc::ServerContextBase* context) const {
   if (options_.token == nullptr) return grpc::Status::OK;
   const auto& metadata = context->client_metadata();
   const auto found = metadata.find("authorization");
@@ -71,24 +78,15 @@ grpc::Status GrpcCoordinator::JoinJob(grpc::ServerContext* context,
   return Reply(service_->JoinJob(*request, DeadlineOf(context)), response);
 }
 
-grpc::Status GrpcCoordinator::StreamShard(
-    grpc::ServerContext* context, const shard::v1::StreamShardRequest* request,
-    grpc::ServerWriter<shard::v1::IndexChunk>* writer) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  absl::StatusOr<ShardCursor> cursor =
-      service_->OpenShard(*request, DeadlineOf(context));
-  if (!cursor.ok()) return ToGrpcStatus(cursor.status());
-  shard::v1::IndexChunk chunk;
-  while (cursor->Next(&chunk)) {
-    if (!writer->Write(chunk)) {
-      return grpc::Status(grpc::StatusCode::CANCELLED,
-                          "client went away during the stream");
-    }
-    if (options_.on_indices_streamed) {
-      options_.on_indices_streamed(static_cast<uint64_t>(chunk.indices_size()));
-    }
+grpc::ServerWriteReactor<shard::v1::IndexChunk>* GrpcCoordinator::StreamShard(
+    grpc::CallbackServerContext* context,
+    const shard::v1::StreamShardRequest* request) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return ShardStreamReactor::Refuse(denied);
   }
-  return grpc::Status::OK;
+  return ShardStreamReactor::Serve(service_, &stream_openers_, *request,
+                                   absl::FromChrono(context->deadline()),
+                                   &options_.on_indices_streamed);
 }
 
 grpc::Status GrpcCoordinator::PreviewShard(

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "server/coordinator_service.h"
 #include "server/security/bearer_token.h"
+#include "server/work_pool.h"
 #include "shard/v1/shard.grpc.pb.h"
 
 namespace shard::server {
@@ -24,13 +25,18 @@ struct GrpcCoordinatorOptions {
   std::function<absl::Duration()> on_drain;
   // Called with the size of every chunk a stream delivered (metrics).
   std::function<void(uint64_t)> on_indices_streamed;
+  // Threads that open streams (waiting for epoch orders being computed).
+  int stream_open_threads = 8;
 };
 
-class GrpcCoordinator final : public shard::v1::Coordinator::Service {
+// StreamShard runs on gRPC's callback API (see shard_stream_reactor.h);
+// the other methods are synchronous.
+class GrpcCoordinator final
+    : public shard::v1::Coordinator::WithCallbackMethod_StreamShard<
+          shard::v1::Coordinator::Service> {
  public:
   explicit GrpcCoordinator(CoordinatorService* service,
-                           GrpcCoordinatorOptions options = {})
-      : service_(service), options_(std::move(options)) {}
+                           GrpcCoordinatorOptions options = {});
 
   grpc::Status CreateJob(grpc::ServerContext* context,
                          const shard::v1::CreateJobRequest* request,
@@ -44,10 +50,9 @@ class GrpcCoordinator final : public shard::v1::Coordinator::Service {
   grpc::Status JoinJob(grpc::ServerContext* context,
                        const shard::v1::JoinJobRequest* request,
                        shard::v1::JoinJobResponse* response) override;
-  grpc::Status StreamShard(
-      grpc::ServerContext* context,
-      const shard::v1::StreamShardRequest* request,
-      grpc::ServerWriter<shard::v1::IndexChunk>* writer) override;
+  grpc::ServerWriteReactor<shard::v1::IndexChunk>* StreamShard(
+      grpc::CallbackServerContext* context,
+      const shard::v1::StreamShardRequest* request) override;
   grpc::Status PreviewShard(grpc::ServerContext* context,
                             const shard::v1::PreviewShardRequest* request,
                             shard::v1::PreviewShardResponse* response) override;
@@ -94,10 +99,11 @@ class GrpcCoordinator final : public shard::v1::Coordinator::Service {
  private:
   // OK, or UNAUTHENTICATED when a token is configured and the call's
   // authorization metadata does not carry it.
-  grpc::Status Authorize(const grpc::ServerContext* context) const;
+  grpc::Status Authorize(const grpc::ServerContextBase* context) const;
 
   CoordinatorService* service_;
   const GrpcCoordinatorOptions options_;
+  WorkPool stream_openers_;
 };
 
 // absl::Status -> grpc::Status with the same code and message.

@@ -1,8 +1,11 @@
 #include "server/shard_cursor.h"
 
 #include <algorithm>
+#include <iterator>
+#include <string>
 #include <utility>
 
+#include "proto/index_chunk_codec.h"
 #include "server/plan/rank_indices.h"
 
 namespace shard::server {
@@ -15,20 +18,31 @@ ShardCursor::ShardCursor(std::shared_ptr<const plan::EpochOrder> order,
       rank_(rank),
       next_offset_(begin_offset),
       shard_size_(layout.RankShardSize(rank)),
-      chunk_indices_(chunk_indices) {}
+      chunk_indices_(chunk_indices),
+      index_width_(wire::IndexWidthFor(order_->size())) {}
 
 bool ShardCursor::Next(shard::v1::IndexChunk* chunk) {
   if (next_offset_ >= shard_size_ && sent_any_) return false;
   sent_any_ = true;
   const uint64_t count =
       std::min<uint64_t>(chunk_indices_, shard_size_ - next_offset_);
-  chunk->Clear();
   chunk->set_rank_offset(next_offset_);
   chunk->set_rank_shard_size(shard_size_);
-  chunk->mutable_indices()->Resize(static_cast<int>(count), 0);
-  plan::CopyRankIndices(
-      *order_, layout_, rank_, next_offset_,
-      absl::MakeSpan(chunk->mutable_indices()->mutable_data(), count));
+  // Gathered in small pieces, so a stream holds one packed chunk, not a
+  // 64-bit copy of it as well (this matters with a thousand streams).
+  chunk->clear_indices();
+  chunk->set_index_width(index_width_);
+  std::string* bytes = chunk->mutable_packed_indices();
+  bytes->resize(count * index_width_);
+  uint64_t piece[1024];
+  for (uint64_t done = 0; done < count;) {
+    const uint64_t n = std::min<uint64_t>(std::size(piece), count - done);
+    plan::CopyRankIndices(*order_, layout_, rank_, next_offset_ + done,
+                          absl::MakeSpan(piece, n));
+    wire::WriteIndices(absl::MakeConstSpan(piece, n), index_width_,
+                       bytes->data() + done * index_width_);
+    done += n;
+  }
   next_offset_ += count;
   return true;
 }

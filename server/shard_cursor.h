@@ -23,9 +23,11 @@ class ShardCursor {
               plan::ShardLayout layout, uint32_t rank, uint64_t begin_offset,
               uint32_t chunk_indices);
 
-  // Replaces *chunk with the next chunk and returns true, or returns false
-  // once the shard is exhausted. The first call always returns a chunk (empty
-  // when nothing is left) so the reader learns the shard size.
+  // Replaces *chunk with the next chunk (packed fixed-width indices, see
+  // proto/index_chunk_codec.h; reusing the chunk's buffers) and returns
+  // true, or returns false once the shard is exhausted. The first call always
+  // returns a chunk (empty when nothing is left) so the reader learns the shard
+  // size.
   bool Next(shard::v1::IndexChunk* chunk);
 
   uint64_t rank_shard_size() const { return shard_size_; }
@@ -37,6 +39,7 @@ class ShardCursor {
   uint64_t next_offset_;
   uint64_t shard_size_;
   uint32_t chunk_indices_;
+  uint32_t index_width_;
   bool sent_any_ = false;
 };
 

@@ -13,10 +13,16 @@ holds the sampler, for:
                 overlaps the other samplers' runs);
   python        torch.utils.data.distributed.DistributedSampler (python3-torch);
   libtorch      torch::data::samplers::DistributedRandomSampler.
+  shard feistel (cold / warm)  the same for the O(1)-memory Feistel
+                shuffle at --feistel-sizes (default 1e9), where the other
+                samplers cannot run.
 Each figure is the median of --repeats runs, all in this one run. Prints a
-markdown table and ratios (other / shard-warm).
+markdown table, ratios (other / shard-warm) and the streaming bound: one
+stream's indices/s (shard warm) against a memcpy of the same index bytes
+(4 per index below 2^32 samples), as measured by shard-scale-bench.
 
   tests/bench/run_sampler_bench.py --bin-dir build/bin [--sizes 1e6,1e7,1e8]
+      [--feistel-sizes 1e9]
 """
 import argparse
 import json
@@ -51,6 +57,7 @@ def main():
     parser.add_argument("--world-size", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warm-pause", type=float, default=5.0)
+    parser.add_argument("--feistel-sizes", default="1e9")
     args = parser.parse_args()
     bench = os.path.join(args.bin_dir, "shard-sampler-bench")
     libtorch_bench = os.path.join(args.bin_dir, "libtorch-sampler-bench")
@@ -88,6 +95,26 @@ def main():
             medians = {k: median_of(v) for k, v in results.items()}
             rows.append((n, medians))
 
+        for size_text in filter(None, args.feistel_sizes.split(",")):
+            n = int(float(size_text))
+            results = {"shard feistel (cold)": [], "shard feistel (warm)": []}
+            for rep in range(args.repeats):
+                job = f"bench-feistel-{n}-{rep}"
+                subprocess.run([shardctl, "--coordinator", daemon.address,
+                                "create-job", "--job", job, "--size", str(n),
+                                "--world-size", str(w),
+                                "--shuffle-algorithm", "feistel"], check=True,
+                               capture_output=True)
+                shard = [bench, "--coordinator", daemon.address, "--job", job,
+                         "--world-size", str(w)]
+                results["shard feistel (cold)"].append(
+                    measure(shard + ["--epoch", "0"]))
+                results["shard feistel (warm)"].append(
+                    measure(shard + ["--epoch", "1"]))
+                print(f"feistel N={n} repeat {rep + 1}/{args.repeats} done",
+                      file=sys.stderr, flush=True)
+            rows.append((n, {k: median_of(v) for k, v in results.items()}))
+
     print(f"\nW={w}, rank 0, median of {args.repeats} runs\n")
     print("| N | sampler | first index (s) | drain epoch (s) | peak RSS (MiB) |"
           " indices |")
@@ -101,6 +128,8 @@ def main():
     print("| N | vs | first index | drain | peak RSS |")
     print("|---|---|---|---|---|")
     for n, medians in rows:
+        if "shard (warm)" not in medians:
+            continue
         base = medians["shard (warm)"]
         for name in ("shard (cold)", "python", "libtorch"):
             m = medians[name]
@@ -108,6 +137,23 @@ def main():
                   f"{m['first_index_s'] / base['first_index_s']:.1f}x | "
                   f"{m['drain_s'] / base['drain_s']:.2f}x | "
                   f"{m['peak_rss_mib'] / base['peak_rss_mib']:.1f}x |")
+
+    print("\nStreaming bound: one stream vs memcpy of the same index bytes\n")
+    print("| N | sampler | stream indices/s | memcpy indices/s | stream / "
+          "memcpy |")
+    print("|---|---|---|---|---|")
+    scale_bench = os.path.join(args.bin_dir, "shard-scale-bench")
+    for n, medians in rows:
+        for name, m in medians.items():
+            if "warm" not in name or "shard" not in name:
+                continue
+            width = 4 if n <= 2**32 else 8
+            copy = measure([scale_bench, "--memcpy-bytes",
+                            str(m["indices"] * width)])
+            stream_rate = m["indices"] / m["drain_s"]
+            copy_rate = copy["bytes_per_s"] / width
+            print(f"| {n:.0e} | {name} | {stream_rate:.3g} | "
+                  f"{copy_rate:.3g} | 1/{copy_rate / stream_rate:.1f} |")
 
 
 if __name__ == "__main__":

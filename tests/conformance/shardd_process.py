@@ -47,6 +47,10 @@ class ShardDaemon:
         self._proc.send_signal(signal.SIGKILL)
         self._proc.wait()
 
+    @property
+    def pid(self):
+        return self._proc.pid
+
     def wait(self, timeout):
         """Waits for the daemon to exit on its own; returns its exit code."""
         return self._proc.wait(timeout=timeout)

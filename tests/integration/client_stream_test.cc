@@ -63,7 +63,7 @@ TEST(ClientStreamTest, StreamsEqualThePreviewForEveryRank) {
   std::vector<client::Membership> members = JoinAll(cluster, "job", spec);
   client::StreamOptions options;
   options.chunk_indices = 1000;     // Many chunks per shard.
-  options.prefetch_indices = 3000;  // A window far below the shard size.
+  options.prefetch_bytes = 12000;  // A window far below the shard size.
   for (uint64_t epoch : {0, 1}) {
     std::vector<uint64_t> all;
     for (const client::Membership& m : members) {
@@ -121,7 +121,7 @@ TEST(ClientStreamTest, ClosingAStreamEarlyDoesNotHang) {
   std::vector<client::Membership> members =
       JoinAll(cluster, "job", Spec(1000000, 1));
   client::StreamOptions options;
-  options.prefetch_indices = 1000;
+  options.prefetch_bytes = 4000;
   auto stream = client->OpenStream(members[0], 0, 0, options);
   std::vector<uint64_t> buffer(10);
   ASSERT_TRUE(stream->Next(absl::MakeSpan(buffer)).ok());

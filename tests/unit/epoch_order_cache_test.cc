@@ -58,6 +58,33 @@ TEST(EpochOrderCacheTest, DropsEpochsOlderThanThePreviousOne) {
   EXPECT_EQ(cache.size(), 0u);
 }
 
+// Waits (bounded) until the cache holds `n` orders.
+void AwaitSize(const EpochOrderCache& cache, size_t n) {
+  for (int i = 0; i < 500 && cache.size() != n; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
+TEST(EpochOrderCacheTest, HoldsAtMostTheCurrentAndTheNextOrder) {
+  EpochOrderCache cache;
+  const shard::v1::JobSpec spec = ShuffledSpec(1000);
+  ASSERT_TRUE(cache.Get("j", spec, 0, Soon()).ok());
+  AwaitSize(cache, 2);  // 0 and the prepared 1.
+  ASSERT_EQ(cache.size(), 2u);
+  // The first rank reaches epoch 1 while epoch 0 may still be read: no
+  // third order is prepared.
+  ASSERT_TRUE(cache.Get("j", spec, 1, Soon()).ok());
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(cache.size(), 2u);
+  // A commit reached epoch 1: epoch 0 goes, epoch 2 is prepared.
+  cache.ReleaseBefore("j", spec, 1);
+  AwaitSize(cache, 2);
+  EXPECT_EQ(cache.size(), 2u);
+  cache.Stop();
+  ASSERT_TRUE(cache.Get("j", spec, 2, Soon()).ok());
+  EXPECT_EQ(cache.size(), 2u);  // Epochs 1 and 2.
+}
+
 TEST(EpochOrderCacheTest, IdentityOrderIsNotCached) {
   EpochOrderCache cache;
   shard::v1::JobSpec spec = ShuffledSpec(100);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "proto/index_chunk_codec.h"
 #include "server/coordinator_service.h"
 
 namespace shard::server {
@@ -74,7 +75,9 @@ class MembershipTest : public ::testing::Test {
     std::vector<uint64_t> all;
     shard::v1::IndexChunk chunk;
     while (cursor->Next(&chunk)) {
-      all.insert(all.end(), chunk.indices().begin(), chunk.indices().end());
+      std::vector<uint64_t> got(wire::ChunkIndexCount(chunk));
+      wire::CopyChunkIndices(chunk, 0, absl::MakeSpan(got));
+      all.insert(all.end(), got.begin(), got.end());
     }
     return all;
   }

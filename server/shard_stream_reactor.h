@@ -1,0 +1,54 @@
+// Serves one StreamShard call on gRPC's callback API: no thread is held per
+// stream. Opening the shard (which may wait for the epoch order) runs on a
+// WorkPool; after that each chunk is produced in OnWriteDone of the previous
+// one, so a stream costs only its cursor and one chunk buffer, and a slow
+// reader simply receives its next chunk later (HTTP/2 flow control).
+//
+// Lifetime: created with new by the service method, deletes itself in
+// OnDone(). Finish() is called exactly once. The service, pool and hook
+// must outlive every reactor (the server is shut down first).
+#ifndef SERVER_SHARD_STREAM_REACTOR_H_
+#define SERVER_SHARD_STREAM_REACTOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "absl/time/time.h"
+#include "grpcpp/support/server_callback.h"
+#include "server/coordinator_service.h"
+#include "server/shard_cursor.h"
+#include "server/work_pool.h"
+#include "shard/v1/shard.pb.h"
+
+namespace shard::server {
+
+class ShardStreamReactor
+    : public grpc::ServerWriteReactor<shard::v1::IndexChunk> {
+ public:
+  // A reactor that answers `status` at once (e.g. UNAUTHENTICATED).
+  static ShardStreamReactor* Refuse(const grpc::Status& status);
+  // Opens the shard on `pool`, then streams it.
+  static ShardStreamReactor* Serve(
+      CoordinatorService* service, WorkPool* pool,
+      const shard::v1::StreamShardRequest& request, absl::Time deadline,
+      const std::function<void(uint64_t)>* on_indices_streamed);
+
+  void OnWriteDone(bool ok) override;
+  void OnDone() override { delete this; }
+
+ private:
+  explicit ShardStreamReactor(
+      const std::function<void(uint64_t)>* on_indices_streamed)
+      : on_indices_streamed_(on_indices_streamed) {}
+  // Writes the next chunk, or finishes with OK at the end of the shard.
+  void WriteNext();
+
+  const std::function<void(uint64_t)>* on_indices_streamed_;
+  std::optional<ShardCursor> cursor_;
+  shard::v1::IndexChunk chunk_;
+};
+
+}  // namespace shard::server
+
+#endif  // SERVER_SHARD_STREAM_REACTOR_H_
