@@ -34,10 +34,12 @@ int Run(const std::string& address, const std::string& job, uint32_t world,
     }));
   }
   client::Membership rank0;
+  std::vector<client::Membership> members;
   for (auto& join : joins) {
     absl::StatusOr<client::Membership> m = join.get();
     if (!m.ok()) return Fail(m.status().ToString());
     if (m->rank == 0) rank0 = *m;
+    members.push_back(*m);
   }
   std::vector<uint64_t> batch(4096);
   const Clock::time_point start = Clock::now();
@@ -52,6 +54,11 @@ int Run(const std::string& address, const std::string& job, uint32_t world,
     total += *got;
   }
   Report("shard", Seconds(start, first), Seconds(start, Clock::now()), total);
+  // Leave, so that the next run's members (same ids, new process) form a
+  // new world instead of being taken for restarts of these.
+  for (const client::Membership& m : members) {
+    (*client)->Leave(m).IgnoreError();
+  }
   return 0;
 }
 
