@@ -65,7 +65,7 @@ def main():
     w = args.world_size
     rows = []
     with ShardDaemon(args.bin_dir) as daemon:
-        for size_text in args.sizes.split(","):
+        for size_text in filter(None, args.sizes.split(",")):
             n = int(float(size_text))
             results = {"shard (cold)": [], "shard (warm)": [], "python": [],
                        "libtorch": []}

@@ -3,7 +3,7 @@
 // JSON line.
 //
 //   shard-sampler-bench --coordinator HOST:PORT --job ID --world-size W
-//                       [--epoch E]
+//                       [--epoch E] [--chunk-indices C]
 // joins the job as W members (threads), then streams rank 0's shard of
 // epoch E through the client library. The clock starts when the stream is
 // opened (the coordinator computes the epoch order then, unless it prepared
@@ -21,7 +21,7 @@ namespace shard::bench {
 namespace {
 
 int Run(const std::string& address, const std::string& job, uint32_t world,
-        uint64_t epoch) {
+        uint64_t epoch, uint32_t chunk_indices) {
   client::ClientOptions options;
   options.address = address;
   auto client = client::CoordinatorClient::Connect(options);
@@ -43,7 +43,9 @@ int Run(const std::string& address, const std::string& job, uint32_t world,
   }
   std::vector<uint64_t> batch(4096);
   const Clock::time_point start = Clock::now();
-  auto stream = (*client)->OpenStream(rank0, epoch, 0);
+  client::StreamOptions stream_options;
+  stream_options.chunk_indices = chunk_indices;
+  auto stream = (*client)->OpenStream(rank0, epoch, 0, stream_options);
   Clock::time_point first;
   uint64_t total = 0;
   while (true) {
@@ -67,7 +69,7 @@ int Run(const std::string& address, const std::string& job, uint32_t world,
 
 int main(int argc, char** argv) {
   std::string address, job;
-  uint64_t world = 8, epoch = 0;
+  uint64_t world = 8, epoch = 0, chunk = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     bool ok = true;
@@ -79,6 +81,8 @@ int main(int argc, char** argv) {
       ok = absl::SimpleAtoi(value, &world);
     } else if (flag == "--epoch") {
       ok = absl::SimpleAtoi(value, &epoch);
+    } else if (flag == "--chunk-indices") {
+      ok = absl::SimpleAtoi(value, &chunk);
     } else {
       return shard::bench::Fail("unknown flag " + flag);
     }
@@ -86,7 +90,9 @@ int main(int argc, char** argv) {
   }
   if (address.empty() || job.empty()) {
     return shard::bench::Fail(
-        "usage: --coordinator HOST:PORT --job ID --world-size W [--epoch E]");
+        "usage: --coordinator HOST:PORT --job ID --world-size W [--epoch E] "
+        "[--chunk-indices C]");
   }
-  return shard::bench::Run(address, job, static_cast<uint32_t>(world), epoch);
+  return shard::bench::Run(address, job, static_cast<uint32_t>(world), epoch,
+                           static_cast<uint32_t>(chunk));
 }
