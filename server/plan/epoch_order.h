@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "server/plan/keyed_permutation.h"
 #include "server/plan/torch_randperm.h"
 
@@ -41,6 +42,16 @@ class EpochOrder {
     if (feistel_) return feistel_->At(i);
     if (blocks_) return blocks_->At(i);
     return i;
+  }
+  // Replaces each entry i of `positions` (each < size()) with At(i). The
+  // block order reuses its per-window state across neighbouring positions
+  // (a rank's consecutive entries share windows), which At cannot.
+  void AtMany(absl::Span<uint64_t> positions) const {
+    if (blocks_) {
+      blocks_->AtMany(positions);
+      return;
+    }
+    for (uint64_t& i : positions) i = At(i);
   }
   // Bytes held by the stored permutation (0 for the identity).
   uint64_t MemoryBytes() const {

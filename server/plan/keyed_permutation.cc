@@ -1,6 +1,7 @@
 #include "server/plan/keyed_permutation.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace shard::plan {
 namespace {
@@ -68,17 +69,56 @@ uint64_t BlockShuffle::BlockAt(uint64_t slot) const {
   return slot < full_blocks_ ? block_order_.At(slot) : full_blocks_;
 }
 
-uint64_t BlockShuffle::At(uint64_t i) const {
+FeistelPermutation BlockShuffle::WindowPermutation(uint64_t window) const {
   // Every window but the last holds window_blocks full blocks.
   const uint64_t window_span = window_blocks_ * block_size_;
-  const uint64_t window = i / window_span;
   const uint64_t window_start = window * window_span;
-  const uint64_t window_length = std::min(window_span, n_ - window_start);
+  return FeistelPermutation(std::min(window_span, n_ - window_start),
+                            MixKey(key_ + window));
+}
+
+uint64_t BlockShuffle::AtInWindow(uint64_t i, uint64_t window,
+                                  const FeistelPermutation& in_window) const {
   const uint64_t local =
-      FeistelPermutation(window_length, MixKey(key_ + window))
-          .At(i - window_start);
+      in_window.At(i - window * window_blocks_ * block_size_);
   const uint64_t block = BlockAt(window * window_blocks_ + local / block_size_);
   return block * block_size_ + local % block_size_;
+}
+
+uint64_t BlockShuffle::At(uint64_t i) const {
+  const uint64_t window = i / (window_blocks_ * block_size_);
+  return AtInWindow(i, window, WindowPermutation(window));
+}
+
+void BlockShuffle::AtMany(absl::Span<uint64_t> entries) const {
+  // Per window: its permutation and (for windows of a modest number of
+  // blocks) the blocks it maps to, derived once for all of its entries.
+  constexpr uint64_t kMaxCachedBlocks = 4096;
+  const uint64_t window_span = window_blocks_ * block_size_;
+  const bool cache_blocks = window_blocks_ <= kMaxCachedBlocks;
+  uint64_t window = UINT64_MAX;
+  FeistelPermutation in_window(1, 0);
+  std::vector<uint64_t> blocks;
+  for (uint64_t& entry : entries) {
+    const uint64_t entry_window = entry / window_span;
+    if (entry_window != window) {
+      window = entry_window;
+      in_window = WindowPermutation(window);
+      if (cache_blocks) {
+        blocks.clear();
+        const uint64_t window_length = in_window.size();
+        for (uint64_t b = 0; b * block_size_ < window_length; ++b) {
+          blocks.push_back(BlockAt(window * window_blocks_ + b));
+        }
+      }
+    }
+    if (!cache_blocks) {
+      entry = AtInWindow(entry, window, in_window);
+      continue;
+    }
+    const uint64_t local = in_window.At(entry - window * window_span);
+    entry = blocks[local / block_size_] * block_size_ + local % block_size_;
+  }
 }
 
 }  // namespace shard::plan

@@ -18,6 +18,8 @@
 
 #include <cstdint>
 
+#include "absl/types/span.h"
+
 namespace shard::plan {
 
 class FeistelPermutation {
@@ -45,10 +47,20 @@ class BlockShuffle {
                uint64_t key);
 
   uint64_t size() const { return n_; }
-  // Entry i; requires i < size(). O(window_blocks) time.
+  // Entry i; requires i < size(). Derives the window's permutation keys
+  // on every call.
   uint64_t At(uint64_t i) const;
+  // Replaces each element i (< size()) with At(i), deriving a window's
+  // permutation once per run of elements in the same window.
+  void AtMany(absl::Span<uint64_t> entries) const;
 
  private:
+  // The permutation inside `window` (its length is window_blocks_ blocks,
+  // or what is left for the last window).
+  FeistelPermutation WindowPermutation(uint64_t window) const;
+  // Entry i, given the permutation of the window holding it.
+  uint64_t AtInWindow(uint64_t i, uint64_t window,
+                      const FeistelPermutation& in_window) const;
   // The block at position `slot` of the shuffled block order.
   uint64_t BlockAt(uint64_t slot) const;
 

@@ -7,9 +7,10 @@ void CopyRankIndices(const EpochOrder& order, const ShardLayout& layout,
   const uint64_t stride = layout.world_size();
   uint64_t position = layout.PositionOf(rank, offset);
   for (uint64_t& index : out) {
-    index = order.At(layout.OrderIndexOf(position));
+    index = layout.OrderIndexOf(position);
     position += stride;
   }
+  order.AtMany(out);
 }
 
 }  // namespace shard::plan

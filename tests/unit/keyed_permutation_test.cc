@@ -67,6 +67,23 @@ TEST(BlockShuffleTest, IsAPermutationIncludingAShortLastBlock) {
 
 // A window of window_blocks * block_size consecutive positions draws from
 // at most window_blocks blocks: a reader touches few files at a time.
+TEST(BlockShuffleTest, AtManyEqualsAt) {
+  // Windows of a few blocks (their blocks are cached) and of more blocks
+  // than AtMany caches.
+  for (const BlockShuffle& shuffle :
+       {BlockShuffle(100003, 64, 4, MixKey(9)),
+        BlockShuffle(100003, 2, 5000, MixKey(10))}) {
+    // Strided like a rank's shard (crossing windows), and the short tail.
+    std::vector<uint64_t> entries;
+    for (uint64_t i = 5; i < 100003; i += 7) entries.push_back(i);
+    entries.push_back(100002);
+    std::vector<uint64_t> expected;
+    for (uint64_t i : entries) expected.push_back(shuffle.At(i));
+    shuffle.AtMany(absl::MakeSpan(entries));
+    EXPECT_EQ(entries, expected);
+  }
+}
+
 TEST(BlockShuffleTest, WindowsTouchFewBlocks) {
   constexpr uint64_t kN = 100000, kBlock = 1000, kWindow = 4;
   const BlockShuffle order(kN, kBlock, kWindow, MixKey(3));
