@@ -8,7 +8,9 @@
 #      versions installed with `npm ci` into WORK);
 #   5. every pod template meets the restricted Pod Security Standard's
 #      settings and has resource requests;
-#   6. every PromQL expression of the Grafana dashboard parses
+#   6. the trainer pods carry the labels the NetworkPolicy admits on the
+#      coordinator's gRPC port;
+#   7. every PromQL expression of the Grafana dashboard parses
 #      (`promtool check rules`).
 # Usage: manifests_test.sh WORK_DIR. Exit status 0 when all pass.
 set -euo pipefail
@@ -66,6 +68,28 @@ for path in sys.argv[1:]:
         print(("FAIL " if problems else "ok   ") + f"{path}: {obj['kind']}/"
               f"{obj['metadata']['name']} {', '.join(problems)}")
         failures += bool(problems)
+sys.exit(1 if failures else 0)
+PY
+
+echo "== trainers may reach the coordinator"
+python3 - "${rendered[@]}" <<'PY'
+import sys, yaml
+failures = 0
+for path in sys.argv[1:]:
+    objs = [o for o in yaml.safe_load_all(open(path)) if o]
+    policies = [o for o in objs if o["kind"] == "NetworkPolicy"]
+    for job in (o for o in objs if o["kind"] == "Job"):
+        labels = job["spec"]["template"]["metadata"].get("labels", {})
+        admitted = any(
+            all(labels.get(k) == v for k, v in
+                peer.get("podSelector", {}).get("matchLabels", {}).items())
+            and "podSelector" in peer
+            for policy in policies for rule in policy["spec"]["ingress"]
+            for peer in rule.get("from", [])
+            if any(p.get("port") == 7070 for p in rule.get("ports", [])))
+        print(("ok   " if admitted else "FAIL ") +
+              f"{path}: Job/{job['metadata']['name']} pods admitted to 7070")
+        failures += not admitted
 sys.exit(1 if failures else 0)
 PY
 
