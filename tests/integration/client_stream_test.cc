@@ -62,7 +62,7 @@ TEST(ClientStreamTest, StreamsEqualThePreviewForEveryRank) {
   const auto spec = Spec(100003, 4);
   std::vector<client::Membership> members = JoinAll(cluster, "job", spec);
   client::StreamOptions options;
-  options.chunk_indices = 1000;     // Many chunks per shard.
+  options.chunk_indices = 1000;    // Many chunks per shard.
   options.prefetch_bytes = 12000;  // A window far below the shard size.
   for (uint64_t epoch : {0, 1}) {
     std::vector<uint64_t> all;
