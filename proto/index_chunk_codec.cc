@@ -9,13 +9,13 @@ uint32_t IndexWidthFor(uint64_t dataset_size) {
   return dataset_size <= (uint64_t{1} << 32) ? 4 : 8;
 }
 
-void PackIndices(absl::Span<const uint64_t> indices, uint32_t width,
-                 shard::v1::IndexChunk* chunk) {
+char* ResizePackedIndices(size_t count, uint32_t width,
+                          shard::v1::IndexChunk* chunk) {
   chunk->clear_indices();
   chunk->set_index_width(width);
   std::string* bytes = chunk->mutable_packed_indices();
-  bytes->resize(indices.size() * width);
-  WriteIndices(indices, width, bytes->data());
+  bytes->resize(count * width);
+  return bytes->data();
 }
 
 void WriteIndices(absl::Span<const uint64_t> indices, uint32_t width,

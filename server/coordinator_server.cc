@@ -6,20 +6,13 @@
 #include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/bound_address.h"
 #include "server/security/secret_files.h"
 
 namespace shard::server {
 namespace {
 
 constexpr char kServiceName[] = "shard.v1.Coordinator";
-
-// "HOST:PORT" with PORT replaced by the bound port.
-std::string BoundAddress(const std::string& listen, int port) {
-  const size_t colon = listen.rfind(':');
-  const std::string host =
-      colon == std::string::npos ? listen : listen.substr(0, colon);
-  return absl::StrCat(host, ":", port);
-}
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
     const CoordinatorServerOptions& options) {

@@ -19,7 +19,7 @@ grpc::Status Reply(absl::StatusOr<T> result, T* response) {
   return grpc::Status::OK;
 }
 
-absl::Time DeadlineOf(const grpc::ServerContext* context) {
+absl::Time DeadlineOf(const grpc::ServerContextBase* context) {
   return absl::FromChrono(context->deadline());
 }
 
@@ -85,7 +85,7 @@ grpc::ServerWriteReactor<shard::v1::IndexChunk>* GrpcCoordinator::StreamShard(
     return ShardStreamReactor::Refuse(denied);
   }
   return ShardStreamReactor::Serve(service_, &stream_openers_, *request,
-                                   absl::FromChrono(context->deadline()),
+                                   DeadlineOf(context),
                                    &options_.on_indices_streamed);
 }
 

@@ -30,17 +30,14 @@ bool ShardCursor::Next(shard::v1::IndexChunk* chunk) {
   chunk->set_rank_shard_size(shard_size_);
   // Gathered in small pieces, so a stream holds one packed chunk, not a
   // 64-bit copy of it as well (this matters with a thousand streams).
-  chunk->clear_indices();
-  chunk->set_index_width(index_width_);
-  std::string* bytes = chunk->mutable_packed_indices();
-  bytes->resize(count * index_width_);
+  char* packed = wire::ResizePackedIndices(count, index_width_, chunk);
   uint64_t piece[1024];
   for (uint64_t done = 0; done < count;) {
     const uint64_t n = std::min<uint64_t>(std::size(piece), count - done);
     plan::CopyRankIndices(*order_, layout_, rank_, next_offset_ + done,
                           absl::MakeSpan(piece, n));
     wire::WriteIndices(absl::MakeConstSpan(piece, n), index_width_,
-                       bytes->data() + done * index_width_);
+                       packed + done * index_width_);
     done += n;
   }
   next_offset_ += count;

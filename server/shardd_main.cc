@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -72,14 +71,6 @@ namespace {
 
 using shard::server::LogEvent;
 
-// "HOST:PORT" with PORT replaced by the bound port.
-std::string BoundAddress(const std::string& listen, int port) {
-  const size_t colon = listen.rfind(':');
-  const std::string host =
-      colon == std::string::npos ? listen : listen.substr(0, colon);
-  return absl::StrCat(host, ":", port);
-}
-
 int Run() {
   // Block the shutdown signals in every thread; main waits for them below.
   sigset_t signals;
@@ -94,19 +85,7 @@ int Run() {
                  "and --in-memory (tests)\n";
     return 2;
   }
-  // Job gauges read the service at scrape time; it exists from below on.
-  auto service_slot =
-      std::make_shared<std::atomic<shard::server::CoordinatorService*>>(
-          nullptr);
-  auto metrics = std::make_unique<shard::metrics::ServerMetrics>(
-      [service_slot]() -> std::vector<shard::v1::Job> {
-        shard::server::CoordinatorService* service = *service_slot;
-        if (service == nullptr) return {};
-        absl::StatusOr<shard::v1::ListJobsResponse> jobs =
-            service->ListJobs({});
-        if (!jobs.ok()) return {};
-        return {jobs->jobs().begin(), jobs->jobs().end()};
-      });
+  auto metrics = std::make_unique<shard::metrics::ServerMetrics>();
   shard::storage::OpenedLog opened{
       shard::storage::StateLog::InMemory(), {}, {}};
   if (!data_dir.empty()) {
@@ -143,21 +122,28 @@ int Run() {
     return 2;
   }
   shard::server::CoordinatorService service(options, std::move(opened));
-  *service_slot = &service;
 
   std::optional<shard::metrics::MetricsEndpoint> endpoint;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen);
       !listen.empty()) {
+    // Job gauges are read from the service at scrape time (none while it
+    // drains). The endpoint stops before the service is destroyed.
     absl::StatusOr<shard::metrics::MetricsEndpoint> started =
-        shard::metrics::StartMetricsEndpoint(listen, *metrics);
+        shard::metrics::StartMetricsEndpoint(
+            listen, *metrics, [&service]() -> std::vector<shard::v1::Job> {
+              absl::StatusOr<shard::v1::ListJobsResponse> jobs =
+                  service.ListJobs({});
+              if (!jobs.ok()) return {};
+              return {jobs->jobs().begin(), jobs->jobs().end()};
+            });
     if (!started.ok()) {
       std::cerr << "shardd: " << started.status().message() << "\n";
       return 1;
     }
     endpoint = *std::move(started);
-    const std::string bound = BoundAddress(listen, endpoint->port);
-    LogEvent(absl::StrCat("serving metrics on http://", bound, "/metrics"));
-    std::cout << "metrics on " << bound << std::endl;
+    LogEvent(absl::StrCat("serving metrics on http://", endpoint->address,
+                          "/metrics"));
+    std::cout << "metrics on " << endpoint->address << std::endl;
   }
 
   shard::server::CoordinatorServerOptions server_options;
@@ -195,7 +181,6 @@ int Run() {
       "received ", strsignal(signal_number), ": draining for up to ",
       absl::FormatDuration(absl::GetFlag(FLAGS_shutdown_grace))));
   (*server)->Stop(absl::GetFlag(FLAGS_shutdown_grace));
-  *service_slot = nullptr;
   LogEvent("stopped");
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -11,6 +12,7 @@
 #include "prometheus/collectable.h"
 #include "prometheus/gauge.h"
 #include "prometheus/metric_family.h"
+#include "server/bound_address.h"
 
 namespace shard::metrics {
 namespace {
@@ -26,27 +28,6 @@ prometheus::Histogram::BucketBoundaries LatencyBuckets() {
 prometheus::Histogram::BucketBoundaries JournalBuckets() {
   return {0.00001, 0.0000316, 0.0001, 0.000316, 0.001,
           0.00316, 0.01,      0.0316, 0.1,      0.316};
-}
-
-const char* CodeName(int code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  return code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN";
 }
 
 // Per-job gauges, built from the coordinator's job list at scrape time.
@@ -141,10 +122,8 @@ class RpcTimerFactory
 
 }  // namespace
 
-ServerMetrics::ServerMetrics(
-    std::function<std::vector<shard::v1::Job>()> list_jobs)
+ServerMetrics::ServerMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
-      job_gauges_(std::make_shared<JobGauges>(std::move(list_jobs))),
       rpc_duration_(prometheus::BuildHistogram()
                         .Name("shard_rpc_duration_seconds")
                         .Help("gRPC calls by service, method and status "
@@ -178,11 +157,6 @@ ServerMetrics::ServerMetrics(
 
 ServerMetrics::~ServerMetrics() = default;
 
-std::vector<std::weak_ptr<prometheus::Collectable>>
-ServerMetrics::collectables() const {
-  return {registry_, job_gauges_};
-}
-
 void ServerMetrics::ObserveRpc(absl::string_view full_method, int grpc_code,
                                absl::Duration latency) {
   // "/shard.v1.Coordinator/JoinJob" -> ("shard.v1.Coordinator", "JoinJob").
@@ -196,7 +170,8 @@ void ServerMetrics::ObserveRpc(absl::string_view full_method, int grpc_code,
   rpc_duration_
       .Add({{"service", service},
             {"method", method},
-            {"code", CodeName(grpc_code)}},
+            {"code", absl::StatusCodeToString(
+                         static_cast<absl::StatusCode>(grpc_code))}},
            LatencyBuckets())
       .Observe(absl::ToDoubleSeconds(latency));
 }
@@ -217,7 +192,8 @@ ServerMetrics::NewInterceptorFactory() {
 }
 
 absl::StatusOr<MetricsEndpoint> StartMetricsEndpoint(
-    const std::string& listen, const ServerMetrics& metrics) {
+    const std::string& listen, const ServerMetrics& metrics,
+    std::function<std::vector<shard::v1::Job>()> list_jobs) {
   MetricsEndpoint endpoint;
   try {
     endpoint.exposer = std::make_unique<prometheus::Exposer>(listen);
@@ -225,11 +201,12 @@ absl::StatusOr<MetricsEndpoint> StartMetricsEndpoint(
     return absl::InvalidArgumentError(absl::StrCat(
         "--metrics-listen ", listen, ": cannot serve HTTP (", e.what(), ")"));
   }
-  for (const auto& collectable : metrics.collectables()) {
-    endpoint.exposer->RegisterCollectable(collectable);
-  }
+  endpoint.job_gauges = std::make_shared<JobGauges>(std::move(list_jobs));
+  endpoint.exposer->RegisterCollectable(metrics.registry());
+  endpoint.exposer->RegisterCollectable(endpoint.job_gauges);
   const std::vector<int> ports = endpoint.exposer->GetListeningPorts();
-  endpoint.port = ports.empty() ? 0 : ports.front();
+  endpoint.address =
+      server::BoundAddress(listen, ports.empty() ? 0 : ports.front());
   return endpoint;
 }
 

@@ -3,8 +3,8 @@
 // ServerMetrics owns the registry and the event metrics (RPC latency by
 // service, method and code; indices streamed; journal write/fsync latency;
 // build info). Job gauges (members, generation, committed progress, ...) are
-// read from the coordinator at scrape time through `list_jobs`, so they are
-// never stale and cost nothing between scrapes. Labels never name a rank or
+// added by the endpoint, read from the coordinator at scrape time, so they
+// are never stale and cost nothing between scrapes. Labels never name a rank or
 // a member. Thread-safety: every method is thread-safe.
 #ifndef SERVER_METRICS_SERVER_METRICS_H_
 #define SERVER_METRICS_SERVER_METRICS_H_
@@ -30,14 +30,11 @@ namespace shard::metrics {
 
 class ServerMetrics {
  public:
-  // `list_jobs` returns the jobs to report (empty when unavailable, e.g.
-  // while draining); it is called on the scraping thread.
-  explicit ServerMetrics(
-      std::function<std::vector<shard::v1::Job>()> list_jobs);
+  ServerMetrics();
   ~ServerMetrics();
 
-  // The registry and the job collector, for the HTTP endpoint.
-  std::vector<std::weak_ptr<prometheus::Collectable>> collectables() const;
+  // The event metrics, for the HTTP endpoint.
+  std::weak_ptr<prometheus::Collectable> registry() const { return registry_; }
 
   // `full_method` is gRPC's "/package.Service/Method".
   void ObserveRpc(absl::string_view full_method, int grpc_code,
@@ -51,7 +48,6 @@ class ServerMetrics {
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
-  std::shared_ptr<prometheus::Collectable> job_gauges_;
   prometheus::Family<prometheus::Histogram>& rpc_duration_;
   prometheus::Counter& indices_streamed_;
   prometheus::Histogram& journal_write_;
@@ -61,13 +57,18 @@ class ServerMetrics {
 // The HTTP endpoint Prometheus scrapes (GET /metrics).
 struct MetricsEndpoint {
   std::unique_ptr<prometheus::Exposer> exposer;
-  int port = 0;  // The bound port (useful with port 0).
+  std::shared_ptr<prometheus::Collectable> job_gauges;
+  std::string address;  // "HOST:PORT" with the bound port.
 };
 
-// Serves `metrics` on `listen` ("HOST:PORT"; port 0 picks a free one).
-// INVALID_ARGUMENT if it cannot bind. `metrics` must outlive the endpoint.
+// Serves `metrics` and the per-job gauges built from `list_jobs` (the jobs
+// to report, empty when unavailable; called on the scraping thread) on
+// `listen` ("HOST:PORT"; port 0 picks a free one). INVALID_ARGUMENT if it
+// cannot bind. `metrics` and what `list_jobs` reads must outlive the
+// endpoint.
 absl::StatusOr<MetricsEndpoint> StartMetricsEndpoint(
-    const std::string& listen, const ServerMetrics& metrics);
+    const std::string& listen, const ServerMetrics& metrics,
+    std::function<std::vector<shard::v1::Job>()> list_jobs);
 
 }  // namespace shard::metrics
 

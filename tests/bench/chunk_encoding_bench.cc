@@ -7,14 +7,17 @@
 // order into the message and serialize it. Client side: parse it and copy
 // the indices into a uint64 span. Also reports wire bytes per index.
 // Run: build/bin/shard-chunk-encoding-bench
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "proto/index_chunk_codec.h"
 #include "shard/v1/shard.pb.h"
 
 namespace {
@@ -36,6 +39,8 @@ const std::vector<uint32_t>& Order() {
 
 enum Encoding { kVarint = 0, kFixed32 = 1, kFixed64 = 2 };
 
+// The server side: gathers the rank's strided indices, as ShardCursor does
+// (fixed widths through the same codec calls, in 1024-index pieces).
 void Encode(Encoding encoding, uint64_t first, int count,
             shard::v1::IndexChunk* chunk) {
   const std::vector<uint32_t>& order = Order();
@@ -48,32 +53,15 @@ void Encode(Encoding encoding, uint64_t first, int count,
     for (int i = 0; i < count; ++i) out[i] = order[(first + i) * kWorld];
     return;
   }
-  const int width = encoding == kFixed32 ? 4 : 8;
-  std::string* bytes = chunk->mutable_packed_indices();
-  bytes->resize(static_cast<size_t>(count) * width);
-  char* out = bytes->data();
-  for (int i = 0; i < count; ++i) {
-    const uint64_t index = order[(first + i) * kWorld];
-    std::memcpy(out + static_cast<size_t>(i) * width, &index, width);
-  }
-  chunk->set_index_width(width);
-}
-
-void Decode(const shard::v1::IndexChunk& chunk, uint64_t* out) {
-  if (chunk.index_width() == 0) {
-    std::memcpy(out, chunk.indices().data(), chunk.indices_size() * 8);
-    return;
-  }
-  const char* in = chunk.packed_indices().data();
-  const size_t count = chunk.packed_indices().size() / chunk.index_width();
-  if (chunk.index_width() == 8) {
-    std::memcpy(out, in, count * 8);
-    return;
-  }
-  for (size_t i = 0; i < count; ++i) {
-    uint32_t v;
-    std::memcpy(&v, in + i * 4, 4);
-    out[i] = v;
+  const uint32_t width = encoding == kFixed32 ? 4 : 8;
+  char* packed = shard::wire::ResizePackedIndices(count, width, chunk);
+  uint64_t piece[1024];
+  for (int done = 0; done < count;) {
+    const int n = std::min<int>(std::size(piece), count - done);
+    for (int i = 0; i < n; ++i) piece[i] = order[(first + done + i) * kWorld];
+    shard::wire::WriteIndices(absl::MakeConstSpan(piece, n), width,
+                              packed + static_cast<size_t>(done) * width);
+    done += n;
   }
 }
 
@@ -88,7 +76,7 @@ void BM_Chunk(benchmark::State& state) {
     Encode(encoding, first, count, &sent);
     sent.SerializeToString(&wire);
     received.ParseFromString(wire);
-    Decode(received, out.data());
+    shard::wire::CopyChunkIndices(received, 0, absl::MakeSpan(out));
     benchmark::DoNotOptimize(out.data());
     bytes += wire.size();
     first = (first + count) % (kOrderSize / kWorld - count);

@@ -20,7 +20,8 @@ TEST(IndexChunkCodecTest, BothWidthsRoundTripAnySlice) {
        {std::pair{narrow, 4u}, std::pair{wide, 8u}}) {
     shard::v1::IndexChunk chunk;
     chunk.add_indices(99);  // Replaced, not appended to.
-    PackIndices(indices, width, &chunk);
+    WriteIndices(indices, width,
+                 ResizePackedIndices(indices.size(), width, &chunk));
     ASSERT_TRUE(ChunkWellFormed(chunk));
     ASSERT_EQ(ChunkIndexCount(chunk), indices.size());
     EXPECT_EQ(ChunkPayloadBytes(chunk), indices.size() * width);
