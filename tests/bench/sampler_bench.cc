@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/cli_flags.h"
 #include "client/coordinator_client.h"
 #include "tests/bench/bench_report.h"
 
@@ -68,31 +68,19 @@ int Run(const std::string& address, const std::string& job, uint32_t world,
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
-  std::string address, job;
-  uint64_t world = 8, epoch = 0, chunk = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    bool ok = true;
-    if (flag == "--coordinator") {
-      address = value;
-    } else if (flag == "--job") {
-      job = value;
-    } else if (flag == "--world-size") {
-      ok = absl::SimpleAtoi(value, &world);
-    } else if (flag == "--epoch") {
-      ok = absl::SimpleAtoi(value, &epoch);
-    } else if (flag == "--chunk-indices") {
-      ok = absl::SimpleAtoi(value, &chunk);
-    } else {
-      return shard::bench::Fail("unknown flag " + flag);
-    }
-    if (!ok) return shard::bench::Fail("bad value for " + flag);
+  auto flags = shard::cli::CliFlags::Parse(
+      std::vector<std::string>(argv + 1, argv + argc),
+      {"coordinator", "job", "world-size", "epoch", "chunk-indices"});
+  if (!flags.ok()) return shard::bench::Fail(flags.status().ToString());
+  absl::StatusOr<std::string> address = flags->String("coordinator");
+  absl::StatusOr<std::string> job = flags->String("job");
+  absl::StatusOr<uint64_t> world = flags->Uint64("world-size", 8);
+  absl::StatusOr<uint64_t> epoch = flags->Uint64("epoch", 0);
+  absl::StatusOr<uint64_t> chunk = flags->Uint64("chunk-indices", 0);
+  for (const absl::Status& s : {address.status(), job.status(), world.status(),
+                                epoch.status(), chunk.status()}) {
+    if (!s.ok()) return shard::bench::Fail(s.ToString());
   }
-  if (address.empty() || job.empty()) {
-    return shard::bench::Fail(
-        "usage: --coordinator HOST:PORT --job ID --world-size W [--epoch E] "
-        "[--chunk-indices C]");
-  }
-  return shard::bench::Run(address, job, static_cast<uint32_t>(world), epoch,
-                           static_cast<uint32_t>(chunk));
+  return shard::bench::Run(*address, *job, static_cast<uint32_t>(*world),
+                           *epoch, static_cast<uint32_t>(*chunk));
 }

@@ -24,9 +24,9 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/barrier.h"
+#include "client/cli_flags.h"
 #include "client/coordinator_client.h"
 #include "tests/bench/bench_report.h"
 
@@ -156,36 +156,30 @@ int Memcpy(uint64_t bytes) {
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
-  std::string address, job;
-  uint64_t ranks = 1000, pid = 0, per_connection = 10, memcpy_bytes = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    bool ok = true;
-    if (flag == "--coordinator") {
-      address = value;
-    } else if (flag == "--job") {
-      job = value;
-    } else if (flag == "--ranks") {
-      ok = absl::SimpleAtoi(value, &ranks);
-    } else if (flag == "--coordinator-pid") {
-      ok = absl::SimpleAtoi(value, &pid);
-    } else if (flag == "--ranks-per-connection") {
-      ok = absl::SimpleAtoi(value, &per_connection) && per_connection > 0;
-    } else if (flag == "--memcpy-bytes") {
-      ok = absl::SimpleAtoi(value, &memcpy_bytes);
-    } else {
-      return shard::bench::Fail("unknown flag " + flag);
-    }
-    if (!ok) return shard::bench::Fail("bad value for " + flag);
+  auto flags = shard::cli::CliFlags::Parse(
+      std::vector<std::string>(argv + 1, argv + argc),
+      {"coordinator", "job", "ranks", "coordinator-pid", "ranks-per-connection",
+       "memcpy-bytes"});
+  if (!flags.ok()) return shard::bench::Fail(flags.status().ToString());
+  absl::StatusOr<uint64_t> memcpy_bytes = flags->Uint64("memcpy-bytes", 0);
+  if (!memcpy_bytes.ok()) {
+    return shard::bench::Fail(memcpy_bytes.status().ToString());
   }
-  if (memcpy_bytes > 0) return shard::bench::Memcpy(memcpy_bytes);
-  if (address.empty() || job.empty() || pid == 0 || ranks == 0) {
-    return shard::bench::Fail(
-        "usage: shard-scale-bench --coordinator HOST:PORT --job ID --ranks R "
-        "--coordinator-pid PID [--ranks-per-connection 10] | --memcpy-bytes "
-        "B");
+  if (*memcpy_bytes > 0) return shard::bench::Memcpy(*memcpy_bytes);
+  absl::StatusOr<std::string> address = flags->String("coordinator");
+  absl::StatusOr<std::string> job = flags->String("job");
+  absl::StatusOr<uint64_t> ranks = flags->Uint64("ranks", 1000);
+  absl::StatusOr<uint64_t> pid = flags->Uint64("coordinator-pid");
+  absl::StatusOr<uint64_t> per_connection =
+      flags->Uint64("ranks-per-connection", 10);
+  for (const absl::Status& s : {address.status(), job.status(), ranks.status(),
+                                pid.status(), per_connection.status()}) {
+    if (!s.ok()) return shard::bench::Fail(s.ToString());
   }
-  return shard::bench::Scale(address, job, static_cast<uint32_t>(ranks),
-                             static_cast<int>(pid),
-                             static_cast<uint32_t>(per_connection));
+  if (*ranks == 0 || *per_connection == 0) {
+    return shard::bench::Fail("--ranks and --ranks-per-connection must be > 0");
+  }
+  return shard::bench::Scale(*address, *job, static_cast<uint32_t>(*ranks),
+                             static_cast<int>(*pid),
+                             static_cast<uint32_t>(*per_connection));
 }
