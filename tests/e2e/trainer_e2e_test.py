@@ -63,9 +63,15 @@ def start_trainers(cmds, work, tag):
 
 
 def finish(procs, timeout=300):
+    """Waits for the trainers; one still running after `timeout` seconds is
+    killed (its exit status is then negative) so its output gets reported."""
     outputs = []
     for proc, out in procs:
-        proc.wait(timeout=timeout)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         out.close()
         outputs.append((proc.returncode, open(out.name).read()))
     return outputs
