@@ -1,7 +1,9 @@
 // Keeps a membership's lease alive: sends a heartbeat every `interval` on a
-// background thread until destroyed, and remembers when the coordinator
-// says the member's generation ended (ABORTED / FAILED_PRECONDITION), so
-// the owner can re-join. UNAVAILABLE (coordinator restarting) is not an
+// background thread until destroyed, and stops and remembers the answer
+// when the coordinator says the membership is over: ABORTED (the generation
+// ended), FAILED_PRECONDITION (the member was removed) or NOT_FOUND (the job
+// was deleted, possibly re-created since), so the owner can re-join or stop.
+// Other errors (UNAVAILABLE while the coordinator restarts) are not an
 // ending: heartbeats go on. Thread-safe.
 #ifndef CLIENT_HEARTBEATER_H_
 #define CLIENT_HEARTBEATER_H_

@@ -74,7 +74,7 @@ absl::Status CoordinatorService::RemoveMember(const std::string& job_id,
       "member removed job=", job_id, " member=", member_id, " reason=", reason,
       ends_generation ? absl::StrCat(" generation=", generation, " ended")
                       : ""));
-  if (ends_generation) rendezvous_.EndGeneration(job_id, generation);
+  if (ends_generation) rendezvous_.EndGeneration({job_id, generation});
   return MaybeFormWorld(job_id, /*admit_waiting=*/false);
 }
 
@@ -91,16 +91,22 @@ absl::Status CoordinatorService::MaybeFormWorld(const std::string& job_id,
   } else {
     size = std::min<size_t>(job->members.size(), spec.max_world_size());
     if (!admit_waiting || size <= job->world.size()) return absl::OkStatus();
-    rendezvous_.EndGeneration(job_id, job->generation);
   }
+  // An elastic world growing at a commit replaces the formed one.
+  const bool replaces_world = job->world_formed();
+  const uint64_t replaced_generation = job->generation;
   StateUpdate update;
   auto* formed = update.mutable_generation_formed();
   formed->set_job_id(job_id);
-  formed->set_generation(job->generation + 1);
+  // Coordinator-wide numbering: never a number an earlier job of this id
+  // (or any job) had.
+  formed->set_generation(state_.last_generation() + 1);
   for (size_t i = 0; i < size; ++i) formed->add_members(job->members[i]);
   formed->set_epoch(job->committed_epoch);
   formed->set_base_position(job->committed_position);
   if (absl::Status s = Persist(update); !s.ok()) return s;
+  if (replaces_world) rendezvous_.EndGeneration({job_id, replaced_generation});
+  rendezvous_.OpenGeneration({job_id, formed->generation()});
   LogEvent(absl::StrCat("generation formed job=", job_id,
                         " generation=", formed->generation(),
                         " world_size=", size, " epoch=", formed->epoch(),
@@ -122,8 +128,16 @@ absl::StatusOr<plan::ShardLayout> CoordinatorService::LayoutFor(
 }
 
 absl::Status CoordinatorService::Persist(const StateUpdate& update) {
+  if (absl::Status s = state_.Check(update); !s.ok()) {
+    return absl::InternalError(
+        absl::StrCat("refusing to journal an update that does not fit the "
+                     "state: ",
+                     s.message()));
+  }
   if (absl::Status s = log_->Append(update); !s.ok()) return s;
-  state_.Apply(update);
+  if (absl::Status s = state_.Apply(update); !s.ok()) {
+    return absl::InternalError(s.message());  // Checked above: unreachable.
+  }
   log_->MaybeSnapshot(state_);
   return absl::OkStatus();
 }
@@ -131,10 +145,19 @@ absl::Status CoordinatorService::Persist(const StateUpdate& update) {
 absl::StatusOr<shard::v1::HeartbeatResponse> CoordinatorService::Heartbeat(
     const shard::v1::HeartbeatRequest& request) {
   if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  if (absl::Status s = plan::ValidateMemberId(request.member_id()); !s.ok()) {
+    return s;
+  }
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckServing(); !s.ok()) return s;
   absl::StatusOr<const JobState*> job = FindJob(request.job_id());
   if (!job.ok()) return job.status();
+  // A process of a deleted job must not keep a same-named member of the
+  // re-created job alive.
+  if (absl::Status s = CheckNotFromEarlierJob(**job, request.generation());
+      !s.ok()) {
+    return s;
+  }
   if (!(*job)->IsMember(request.member_id())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "member \"", request.member_id(), "\" is not part of job \"",
@@ -152,6 +175,9 @@ absl::StatusOr<shard::v1::HeartbeatResponse> CoordinatorService::Heartbeat(
 absl::StatusOr<shard::v1::LeaveResponse> CoordinatorService::Leave(
     const shard::v1::LeaveRequest& request) {
   if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  if (absl::Status s = plan::ValidateMemberId(request.member_id()); !s.ok()) {
+    return s;
+  }
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckServing(); !s.ok()) return s;
   absl::StatusOr<const JobState*> job = FindJob(request.job_id());

@@ -106,8 +106,10 @@ absl::StatusOr<shard::v1::StoreCountResponse> CoordinatorService::StoreCount(
     const shard::v1::StoreCountRequest& request) {
   absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
   if (!scope.ok()) return scope.status();
+  absl::StatusOr<int64_t> count = rendezvous_.Count(*scope);
+  if (!count.ok()) return count.status();
   shard::v1::StoreCountResponse response;
-  response.set_count(rendezvous_.Count(*scope));
+  response.set_count(*count);
   return response;
 }
 

@@ -36,9 +36,14 @@ void EraseJobEntries(
 
 }  // namespace
 
+JobIncarnation IncarnationOf(const JobState& job) {
+  return {job.job_id, job.incarnation};
+}
+
 shard::v1::Job JobView(const JobState& job) {
   shard::v1::Job view;
   view.set_job_id(job.job_id);
+  view.set_incarnation(job.incarnation);
   *view.mutable_spec() = job.spec;
   view.set_generation(job.generation);
   view.set_joined_members(static_cast<uint32_t>(job.members.size()));
@@ -73,6 +78,7 @@ CoordinatorService::CoordinatorService(CoordinatorOptions options,
   for (const auto& [id, job] : state_.jobs()) {
     job_ids.push_back(id);
     for (const std::string& member : job.members) RenewLease(id, member);
+    if (job.world_formed()) rendezvous_.OpenGeneration({id, job.generation});
   }
   // Recovery may stop between a membership change and the world it allows.
   for (const std::string& id : job_ids) {
@@ -118,11 +124,19 @@ absl::StatusOr<const JobState*> CoordinatorService::FindFormedJob(
   absl::StatusOr<const JobState*> job = FindJob(job_id);
   if (!job.ok()) return job.status();
   const JobState& state = **job;
+  if (absl::Status s = CheckNotFromEarlierJob(state, generation); !s.ok()) {
+    return s;
+  }
   if (!state.world_formed()) {
     if (generation == state.generation && generation > 0) {
       return absl::AbortedError(absl::StrCat(
           "generation ", generation, " of job \"", job_id,
           "\" ended (a member left or its lease expired): re-join"));
+    }
+    if (generation != 0) {
+      return absl::AbortedError(absl::StrCat(
+          "generation ", generation, " of job \"", job_id,
+          "\" is stale and the next world has not formed yet: re-join"));
     }
     return absl::FailedPreconditionError(absl::StrCat(
         "job \"", job_id, "\" has no formed world (", state.members.size(),
@@ -135,6 +149,16 @@ absl::StatusOr<const JobState*> CoordinatorService::FindFormedJob(
                      state.generation, ": re-join"));
   }
   return job;
+}
+
+absl::Status CoordinatorService::CheckNotFromEarlierJob(const JobState& job,
+                                                        uint64_t generation) {
+  if (!job.PredatesJob(generation)) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat(
+      "generation ", generation, " belongs to an earlier job \"", job.job_id,
+      "\" that was deleted; the job of that id now was created after it "
+      "(incarnation ",
+      job.incarnation, "): this process must stop, not re-join"));
 }
 
 absl::StatusOr<const JobState*> CoordinatorService::CreateOrMatchJob(
@@ -186,15 +210,14 @@ absl::StatusOr<shard::v1::DeleteJobResponse> CoordinatorService::DeleteJob(
         "job \"", request.job_id(), "\" has ", (*job)->members.size(),
         " joined members; stop them first or delete with force"));
   }
-  const uint64_t generation = (*job)->generation;
+  const uint64_t incarnation = (*job)->incarnation;
   shard::state::v1::StateUpdate update;
   update.mutable_job_deleted()->set_job_id(request.job_id());
   if (absl::Status s = Persist(update); !s.ok()) return s;
   EraseJobEntries(request.job_id(), incarnations_);
   EraseJobEntries(request.job_id(), last_seen_);
-  rendezvous_.EndGeneration(request.job_id(), generation);
-  rendezvous_.Forget(request.job_id());
-  orders_.Forget(request.job_id());
+  rendezvous_.EndJob(request.job_id());
+  orders_.Forget(incarnation);
   LogEvent(absl::StrCat("job ", request.job_id(), " deleted"));
   return shard::v1::DeleteJobResponse();
 }
@@ -323,25 +346,9 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
   return response;
 }
 
-absl::StatusOr<ShardCursor> CoordinatorService::OpenShard(
-    const shard::v1::StreamShardRequest& request, absl::Time call_deadline) {
-  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
-  if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
-  shard::v1::JobSpec spec;
-  std::optional<plan::ShardLayout> found_layout;
-  {
-    absl::MutexLock lock(&mu_);
-    if (absl::Status s = CheckServing(); !s.ok()) return s;
-    absl::StatusOr<const JobState*> job =
-        FindFormedJob(request.job_id(), request.generation());
-    if (!job.ok()) return job.status();
-    spec = (*job)->spec;
-    absl::StatusOr<plan::ShardLayout> layout =
-        LayoutFor(**job, request.epoch());
-    if (!layout.ok()) return layout.status();
-    found_layout = *layout;
-  }
-  const plan::ShardLayout& layout = *found_layout;
+absl::Status CoordinatorService::CheckStreamStart(
+    const plan::ShardLayout& layout,
+    const shard::v1::StreamShardRequest& request) {
   if (request.rank() >= layout.world_size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", request.rank(),
@@ -358,8 +365,34 @@ absl::StatusOr<ShardCursor> CoordinatorService::OpenShard(
         "start_position ", request.start_position(), " must be ", layout.base(),
         " plus a multiple of the world size ", layout.world_size()));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ShardCursor> CoordinatorService::OpenShard(
+    const shard::v1::StreamShardRequest& request, absl::Time call_deadline) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
+  std::optional<plan::ShardLayout> found_layout;
+  EpochOrderCache::Claim claim;
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = CheckServing(); !s.ok()) return s;
+    absl::StatusOr<const JobState*> job =
+        FindFormedJob(request.job_id(), request.generation());
+    if (!job.ok()) return job.status();
+    absl::StatusOr<plan::ShardLayout> layout =
+        LayoutFor(**job, request.epoch());
+    if (!layout.ok()) return layout.status();
+    found_layout = *layout;
+    if (absl::Status s = CheckStreamStart(*layout, request); !s.ok()) return s;
+    // Claimed with the state it was read from: a job deleted and re-created
+    // meanwhile has another incarnation and other orders.
+    claim =
+        orders_.ClaimOrder(IncarnationOf(**job), (*job)->spec, request.epoch());
+  }
+  const plan::ShardLayout& layout = *found_layout;
   absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> order =
-      orders_.Get(request.job_id(), spec, request.epoch(), call_deadline);
+      orders_.Await(std::move(claim), call_deadline);
   if (!order.ok()) return order.status();
   uint32_t chunk =
       request.max_chunk_indices() == 0
@@ -380,28 +413,32 @@ CoordinatorService::PreviewShard(const shard::v1::PreviewShardRequest& request,
     return absl::InvalidArgumentError(absl::StrCat(
         "limit must be at most ", kMaxPreviewLimit, ", got ", request.limit()));
   }
-  shard::v1::JobSpec spec;
+  std::optional<plan::ShardLayout> found_layout;
+  EpochOrderCache::Claim claim;
   {
     absl::MutexLock lock(&mu_);
     if (absl::Status s = CheckServing(); !s.ok()) return s;
     absl::StatusOr<const JobState*> job = FindJob(request.job_id());
     if (!job.ok()) return job.status();
-    spec = (*job)->spec;
+    const shard::v1::JobSpec& spec = (*job)->spec;
+    if (request.rank() >= spec.world_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", request.rank(),
+                       " is out of range for world size ", spec.world_size()));
+    }
+    found_layout = plan::LayoutOf(spec);
+    const uint64_t shard_size = found_layout->RankShardSize(request.rank());
+    if (request.offset() > shard_size) {
+      return absl::OutOfRangeError(
+          absl::StrCat("offset ", request.offset(), " is past the end of rank ",
+                       request.rank(), "'s shard (", shard_size, " indices)"));
+    }
+    claim = orders_.ClaimOrder(IncarnationOf(**job), spec, request.epoch());
   }
-  if (request.rank() >= spec.world_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", request.rank(),
-                     " is out of range for world size ", spec.world_size()));
-  }
-  const plan::ShardLayout layout = plan::LayoutOf(spec);
+  const plan::ShardLayout& layout = *found_layout;
   const uint64_t shard_size = layout.RankShardSize(request.rank());
-  if (request.offset() > shard_size) {
-    return absl::OutOfRangeError(
-        absl::StrCat("offset ", request.offset(), " is past the end of rank ",
-                     request.rank(), "'s shard (", shard_size, " indices)"));
-  }
   absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> order =
-      orders_.Get(request.job_id(), spec, request.epoch(), call_deadline);
+      orders_.Await(std::move(claim), call_deadline);
   if (!order.ok()) return order.status();
   const uint32_t limit =
       request.limit() == 0 ? kDefaultPreviewLimit : request.limit();
@@ -463,7 +500,7 @@ CoordinatorService::CommitProgress(
     // No rank resumes before the committed epoch: release older orders
     // (and prepare the next one).
     if (epoch > stored.first) {
-      orders_.ReleaseBefore(request.job_id(), state.spec, epoch);
+      orders_.ReleaseBefore(IncarnationOf(state), state.spec, epoch);
     }
   }
   // Members waiting to join an elastic job are admitted at commit points.

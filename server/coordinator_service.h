@@ -119,7 +119,9 @@ class CoordinatorService {
 
  private:
   absl::Status CheckServing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Journals the update, then applies it. On error nothing is applied.
+  // Checks the update against the state, journals it, then applies it. On
+  // error nothing is applied (INTERNAL for an update that does not fit: the
+  // caller validated it wrongly).
   absl::Status Persist(const shard::state::v1::StateUpdate& update)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Creates the job or checks that the stored spec equals `spec`.
@@ -129,8 +131,19 @@ class CoordinatorService {
       absl::StatusCode conflict_code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<const JobState*> FindJob(const std::string& job_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The job, if `generation` is its current, formed generation: NOT_FOUND,
-  // FAILED_PRECONDITION (world not formed) or ABORTED (stale) otherwise.
+  // NOT_FOUND if `generation` was given out before `job` was created: the
+  // caller belongs to a deleted job that had the same id.
+  static absl::Status CheckNotFromEarlierJob(const JobState& job,
+                                             uint64_t generation);
+  // INVALID_ARGUMENT / OUT_OF_RANGE unless the request's rank and start
+  // position fit `layout`.
+  static absl::Status CheckStreamStart(
+      const plan::ShardLayout& layout,
+      const shard::v1::StreamShardRequest& request);
+  // The job, if `generation` is its current, formed generation: NOT_FOUND
+  // (unknown job, or a generation of an earlier job of that id),
+  // FAILED_PRECONDITION (generation 0 while no world is formed) or ABORTED
+  // (stale or ended) otherwise.
   absl::StatusOr<const JobState*> FindFormedJob(const std::string& job_id,
                                                 uint64_t generation) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -181,6 +194,8 @@ class CoordinatorService {
 
 // The public view of a job.
 shard::v1::Job JobView(const JobState& job);
+// The identity of the job's orders.
+JobIncarnation IncarnationOf(const JobState& job);
 
 }  // namespace shard::server
 

@@ -1,10 +1,102 @@
 #include "server/coordinator_state.h"
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
-#include "absl/base/internal/raw_logging.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "server/plan/job_spec.h"
 
 namespace shard::server {
+namespace {
+
+using shard::state::v1::StateUpdate;
+
+absl::Status Unfit(absl::string_view what) {
+  return absl::FailedPreconditionError(what);
+}
+
+// OK if `spec` is a valid spec in normal form (as NormalizeJobSpec leaves
+// it). The order size limit is the daemon's current setting, not part of
+// the spec's validity, so it is not applied here.
+absl::Status CheckNormalSpec(const shard::v1::JobSpec& spec) {
+  absl::StatusOr<shard::v1::JobSpec> normal =
+      plan::NormalizeJobSpec(spec, UINT64_MAX);
+  if (!normal.ok()) return normal.status();
+  if (!google::protobuf::util::MessageDifferencer::Equals(*normal, spec)) {
+    return Unfit(absl::StrCat("job spec {", plan::DescribeJobSpec(spec),
+                              "} is not in normal form"));
+  }
+  return absl::OkStatus();
+}
+
+// OK if `members` are distinct valid member ids, at most `max` of them.
+absl::Status CheckMemberList(const std::vector<std::string>& members,
+                             uint32_t max, absl::string_view what) {
+  if (members.size() > max) {
+    return Unfit(absl::StrCat(what, " has ", members.size(),
+                              " members, more than the job's maximum ", max));
+  }
+  std::set<absl::string_view> seen;
+  for (const std::string& member : members) {
+    if (absl::Status s = plan::ValidateMemberId(member); !s.ok()) return s;
+    if (!seen.insert(member).second) {
+      return Unfit(absl::StrCat(what, " lists member \"", member, "\" twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// OK if a world of `world` (by rank) may form from `job`'s members now.
+absl::Status CheckWorld(const JobState& job,
+                        const std::vector<std::string>& world) {
+  if (absl::Status s =
+          CheckMemberList(world, job.spec.max_world_size(), "the world");
+      !s.ok()) {
+    return s;
+  }
+  for (const std::string& member : world) {
+    if (!job.IsMember(member)) {
+      return Unfit(absl::StrCat("the world includes \"", member,
+                                "\", which is not a joined member"));
+    }
+  }
+  const uint32_t min =
+      job.generation == 0 ? job.spec.world_size() : job.spec.min_world_size();
+  if (world.size() < min) {
+    return Unfit(absl::StrCat("a world of ", world.size(),
+                              " members is below the minimum of ", min));
+  }
+  return absl::OkStatus();
+}
+
+// OK if (epoch, position) is progress the job's current world can record:
+// a round boundary of the world's layout of that epoch, in normal form (the
+// end of an epoch is stored as the start of the next, but for the last one).
+absl::Status CheckProgress(const JobState& job, uint64_t epoch,
+                           uint64_t position) {
+  if (absl::Status s = plan::ValidateEpoch(epoch); !s.ok()) return s;
+  if (epoch < job.generation_epoch) {
+    return Unfit(absl::StrCat("progress in epoch ", epoch,
+                              " precedes the world's first epoch ",
+                              job.generation_epoch));
+  }
+  const plan::ShardLayout layout =
+      plan::LayoutOf(job.spec, job.world_size(),
+                     epoch == job.generation_epoch ? job.generation_base : 0);
+  if (!layout.IsRoundBoundary(position) ||
+      (position == layout.total() && epoch != plan::kMaxEpoch &&
+       position != layout.base())) {
+    return Unfit(absl::StrCat(
+        "position ", position, " of epoch ", epoch,
+        " is not a round boundary of the layout (base ", layout.base(),
+        ", world size ", layout.world_size(), ", end ", layout.total(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 bool JobState::IsMember(absl::string_view member_id) const {
   return std::find(members.begin(), members.end(), member_id) != members.end();
@@ -17,70 +109,168 @@ std::optional<uint32_t> JobState::RankOf(absl::string_view member_id) const {
   return std::nullopt;
 }
 
-JobState& CoordinatorState::MustFind(const std::string& job_id,
-                                     const char* update) {
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
-    ABSL_RAW_LOG(FATAL, "%s for an unknown job", update);
+absl::StatusOr<const JobState*> CoordinatorState::CheckedJob(
+    absl::string_view job_id, absl::string_view update) const {
+  const JobState* job = FindJob(job_id);
+  if (job == nullptr) {
+    return Unfit(absl::StrCat(update, " for job \"", job_id,
+                              "\", which does not exist"));
   }
-  return it->second;
+  return job;
 }
 
-void CoordinatorState::Apply(const shard::state::v1::StateUpdate& update) {
-  using shard::state::v1::StateUpdate;
+absl::Status CoordinatorState::Check(const StateUpdate& update) const {
   switch (update.update_case()) {
     case StateUpdate::kJobCreated: {
       const auto& created = update.job_created();
-      auto [it, inserted] = jobs_.try_emplace(created.job_id());
-      ABSL_RAW_CHECK(inserted, "JobCreated for an existing job");
-      it->second.job_id = created.job_id();
-      it->second.spec = created.spec();
-      return;
+      if (absl::Status s = plan::ValidateJobId(created.job_id()); !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = CheckNormalSpec(created.spec()); !s.ok()) return s;
+      if (FindJob(created.job_id()) != nullptr) {
+        return Unfit(absl::StrCat("JobCreated for job \"", created.job_id(),
+                                  "\", which already exists"));
+      }
+      return absl::OkStatus();
     }
     case StateUpdate::kMemberJoined: {
-      JobState& job = MustFind(update.member_joined().job_id(), "MemberJoined");
-      ABSL_RAW_CHECK(!job.IsMember(update.member_joined().member_id()),
-                     "MemberJoined for a member that already joined");
-      job.members.push_back(update.member_joined().member_id());
-      return;
+      const auto& joined = update.member_joined();
+      absl::StatusOr<const JobState*> job =
+          CheckedJob(joined.job_id(), "MemberJoined");
+      if (!job.ok()) return job.status();
+      if (absl::Status s = plan::ValidateMemberId(joined.member_id());
+          !s.ok()) {
+        return s;
+      }
+      if ((*job)->IsMember(joined.member_id())) {
+        return Unfit(absl::StrCat("MemberJoined for \"", joined.member_id(),
+                                  "\", which already joined"));
+      }
+      if ((*job)->members.size() >= (*job)->spec.max_world_size()) {
+        return Unfit(
+            absl::StrCat("MemberJoined for a job that already has "
+                         "its ",
+                         (*job)->spec.max_world_size(), " members"));
+      }
+      return absl::OkStatus();
     }
     case StateUpdate::kMemberRemoved: {
-      JobState& job =
-          MustFind(update.member_removed().job_id(), "MemberRemoved");
-      const std::string& member = update.member_removed().member_id();
-      ABSL_RAW_CHECK(job.IsMember(member), "MemberRemoved for a non-member");
-      job.members.erase(
-          std::find(job.members.begin(), job.members.end(), member));
-      if (job.RankOf(member)) job.world.clear();
-      return;
+      const auto& removed = update.member_removed();
+      absl::StatusOr<const JobState*> job =
+          CheckedJob(removed.job_id(), "MemberRemoved");
+      if (!job.ok()) return job.status();
+      if (!(*job)->IsMember(removed.member_id())) {
+        return Unfit(absl::StrCat("MemberRemoved for \"", removed.member_id(),
+                                  "\", which is not a member"));
+      }
+      return absl::OkStatus();
     }
     case StateUpdate::kGenerationFormed: {
       const auto& formed = update.generation_formed();
-      JobState& job = MustFind(formed.job_id(), "GenerationFormed");
-      ABSL_RAW_CHECK(formed.generation() > job.generation,
-                     "GenerationFormed does not advance the generation");
+      absl::StatusOr<const JobState*> job =
+          CheckedJob(formed.job_id(), "GenerationFormed");
+      if (!job.ok()) return job.status();
+      const JobState& state = **job;
+      if (formed.generation() <= last_generation_) {
+        return Unfit(absl::StrCat(
+            "GenerationFormed with generation ", formed.generation(),
+            ", not above the last one given out (", last_generation_, ")"));
+      }
+      const std::vector<std::string> world(formed.members().begin(),
+                                           formed.members().end());
+      if (absl::Status s = CheckWorld(state, world); !s.ok()) return s;
+      if (state.world_formed() && world.size() <= state.world.size()) {
+        return Unfit(
+            "GenerationFormed replaces a formed world without "
+            "growing it");
+      }
+      if (formed.epoch() != state.committed_epoch ||
+          formed.base_position() != state.committed_position) {
+        return Unfit(absl::StrCat(
+            "GenerationFormed starts at epoch ", formed.epoch(), " position ",
+            formed.base_position(), ", not at the committed epoch ",
+            state.committed_epoch, " position ", state.committed_position));
+      }
+      return absl::OkStatus();
+    }
+    case StateUpdate::kProgressCommitted: {
+      const auto& committed = update.progress_committed();
+      absl::StatusOr<const JobState*> job =
+          CheckedJob(committed.job_id(), "ProgressCommitted");
+      if (!job.ok()) return job.status();
+      const JobState& state = **job;
+      if (!state.world_formed()) {
+        return Unfit("ProgressCommitted while no world is formed");
+      }
+      if (std::make_pair(committed.epoch(), committed.position()) <
+          std::make_pair(state.committed_epoch, state.committed_position)) {
+        return Unfit(absl::StrCat(
+            "ProgressCommitted goes back from epoch ", state.committed_epoch,
+            " position ", state.committed_position, " to epoch ",
+            committed.epoch(), " position ", committed.position()));
+      }
+      return CheckProgress(state, committed.epoch(), committed.position());
+    }
+    case StateUpdate::kJobDeleted:
+      return CheckedJob(update.job_deleted().job_id(), "JobDeleted").status();
+    case StateUpdate::UPDATE_NOT_SET:
+      break;
+  }
+  if (!update.GetReflection()->GetUnknownFields(update).empty()) {
+    return Unfit(
+        "update of an unknown type (written by a newer shardd? run the "
+        "version that wrote this data directory)");
+  }
+  return Unfit("empty update");
+}
+
+absl::Status CoordinatorState::Apply(const StateUpdate& update) {
+  if (absl::Status s = Check(update); !s.ok()) return s;
+  switch (update.update_case()) {
+    case StateUpdate::kJobCreated: {
+      const auto& created = update.job_created();
+      JobState& job = jobs_[created.job_id()];
+      job.job_id = created.job_id();
+      job.spec = created.spec();
+      job.incarnation = ++last_incarnation_;
+      job.generation_floor = last_generation_;
+      break;
+    }
+    case StateUpdate::kMemberJoined:
+      jobs_.find(update.member_joined().job_id())
+          ->second.members.push_back(update.member_joined().member_id());
+      break;
+    case StateUpdate::kMemberRemoved: {
+      JobState& job = jobs_.find(update.member_removed().job_id())->second;
+      const std::string& member = update.member_removed().member_id();
+      job.members.erase(
+          std::find(job.members.begin(), job.members.end(), member));
+      if (job.RankOf(member)) job.world.clear();
+      break;
+    }
+    case StateUpdate::kGenerationFormed: {
+      const auto& formed = update.generation_formed();
+      JobState& job = jobs_.find(formed.job_id())->second;
       job.world.assign(formed.members().begin(), formed.members().end());
       job.generation = formed.generation();
       job.generation_epoch = formed.epoch();
       job.generation_base = formed.base_position();
-      return;
+      last_generation_ = formed.generation();
+      break;
     }
     case StateUpdate::kProgressCommitted: {
-      JobState& job =
-          MustFind(update.progress_committed().job_id(), "ProgressCommitted");
+      JobState& job = jobs_.find(update.progress_committed().job_id())->second;
       job.committed_epoch = update.progress_committed().epoch();
       job.committed_position = update.progress_committed().position();
-      return;
-    }
-    case StateUpdate::kJobDeleted: {
-      const std::string& job_id = update.job_deleted().job_id();
-      ABSL_RAW_CHECK(jobs_.erase(job_id) == 1, "JobDeleted for an unknown job");
-      return;
-    }
-    case StateUpdate::UPDATE_NOT_SET:
       break;
+    }
+    case StateUpdate::kJobDeleted:
+      jobs_.erase(jobs_.find(update.job_deleted().job_id()));
+      break;
+    case StateUpdate::UPDATE_NOT_SET:
+      break;  // Refused by Check.
   }
-  ABSL_RAW_LOG(FATAL, "CoordinatorState::Apply: empty update");
+  return absl::OkStatus();
 }
 
 const JobState* CoordinatorState::FindJob(absl::string_view job_id) const {
@@ -92,11 +282,15 @@ shard::state::v1::StateSnapshot CoordinatorState::ToSnapshot(
     uint64_t sequence) const {
   shard::state::v1::StateSnapshot snapshot;
   snapshot.set_sequence(sequence);
+  snapshot.set_last_generation(last_generation_);
+  snapshot.set_last_incarnation(last_incarnation_);
   for (const auto& [id, job] : jobs_) {
     shard::state::v1::JobRecord* record = snapshot.add_jobs();
     record->set_job_id(id);
+    record->set_incarnation(job.incarnation);
     *record->mutable_spec() = job.spec;
     record->set_generation(job.generation);
+    record->set_generation_floor(job.generation_floor);
     for (const std::string& member : job.members) record->add_members(member);
     for (const std::string& member : job.world) record->add_world(member);
     record->set_generation_epoch(job.generation_epoch);
@@ -107,20 +301,107 @@ shard::state::v1::StateSnapshot CoordinatorState::ToSnapshot(
   return snapshot;
 }
 
-CoordinatorState CoordinatorState::FromSnapshot(
+absl::StatusOr<CoordinatorState> CoordinatorState::FromSnapshot(
     const shard::state::v1::StateSnapshot& snapshot) {
   CoordinatorState state;
+  state.last_generation_ = snapshot.last_generation();
+  state.last_incarnation_ = snapshot.last_incarnation();
+  // Snapshots written before incarnations and coordinator-wide generations
+  // carry neither counter: number their jobs in order and continue above
+  // their highest generation.
+  const bool before_incarnations = snapshot.last_incarnation() == 0;
+  if (before_incarnations) {
+    for (const shard::state::v1::JobRecord& record : snapshot.jobs()) {
+      state.last_generation_ =
+          std::max(state.last_generation_, record.generation());
+    }
+  }
+  std::set<uint64_t> incarnations;
   for (const shard::state::v1::JobRecord& record : snapshot.jobs()) {
-    JobState& job = state.jobs_[record.job_id()];
+    auto in_job = [&record](const absl::Status& status) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job \"", record.job_id(), "\": ", status.message()));
+    };
+    if (absl::Status s = plan::ValidateJobId(record.job_id()); !s.ok()) {
+      return in_job(s);
+    }
+    if (state.jobs_.count(record.job_id()) != 0) {
+      return in_job(Unfit("listed twice"));
+    }
+    if (absl::Status s = CheckNormalSpec(record.spec()); !s.ok()) {
+      return in_job(s);
+    }
+    JobState job;
     job.job_id = record.job_id();
     job.spec = record.spec();
+    job.incarnation =
+        before_incarnations ? ++state.last_incarnation_ : record.incarnation();
     job.generation = record.generation();
+    job.generation_floor = record.generation_floor();
     job.members.assign(record.members().begin(), record.members().end());
-    job.world.assign(record.world().begin(), record.world().end());
     job.generation_epoch = record.generation_epoch();
     job.generation_base = record.generation_base();
     job.committed_epoch = record.committed_epoch();
     job.committed_position = record.committed_position();
+    if (job.incarnation == 0 || job.incarnation > state.last_incarnation_ ||
+        !incarnations.insert(job.incarnation).second) {
+      return in_job(Unfit(absl::StrCat("incarnation ", job.incarnation,
+                                       " is zero, repeated or above the "
+                                       "last one given out (",
+                                       state.last_incarnation_, ")")));
+    }
+    if (job.generation > state.last_generation_ ||
+        job.generation_floor > state.last_generation_ ||
+        (job.generation != 0 && job.generation <= job.generation_floor)) {
+      return in_job(Unfit(absl::StrCat(
+          "generation ", job.generation, " (floor ", job.generation_floor,
+          ") does not fit the last generation given out (",
+          state.last_generation_, ")")));
+    }
+    if (absl::Status s = CheckMemberList(job.members, job.spec.max_world_size(),
+                                         "the member list");
+        !s.ok()) {
+      return in_job(s);
+    }
+    if (std::make_pair(job.generation_epoch, job.generation_base) >
+        std::make_pair(job.committed_epoch, job.committed_position)) {
+      return in_job(
+          Unfit("the world's start lies after the committed "
+                "progress"));
+    }
+    const std::vector<std::string> world(record.world().begin(),
+                                         record.world().end());
+    if (!world.empty()) {
+      if (job.generation == 0)
+        return in_job(Unfit("a world without generation"));
+      if (absl::Status s =
+              CheckMemberList(world, job.spec.max_world_size(), "the world");
+          !s.ok()) {
+        return in_job(s);
+      }
+      for (const std::string& member : world) {
+        if (!job.IsMember(member)) {
+          return in_job(Unfit(absl::StrCat("the world includes \"", member,
+                                           "\", which is not a member")));
+        }
+      }
+      if (world.size() < job.spec.min_world_size()) {
+        return in_job(Unfit("the world is below the minimum size"));
+      }
+      job.world = world;
+      if (absl::Status s =
+              CheckProgress(job, job.committed_epoch, job.committed_position);
+          !s.ok()) {
+        return in_job(s);
+      }
+    } else if (absl::Status s = plan::ValidateEpoch(job.committed_epoch);
+               !s.ok()) {
+      return in_job(s);
+    } else if (job.committed_position >
+               job.spec.dataset_size() + job.spec.max_world_size()) {
+      return in_job(Unfit("the committed position lies past the epoch"));
+    }
+    state.jobs_.emplace(job.job_id, std::move(job));
   }
   return state;
 }

@@ -1,10 +1,14 @@
 // The coordinator's state as data: jobs, their specs, members, generations
 // and committed progress.
 //
-// Changes only through Apply(update). Apply never fails: the service
-// validates each update against this state before applying it, so replaying
-// the same updates always rebuilds the same state. No locks, I/O or RPC here;
-// the owner serialises access (not thread-safe on its own).
+// Changes only through Apply(update), which first runs Check(update): the
+// rules every update must meet to fit the state, the same for a live
+// request (the service checks before it journals) and for a record replayed
+// from disk (where a record that does not fit is data loss). An update that
+// fails Check changes nothing. Replaying the same updates always rebuilds
+// the same state, including the incarnation and generation numbers, which
+// are coordinator-wide and never reused. No locks, I/O or RPC here; the
+// owner serialises access (not thread-safe on its own).
 #ifndef SERVER_COORDINATOR_STATE_H_
 #define SERVER_COORDINATOR_STATE_H_
 
@@ -14,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "shard/state/v1/updates.pb.h"
 #include "shard/v1/shard.pb.h"
@@ -22,6 +28,9 @@ namespace shard::server {
 
 struct JobState {
   std::string job_id;
+  // Coordinator-wide creation number: a job deleted and re-created under the
+  // same id gets a new one.
+  uint64_t incarnation = 0;
   shard::v1::JobSpec spec;  // Normalised.
   // Joined members in join order: the ranks of the next world formed.
   std::vector<std::string> members;
@@ -30,6 +39,9 @@ struct JobState {
   std::vector<std::string> world;
   // Number of the latest world formed (0: none yet).
   uint64_t generation = 0;
+  // The coordinator's last generation when this job was created: a
+  // generation in 1..generation_floor belongs to an earlier job.
+  uint64_t generation_floor = 0;
   // Where the current generation's layout starts.
   uint64_t generation_epoch = 0;
   uint64_t generation_base = 0;
@@ -43,23 +55,32 @@ struct JobState {
   bool IsMember(absl::string_view member_id) const;
   // Rank of `member_id` in the current world, if it is part of it.
   std::optional<uint32_t> RankOf(absl::string_view member_id) const;
+  // Whether `generation` was given out before this job existed.
+  bool PredatesJob(uint64_t generation) const {
+    return generation != 0 && generation <= generation_floor;
+  }
 };
 
 class CoordinatorState {
  public:
-  // Applies a validated update. An update that does not fit the state
-  // (unknown job, duplicate job or member) is a programming error and
-  // aborts the process with a message.
-  void Apply(const shard::state::v1::StateUpdate& update);
+  // OK if `update` fits the current state; otherwise FAILED_PRECONDITION
+  // (or INVALID_ARGUMENT for a malformed field) saying what does not fit.
+  absl::Status Check(const shard::state::v1::StateUpdate& update) const;
+  // Check(update), then applies it. On error the state is unchanged.
+  absl::Status Apply(const shard::state::v1::StateUpdate& update);
 
   // The job, or nullptr if unknown. The pointer stays valid until the next
   // Apply.
   const JobState* FindJob(absl::string_view job_id) const;
 
+  // The number the next GenerationFormed must exceed.
+  uint64_t last_generation() const { return last_generation_; }
+
   // The whole state, labelled with the journal sequence it includes.
   shard::state::v1::StateSnapshot ToSnapshot(uint64_t sequence) const;
-  // The state a snapshot describes.
-  static CoordinatorState FromSnapshot(
+  // The state a snapshot describes, after checking that it is consistent
+  // (the same rules as Check): FAILED_PRECONDITION saying what is wrong.
+  static absl::StatusOr<CoordinatorState> FromSnapshot(
       const shard::state::v1::StateSnapshot& snapshot);
 
   // All jobs by id.
@@ -68,9 +89,12 @@ class CoordinatorState {
   }
 
  private:
-  JobState& MustFind(const std::string& job_id, const char* update);
+  absl::StatusOr<const JobState*> CheckedJob(absl::string_view job_id,
+                                             absl::string_view update) const;
 
   std::map<std::string, JobState, std::less<>> jobs_;
+  uint64_t last_generation_ = 0;
+  uint64_t last_incarnation_ = 0;
 };
 
 }  // namespace shard::server

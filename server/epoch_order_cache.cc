@@ -1,5 +1,6 @@
 #include "server/epoch_order_cache.h"
 
+#include <algorithm>
 #include <new>
 
 #include "absl/strings/str_cat.h"
@@ -21,49 +22,64 @@ void EpochOrderCache::Stop() {
   if (prefetch_thread_.joinable()) prefetch_thread_.join();
 }
 
-absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Get(
-    const std::string& job_id, const shard::v1::JobSpec& spec, uint64_t epoch,
-    absl::Time deadline) {
+EpochOrderCache::Claim EpochOrderCache::ClaimOrder(
+    const JobIncarnation& job, const shard::v1::JobSpec& spec, uint64_t epoch) {
+  Claim claim;
+  claim.job_ = job;
+  claim.spec_ = spec;
+  claim.epoch_ = epoch;
   if (plan::EpochOrderBytes(spec) == 0) {
     // Identity and keyed orders hold no memory: nothing to share or prepare.
-    return std::make_shared<const plan::EpochOrder>(
-        plan::BuildEpochOrder(spec, epoch));
+    return claim;
   }
-  const Key key(job_id, epoch);
-  std::shared_ptr<Slot> slot;
-  bool compute_here = false;
-  {
-    absl::MutexLock lock(&mu_);
-    std::shared_ptr<Slot>& entry = slots_[key];
-    if (entry == nullptr) {
-      entry = std::make_shared<Slot>();
-      compute_here = true;
-    }
-    slot = entry;
-    EvictOlderThan(job_id, epoch == 0 ? 0 : epoch - 1);
-    const bool older_cached =
-        slots_.lower_bound(Key(job_id, 0)) != slots_.lower_bound(key);
-    if (!stopping_ && epoch < plan::kMaxEpoch && !older_cached) {
-      prefetch_queue_.push_back({job_id, spec, epoch + 1});
-    }
+  const Key key(job.incarnation, epoch);
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<Slot>& entry = slots_[key];
+  if (entry == nullptr) {
+    entry = std::make_shared<Slot>();
+    claim.compute_here_ = true;
   }
-  if (compute_here) Fill(key, slot, spec);
+  claim.slot_ = entry;
+  EvictOlderThan(job.incarnation, epoch == 0 ? 0 : epoch - 1);
+  const bool older_cached =
+      slots_.lower_bound(Key(job.incarnation, 0)) != slots_.lower_bound(key);
+  if (!stopping_ && epoch < plan::kMaxEpoch && !older_cached) {
+    prefetch_queue_.push_back({job, spec, epoch + 1});
+  }
+  return claim;
+}
 
+absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Await(
+    Claim claim, absl::Time deadline) {
+  if (claim.slot_ == nullptr) {
+    return std::make_shared<const plan::EpochOrder>(
+        plan::BuildEpochOrder(claim.spec_, claim.epoch_));
+  }
+  const std::shared_ptr<Slot>& slot = claim.slot_;
+  if (claim.compute_here_) {
+    Fill(Key(claim.job_.incarnation, claim.epoch_), slot, claim.spec_);
+  }
   absl::MutexLock lock(&mu_);
   auto done = [&slot]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return slot->order != nullptr || slot->failed;
   };
   if (!mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("epoch ", epoch, " order of job ", job_id,
-                     " was still being computed at the call's deadline"));
+    return absl::DeadlineExceededError(absl::StrCat(
+        "epoch ", claim.epoch_, " order of job ", claim.job_.job_id,
+        " was still being computed at the call's deadline"));
   }
   if (slot->failed) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate the epoch order of job ", job_id, " (",
-                     plan::EpochOrderBytes(spec), " bytes)"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate the epoch order of job ", claim.job_.job_id, " (",
+        plan::EpochOrderBytes(claim.spec_), " bytes)"));
   }
   return slot->order;
+}
+
+absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Get(
+    const JobIncarnation& job, const shard::v1::JobSpec& spec, uint64_t epoch,
+    absl::Time deadline) {
+  return Await(ClaimOrder(job, spec, epoch), deadline);
 }
 
 void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
@@ -85,22 +101,28 @@ void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
   slot->order = std::move(order);
 }
 
-void EpochOrderCache::ReleaseBefore(const std::string& job_id,
+void EpochOrderCache::ReleaseBefore(const JobIncarnation& job,
                                     const shard::v1::JobSpec& spec,
                                     uint64_t epoch) {
   if (plan::EpochOrderBytes(spec) == 0) return;
   absl::MutexLock lock(&mu_);
-  EvictOlderThan(job_id, epoch);
+  EvictOlderThan(job.incarnation, epoch);
   if (stopping_) return;
-  prefetch_queue_.push_back({job_id, spec, epoch});
+  prefetch_queue_.push_back({job, spec, epoch});
   if (epoch < plan::kMaxEpoch)
-    prefetch_queue_.push_back({job_id, spec, epoch + 1});
+    prefetch_queue_.push_back({job, spec, epoch + 1});
 }
 
-void EpochOrderCache::Forget(const std::string& job_id) {
+void EpochOrderCache::Forget(uint64_t incarnation) {
   absl::MutexLock lock(&mu_);
-  slots_.erase(slots_.lower_bound(Key(job_id, 0)),
-               slots_.upper_bound(Key(job_id, UINT64_MAX)));
+  slots_.erase(slots_.lower_bound(Key(incarnation, 0)),
+               slots_.upper_bound(Key(incarnation, UINT64_MAX)));
+  prefetch_queue_.erase(
+      std::remove_if(prefetch_queue_.begin(), prefetch_queue_.end(),
+                     [incarnation](const Prefetch& prefetch) {
+                       return prefetch.job.incarnation == incarnation;
+                     }),
+      prefetch_queue_.end());
 }
 
 size_t EpochOrderCache::size() const {
@@ -108,10 +130,14 @@ size_t EpochOrderCache::size() const {
   return slots_.size();
 }
 
-void EpochOrderCache::EvictOlderThan(const std::string& job_id,
-                                     uint64_t epoch) {
-  slots_.erase(slots_.lower_bound(Key(job_id, 0)),
-               slots_.lower_bound(Key(job_id, epoch)));
+size_t EpochOrderCache::queued() const {
+  absl::MutexLock lock(&mu_);
+  return prefetch_queue_.size();
+}
+
+void EpochOrderCache::EvictOlderThan(uint64_t incarnation, uint64_t epoch) {
+  slots_.erase(slots_.lower_bound(Key(incarnation, 0)),
+               slots_.lower_bound(Key(incarnation, epoch)));
 }
 
 void EpochOrderCache::PrefetchLoop() {
@@ -127,12 +153,13 @@ void EpochOrderCache::PrefetchLoop() {
       if (stopping_) return;
       next = std::move(prefetch_queue_.front());
       prefetch_queue_.pop_front();
-      std::shared_ptr<Slot>& entry = slots_[Key(next.job_id, next.epoch)];
+      std::shared_ptr<Slot>& entry =
+          slots_[Key(next.job.incarnation, next.epoch)];
       if (entry != nullptr) continue;  // Already cached or being computed.
       entry = std::make_shared<Slot>();
       slot = entry;
     }
-    Fill(Key(next.job_id, next.epoch), slot, next.spec);
+    Fill(Key(next.job.incarnation, next.epoch), slot, next.spec);
   }
 }
 

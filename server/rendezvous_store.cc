@@ -6,19 +6,21 @@
 #include "absl/strings/str_cat.h"
 
 namespace shard::server {
-namespace {
-
-absl::Status DrainingError() {
-  return absl::UnavailableError("coordinator is draining");
-}
-
-}  // namespace
 
 absl::Status RendezvousStore::CheckKey(const std::string& key) const {
   if (key.empty() || key.size() > limits_.max_key_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("store key must be 1..",
                                                    limits_.max_key_bytes,
                                                    " bytes, got ", key.size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RendezvousStore::CheckValue(const std::string& value) const {
+  if (value.size() > limits_.max_value_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("store value must be at most ", limits_.max_value_bytes,
+                     " bytes, got ", value.size()));
   }
   return absl::OkStatus();
 }
@@ -33,61 +35,67 @@ absl::Status RendezvousStore::CheckRoomFor(const Space& space,
   return absl::OkStatus();
 }
 
-RendezvousStore::Space& RendezvousStore::SpaceFor(const Scope& scope) {
-  spaces_.erase(spaces_.lower_bound(Scope(scope.first, 0)),
-                spaces_.lower_bound(scope));
-  return spaces_[scope];
-}
-
-absl::Status RendezvousStore::CheckLive(const Scope& scope) const {
-  if (draining_) return DrainingError();
-  auto ended = ended_.find(scope.first);
-  if (ended != ended_.end() && scope.second <= ended->second) {
+absl::StatusOr<RendezvousStore::Space*> RendezvousStore::LiveSpace(
+    const Scope& scope) {
+  if (draining_) return absl::UnavailableError("coordinator is draining");
+  auto it = spaces_.find(scope);
+  if (it == spaces_.end()) {
     return absl::AbortedError(absl::StrCat("generation ", scope.second,
                                            " of job \"", scope.first,
-                                           "\" ended while waiting: re-join"));
+                                           "\" ended: re-join"));
   }
-  return absl::OkStatus();
+  return &it->second;
 }
 
-void RendezvousStore::EndGeneration(const std::string& job_id,
-                                    uint64_t generation) {
+void RendezvousStore::OpenGeneration(const Scope& scope) {
   absl::MutexLock lock(&mu_);
-  uint64_t& ended = ended_[job_id];
-  ended = std::max(ended, generation);
-  spaces_.erase(spaces_.lower_bound(Scope(job_id, 0)),
-                spaces_.upper_bound(Scope(job_id, ended)));
+  spaces_.try_emplace(scope);
 }
 
-bool RendezvousStore::AwaitKeys(const Scope& scope,
-                                const std::vector<std::string>& keys,
-                                absl::Time deadline) {
-  auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!CheckLive(scope).ok()) return true;
-    auto it = spaces_.find(scope);
-    if (it == spaces_.end()) return keys.empty();
-    for (const std::string& key : keys) {
-      if (it->second.count(key) == 0) return false;
-    }
-    return true;
+void RendezvousStore::EndGeneration(const Scope& scope) {
+  absl::MutexLock lock(&mu_);
+  spaces_.erase(scope);
+}
+
+void RendezvousStore::EndJob(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  spaces_.erase(spaces_.lower_bound(Scope(job_id, 0)),
+                spaces_.upper_bound(Scope(job_id, UINT64_MAX)));
+}
+
+void RendezvousStore::Drain() {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+}
+
+size_t RendezvousStore::open_spaces() const {
+  absl::MutexLock lock(&mu_);
+  return spaces_.size();
+}
+
+absl::StatusOr<RendezvousStore::Space*> RendezvousStore::AwaitKeys(
+    const Scope& scope, const std::vector<std::string>& keys,
+    absl::Time deadline) {
+  auto ready_or_over = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::StatusOr<Space*> space = LiveSpace(scope);
+    if (!space.ok()) return true;
+    return std::all_of(keys.begin(), keys.end(), [&](const std::string& key) {
+      return (*space)->count(key) != 0;
+    });
   };
-  mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
-  return ready() && CheckLive(scope).ok();
+  mu_.AwaitWithDeadline(absl::Condition(&ready_or_over), deadline);
+  return LiveSpace(scope);
 }
 
 absl::Status RendezvousStore::Set(const Scope& scope, const std::string& key,
                                   std::string value) {
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
-  if (value.size() > limits_.max_value_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("store value must be at most ", limits_.max_value_bytes,
-                     " bytes, got ", value.size()));
-  }
+  if (absl::Status s = CheckValue(value); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  if (draining_) return DrainingError();
-  Space& space = SpaceFor(scope);
-  if (absl::Status s = CheckRoomFor(space, key); !s.ok()) return s;
-  space[key] = std::move(value);
+  absl::StatusOr<Space*> space = LiveSpace(scope);
+  if (!space.ok()) return space.status();
+  if (absl::Status s = CheckRoomFor(**space, key); !s.ok()) return s;
+  (**space)[key] = std::move(value);
   return absl::OkStatus();
 }
 
@@ -95,14 +103,10 @@ absl::StatusOr<std::optional<std::string>> RendezvousStore::Get(
     const Scope& scope, const std::string& key, absl::Time deadline) {
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  if (draining_) return DrainingError();
-  SpaceFor(scope);
-  const bool found = AwaitKeys(scope, {key}, deadline);
-  if (absl::Status s = CheckLive(scope); !s.ok()) return s;
-  auto space = spaces_.find(scope);
-  if (!found || space == spaces_.end()) return std::optional<std::string>();
-  auto entry = space->second.find(key);
-  if (entry == space->second.end()) return std::optional<std::string>();
+  absl::StatusOr<Space*> space = AwaitKeys(scope, {key}, deadline);
+  if (!space.ok()) return space.status();
+  auto entry = (*space)->find(key);
+  if (entry == (*space)->end()) return std::optional<std::string>();
   return std::optional<std::string>(entry->second);
 }
 
@@ -111,36 +115,38 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const Scope& scope,
                                              int64_t delta) {
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  if (draining_) return DrainingError();
-  Space& space = SpaceFor(scope);
-  if (absl::Status s = CheckRoomFor(space, key); !s.ok()) return s;
+  absl::StatusOr<Space*> space = LiveSpace(scope);
+  if (!space.ok()) return space.status();
+  if (absl::Status s = CheckRoomFor(**space, key); !s.ok()) return s;
   int64_t value = 0;
-  auto it = space.find(key);
-  if (it != space.end() && !absl::SimpleAtoi(it->second, &value)) {
+  auto it = (*space)->find(key);
+  if (it != (*space)->end() && !absl::SimpleAtoi(it->second, &value)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "store key \"", key, "\" holds a value that is not an integer"));
   }
-  value += delta;
-  space[key] = absl::StrCat(value);
-  return value;
+  int64_t sum;
+  if (__builtin_add_overflow(value, delta, &sum)) {
+    return absl::OutOfRangeError(
+        absl::StrCat("store key \"", key, "\" holds ", value, "; adding ",
+                     delta, " overflows a signed 64-bit integer"));
+  }
+  (**space)[key] = absl::StrCat(sum);
+  return sum;
 }
 
 absl::StatusOr<std::string> RendezvousStore::CompareSet(
     const Scope& scope, const std::string& key, const std::string& expected,
     std::string desired) {
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
-  if (desired.size() > limits_.max_value_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "store value must be at most ", limits_.max_value_bytes, " bytes"));
-  }
+  if (absl::Status s = CheckValue(desired); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  if (draining_) return DrainingError();
-  Space& space = SpaceFor(scope);
-  auto it = space.find(key);
-  if (it == space.end()) {
+  absl::StatusOr<Space*> space = LiveSpace(scope);
+  if (!space.ok()) return space.status();
+  auto it = (*space)->find(key);
+  if (it == (*space)->end()) {
     if (!expected.empty()) return expected;
-    if (absl::Status s = CheckRoomFor(space, key); !s.ok()) return s;
-    space[key] = desired;
+    if (absl::Status s = CheckRoomFor(**space, key); !s.ok()) return s;
+    (**space)[key] = desired;
     return desired;
   }
   if (it->second == expected) it->second = std::move(desired);
@@ -154,36 +160,27 @@ absl::StatusOr<bool> RendezvousStore::Wait(const Scope& scope,
     if (absl::Status s = CheckKey(key); !s.ok()) return s;
   }
   absl::MutexLock lock(&mu_);
-  if (draining_) return DrainingError();
-  SpaceFor(scope);
-  const bool ready = AwaitKeys(scope, keys, deadline);
-  if (absl::Status s = CheckLive(scope); !s.ok()) return s;
-  return ready;
+  absl::StatusOr<Space*> space = AwaitKeys(scope, keys, deadline);
+  if (!space.ok()) return space.status();
+  return std::all_of(keys.begin(), keys.end(), [&](const std::string& key) {
+    return (*space)->count(key) != 0;
+  });
 }
 
 absl::StatusOr<bool> RendezvousStore::Delete(const Scope& scope,
                                              const std::string& key) {
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
-  if (draining_) return DrainingError();
-  return SpaceFor(scope).erase(key) > 0;
+  absl::StatusOr<Space*> space = LiveSpace(scope);
+  if (!space.ok()) return space.status();
+  return (*space)->erase(key) > 0;
 }
 
-int64_t RendezvousStore::Count(const Scope& scope) {
+absl::StatusOr<int64_t> RendezvousStore::Count(const Scope& scope) {
   absl::MutexLock lock(&mu_);
-  return static_cast<int64_t>(SpaceFor(scope).size());
-}
-
-void RendezvousStore::Forget(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  spaces_.erase(spaces_.lower_bound(Scope(job_id, 0)),
-                spaces_.upper_bound(Scope(job_id, UINT64_MAX)));
-  ended_.erase(job_id);
-}
-
-void RendezvousStore::Drain() {
-  absl::MutexLock lock(&mu_);
-  draining_ = true;
+  absl::StatusOr<Space*> space = LiveSpace(scope);
+  if (!space.ok()) return space.status();
+  return static_cast<int64_t>((*space)->size());
 }
 
 }  // namespace shard::server

@@ -2,11 +2,15 @@
 // Store semantics: set, get with wait, atomic add, compare-set, wait for
 // keys, delete, count.
 //
-// Kept in memory only: process groups are re-formed after a coordinator
-// restart. A space is dropped when a newer generation of its job is used, or
-// by Forget(). Callers validate that the generation is current; this class
-// checks keys and sizes. Thread-safe; waits end at their deadline or on
-// Drain() (UNAVAILABLE).
+// A space exists exactly while its generation lives: OpenGeneration() when
+// the world forms, EndGeneration() / EndJob() when it ends, which frees its
+// memory and answers its waiting calls ABORTED. Every operation checks, under
+// this class's lock, that its space exists, so a call that passed the
+// caller's generation check just before the generation ended answers
+// ABORTED and never re-creates the space. Kept in memory only: process
+// groups are re-formed after a coordinator restart. Checks keys, sizes and
+// integer overflow. Thread-safe; waits end at their deadline, when their
+// generation ends, or on Drain() (UNAVAILABLE).
 #ifndef SERVER_RENDEZVOUS_STORE_H_
 #define SERVER_RENDEZVOUS_STORE_H_
 
@@ -37,6 +41,19 @@ class RendezvousStore {
 
   explicit RendezvousStore(RendezvousLimits limits = {}) : limits_(limits) {}
 
+  // Creates the (empty) space of a generation that just formed; a no-op if
+  // it exists.
+  void OpenGeneration(const Scope& scope) ABSL_LOCKS_EXCLUDED(mu_);
+  // The generation is over: its space is dropped and its waiting calls
+  // answer ABORTED.
+  void EndGeneration(const Scope& scope) ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends every generation of the job (a deleted job).
+  void EndJob(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Wakes every waiter; from now on calls answer UNAVAILABLE.
+  void Drain() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Each operation answers ABORTED if the scope's generation is not open,
+  // UNAVAILABLE once draining, INVALID_ARGUMENT for bad keys or sizes.
   absl::Status Set(const Scope& scope, const std::string& key,
                    std::string value) ABSL_LOCKS_EXCLUDED(mu_);
   // The value, or nullopt if the key was not set by `deadline`.
@@ -44,7 +61,8 @@ class RendezvousStore {
                                                  const std::string& key,
                                                  absl::Time deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // FAILED_PRECONDITION if the stored value is not a decimal integer.
+  // FAILED_PRECONDITION if the stored value is not a decimal integer;
+  // OUT_OF_RANGE if the sum overflows int64 (the value is unchanged).
   absl::StatusOr<int64_t> Add(const Scope& scope, const std::string& key,
                               int64_t delta) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::string> CompareSet(const Scope& scope,
@@ -58,38 +76,31 @@ class RendezvousStore {
                             absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<bool> Delete(const Scope& scope, const std::string& key)
       ABSL_LOCKS_EXCLUDED(mu_);
-  int64_t Count(const Scope& scope) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<int64_t> Count(const Scope& scope) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Drops every space and ended generation of the job (a deleted job; one
-  // re-created under the same id starts from generation 1 again). Call
-  // EndGeneration first to wake waiters.
-  void Forget(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);
-  // Generations up to `generation` of the job are over: their spaces are
-  // dropped and their waiting calls answer ABORTED.
-  void EndGeneration(const std::string& job_id, uint64_t generation)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // Wakes every waiter; from now on calls answer UNAVAILABLE.
-  void Drain() ABSL_LOCKS_EXCLUDED(mu_);
+  // Number of open spaces, for tests.
+  size_t open_spaces() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   using Space = std::map<std::string, std::string>;
 
   absl::Status CheckKey(const std::string& key) const;
-  // The scope's space, created on first use; drops older generations.
-  Space& SpaceFor(const Scope& scope) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckValue(const std::string& value) const;
   absl::Status CheckRoomFor(const Space& space, const std::string& key) const;
-  // ABORTED if the scope's generation ended (or UNAVAILABLE if draining).
-  absl::Status CheckLive(const Scope& scope) const
+  // The scope's open space; ABORTED if its generation is not open,
+  // UNAVAILABLE if draining.
+  absl::StatusOr<Space*> LiveSpace(const Scope& scope)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Waits until all keys are present in the scope or the deadline passes.
-  bool AwaitKeys(const Scope& scope, const std::vector<std::string>& keys,
-                 absl::Time deadline) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits until all keys are present in the scope, the deadline passes or
+  // the space ends; then the space as LiveSpace() finds it.
+  absl::StatusOr<Space*> AwaitKeys(const Scope& scope,
+                                   const std::vector<std::string>& keys,
+                                   absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RendezvousLimits limits_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::map<Scope, Space> spaces_ ABSL_GUARDED_BY(mu_);
-  // Per job, the newest generation that ended.
-  std::map<std::string, uint64_t> ended_ ABSL_GUARDED_BY(mu_);
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
 };
 

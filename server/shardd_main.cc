@@ -6,6 +6,11 @@
 // SIGTERM, SIGINT or the Drain RPC drains: health turns NOT_SERVING, new and
 // waiting calls get UNAVAILABLE, in-flight streams get --shutdown-grace to
 // finish, then the process exits 0.
+//
+// Exit codes: 0 clean shutdown (or a sound --check-data-dir), 1 runtime
+// error, 2 bad flags, 3 the data directory cannot be recovered as it is
+// (DATA_LOSS: corrupt, inconsistent or written by a newer version); a
+// supervisor should not restart-loop on 3.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -66,10 +71,46 @@ ABSL_FLAG(std::string, health_listen, "",
           "health service (for probes that cannot use TLS); empty: none");
 ABSL_FLAG(int32_t, max_request_bytes, 4 << 20,
           "largest request message accepted");
+ABSL_FLAG(std::string, check_data_dir, "",
+          "verify the data directory DIR offline (read only: nothing is "
+          "changed), print what recovery would find and exit: 0 sound, 3 "
+          "not recoverable");
 
 namespace {
 
 using shard::server::LogEvent;
+
+constexpr int kExitRuntimeError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitDataLoss = 3;
+
+// Exit code for a failed recovery.
+int RecoveryExitCode(const absl::Status& status) {
+  return absl::IsDataLoss(status) ? kExitDataLoss : kExitRuntimeError;
+}
+
+int CheckDataDir(const std::string& dir) {
+  absl::StatusOr<shard::storage::Recovered> recovered =
+      shard::storage::Recover(shard::storage::PosixFileSystem(), dir,
+                              shard::storage::RecoveryMode::kCheck);
+  if (!recovered.ok()) {
+    std::cout << "data directory " << dir
+              << " is NOT recoverable: " << recovered.status() << "\n";
+    return RecoveryExitCode(recovered.status());
+  }
+  const shard::storage::RecoveryStats& stats = recovered->stats;
+  std::cout << "data directory " << dir << " is sound: " << stats.jobs
+            << " jobs, snapshot at sequence " << stats.snapshot_sequence << ", "
+            << stats.replayed_records
+            << " journal records after it, last sequence "
+            << recovered->last_sequence
+            << (stats.dropped_torn_tail
+                    ? "; the newest segment ends in an incomplete record "
+                      "(never acknowledged) that startup will cut off"
+                    : "")
+            << "\n";
+  return 0;
+}
 
 int Run() {
   // Block the shutdown signals in every thread; main waits for them below.
@@ -79,11 +120,15 @@ int Run() {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  if (const std::string check = absl::GetFlag(FLAGS_check_data_dir);
+      !check.empty()) {
+    return CheckDataDir(check);
+  }
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
   if (data_dir.empty() == !absl::GetFlag(FLAGS_in_memory)) {
     std::cerr << "shardd: give exactly one of --data-dir DIR (durable state) "
                  "and --in-memory (tests)\n";
-    return 2;
+    return kExitUsage;
   }
   auto metrics = std::make_unique<shard::metrics::ServerMetrics>();
   shard::storage::OpenedLog opened{
@@ -101,8 +146,8 @@ int Run() {
                                        data_dir, log_options);
     if (!recovered.ok()) {
       std::cerr << "shardd: cannot recover state from " << data_dir << ": "
-                << recovered.status().message() << "\n";
-      return 1;
+                << recovered.status() << "\n";
+      return RecoveryExitCode(recovered.status());
     }
     opened = *std::move(recovered);
     LogEvent(absl::StrCat(
@@ -119,7 +164,7 @@ int Run() {
   options.lease = absl::GetFlag(FLAGS_lease);
   if (options.lease <= absl::ZeroDuration()) {
     std::cerr << "shardd: --lease must be positive\n";
-    return 2;
+    return kExitUsage;
   }
   shard::server::CoordinatorService service(options, std::move(opened));
 
@@ -138,7 +183,7 @@ int Run() {
             });
     if (!started.ok()) {
       std::cerr << "shardd: " << started.status().message() << "\n";
-      return 1;
+      return kExitRuntimeError;
     }
     endpoint = *std::move(started);
     LogEvent(absl::StrCat("serving metrics on http://", endpoint->address,
@@ -208,7 +253,7 @@ int main(int argc, char** argv) {
       "[--shutdown-grace 10s] [--metrics-listen HOST:PORT] "
       "[--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] "
       "[--auth-token-file FILE] [--health-listen HOST:PORT] "
-      "[--max-request-bytes N]");
+      "[--max-request-bytes N] | shardd --check-data-dir DIR");
   std::vector<std::string> args = DashesToUnderscores(argc, argv);
   std::vector<char*> arg_pointers;
   for (std::string& arg : args) arg_pointers.push_back(arg.data());
@@ -217,7 +262,7 @@ int main(int argc, char** argv) {
   if (positional.size() > 1) {
     std::cerr << "shardd: unexpected argument \"" << positional[1]
               << "\"; all options are --flags (see --help)\n";
-    return 2;
+    return kExitUsage;
   }
   return Run();
 }

@@ -1,5 +1,7 @@
 // The few spellings that differ between libtorch 1.13 (Debian) and 2.x.
-// Everything version-dependent in the project goes through this header.
+// Differences between libtorch builds rather than versions (Gloo headers,
+// a pure virtual c10d::Store::clone) are detected when CMake configures
+// (SHARD_HAVE_GLOO, SHARD_TORCH_STORE_HAS_CLONE), not here.
 #ifndef CLIENT_TORCH_TORCH_COMPAT_H_
 #define CLIENT_TORCH_TORCH_COMPAT_H_
 

@@ -1,5 +1,7 @@
 #include "server/plan/shard_layout.h"
 
+#include <algorithm>
+
 namespace shard::plan {
 
 // torch computes num_samples with math.ceil on a float quotient; for
@@ -12,7 +14,9 @@ ShardLayout::ShardLayout(uint64_t dataset_size, uint64_t world_size, Tail tail,
       world_size_(world_size),
       tail_(tail),
       base_(base) {
-  const uint64_t remaining = dataset_size - base;
+  // A padded last epoch may end past N; a world re-formed there has nothing
+  // left to split.
+  const uint64_t remaining = base < dataset_size ? dataset_size - base : 0;
   const uint64_t floor_per_rank = remaining / world_size;
   const uint64_t ceil_per_rank =
       floor_per_rank + (remaining % world_size != 0 ? 1 : 0);
@@ -24,7 +28,7 @@ ShardLayout::ShardLayout(uint64_t dataset_size, uint64_t world_size, Tail tail,
       total_ = base + floor_per_rank * world_size;
       break;
     case Tail::kUneven:
-      total_ = dataset_size;
+      total_ = std::max(dataset_size, base);
       break;
   }
 }

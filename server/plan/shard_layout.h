@@ -22,8 +22,9 @@ enum class Tail { kPad, kDrop, kUneven };
 
 class ShardLayout {
  public:
-  // Requires dataset_size > 0, world_size > 0 and base <= dataset_size
-  // (validated by the caller).
+  // Requires dataset_size > 0 and world_size > 0 (validated by the caller).
+  // A base at or past dataset_size (the committed end of a padded last
+  // epoch) gives an empty layout: total() == base.
   ShardLayout(uint64_t dataset_size, uint64_t world_size, Tail tail,
               uint64_t base = 0);
 
@@ -34,7 +35,8 @@ class ShardLayout {
   uint64_t base() const { return base_; }
 
   // End position of the epoch: base + W * ceil(R / W) for pad,
-  // base + W * floor(R / W) for drop, N for uneven (R = N - base).
+  // base + W * floor(R / W) for drop, max(N, base) for uneven
+  // (R = N - base, or 0 when base >= N).
   uint64_t total() const { return total_; }
 
   // Number of positions rank `rank` owns; requires rank < world_size().

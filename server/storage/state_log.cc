@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -19,43 +20,181 @@ namespace {
 constexpr char kSnapshotName[] = "snapshot.pb";
 constexpr char kSegmentPrefix[] = "journal-";
 constexpr char kSegmentSuffix[] = ".log";
+constexpr int kSegmentDigits = 20;
 
-// First sequence numbers of the journal segments in `names`, sorted.
-std::vector<uint64_t> SegmentStarts(const std::vector<std::string>& names) {
-  std::vector<uint64_t> starts;
-  for (absl::string_view name : names) {
-    uint64_t first;
-    if (absl::ConsumePrefix(&name, kSegmentPrefix) &&
-        absl::ConsumeSuffix(&name, kSegmentSuffix) &&
-        absl::SimpleAtoi(name, &first)) {
-      starts.push_back(first);
+// One journal segment file: its name and the first sequence it holds.
+struct Segment {
+  uint64_t first;
+  std::string name;
+};
+
+// The journal segments among `names`, sorted by first sequence. A name that
+// looks like a segment but is not one this log writes (journal-5.log) is
+// refused rather than guessed at.
+absl::StatusOr<std::vector<Segment>> FindSegments(
+    const std::vector<std::string>& names) {
+  std::vector<Segment> segments;
+  for (const std::string& name : names) {
+    absl::string_view digits = name;
+    if (!absl::ConsumePrefix(&digits, kSegmentPrefix) ||
+        !absl::ConsumeSuffix(&digits, kSegmentSuffix)) {
+      continue;
     }
+    uint64_t first;
+    if (digits.size() != kSegmentDigits ||
+        !std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit) ||
+        !absl::SimpleAtoi(digits, &first)) {
+      return absl::DataLossError(absl::StrCat(
+          "unexpected file ", name,
+          " in the data directory: journal segments "
+          "are named ",
+          kSegmentPrefix, "<", kSegmentDigits, " digits>", kSegmentSuffix,
+          "; move it away if it does not belong here"));
+    }
+    segments.push_back({first, name});
   }
-  std::sort(starts.begin(), starts.end());
-  return starts;
+  std::sort(
+      segments.begin(), segments.end(),
+      [](const Segment& a, const Segment& b) { return a.first < b.first; });
+  return segments;
 }
 
 absl::Status ReadSnapshot(FileSystem* fs, const std::string& path,
-                          OpenedLog* opened, uint64_t* bytes) {
+                          Recovered* recovered) {
   absl::StatusOr<std::string> contents = fs->ReadFile(path);
   if (absl::IsNotFound(contents.status())) return absl::OkStatus();
   if (!contents.ok()) return contents.status();
-  absl::StatusOr<DecodedRecords> decoded = DecodeRecords(*contents);
-  shard::state::v1::StateSnapshot snapshot;
-  if (!decoded.ok() || decoded->torn_tail || decoded->payloads.size() != 1 ||
-      !snapshot.ParseFromString(decoded->payloads[0])) {
+  auto corrupt = [&path](absl::string_view why) {
     return absl::DataLossError(
-        absl::StrCat("snapshot ", path,
-                     " is corrupt; restore the data directory from a "
-                     "backup"));
+        absl::StrCat("snapshot ", path, " is corrupt (", why,
+                     "); restore the data directory from a backup"));
+  };
+  absl::StatusOr<DecodedRecords> decoded = DecodeRecords(*contents);
+  if (!decoded.ok()) return corrupt(decoded.status().message());
+  shard::state::v1::StateSnapshot snapshot;
+  if (decoded->torn_tail || decoded->payloads.size() != 1 ||
+      !snapshot.ParseFromString(decoded->payloads[0])) {
+    return corrupt("not one whole StateSnapshot record");
   }
-  opened->state = server::CoordinatorState::FromSnapshot(snapshot);
-  opened->stats.snapshot_sequence = snapshot.sequence();
-  *bytes = contents->size();
+  absl::StatusOr<server::CoordinatorState> state =
+      server::CoordinatorState::FromSnapshot(snapshot);
+  if (!state.ok()) return corrupt(state.status().message());
+  recovered->state = *std::move(state);
+  recovered->stats.snapshot_sequence = snapshot.sequence();
+  recovered->snapshot_bytes = contents->size();
   return absl::OkStatus();
 }
 
+std::string DataLossAdvice() {
+  return ". Refusing to start rather than drop or invent history; restore the "
+         "data directory from a backup (shardd --check-data-dir tells whether "
+         "a copy is sound)";
+}
+
 }  // namespace
+
+absl::StatusOr<Recovered> Recover(FileSystem* fs, const std::string& dir,
+                                  RecoveryMode mode) {
+  Recovered recovered;
+  if (absl::Status s =
+          ReadSnapshot(fs, absl::StrCat(dir, "/", kSnapshotName), &recovered);
+      !s.ok()) {
+    return s;
+  }
+  const uint64_t snapshot_sequence = recovered.stats.snapshot_sequence;
+  absl::StatusOr<std::vector<std::string>> names = fs->ListDir(dir);
+  if (!names.ok()) return names.status();
+  absl::StatusOr<std::vector<Segment>> segments = FindSegments(*names);
+  if (!segments.ok()) return segments.status();
+
+  // The journal is one chain of sequences 1, 2, 3, ... cut into segments,
+  // each named after its first record; records up to the snapshot's
+  // sequence are already in the snapshot.
+  uint64_t next =
+      segments->empty() ? snapshot_sequence + 1 : segments->front().first;
+  if (next > snapshot_sequence + 1) {
+    return absl::DataLossError(
+        absl::StrCat("the journal starts at sequence ", next,
+                     " but the snapshot holds "
+                     "only up to ",
+                     snapshot_sequence, DataLossAdvice()));
+  }
+  for (size_t i = 0; i < segments->size(); ++i) {
+    const Segment& segment = (*segments)[i];
+    const std::string path = absl::StrCat(dir, "/", segment.name);
+    if (segment.first != next) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": starts at sequence ", segment.first,
+          " but the segment before it ends at ", next - 1, DataLossAdvice()));
+    }
+    absl::StatusOr<std::string> contents = fs->ReadFile(path);
+    if (!contents.ok()) return contents.status();
+    absl::StatusOr<DecodedRecords> decoded = DecodeRecords(*contents);
+    if (!decoded.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": ", decoded.status().message(), DataLossAdvice()));
+    }
+    const bool last_segment = i + 1 == segments->size();
+    if (decoded->torn_tail && !last_segment) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": ends in an incomplete record after byte ",
+                       decoded->valid_bytes, " but is not the newest segment",
+                       DataLossAdvice()));
+    }
+    for (size_t k = 0; k < decoded->payloads.size(); ++k) {
+      auto bad_record = [&](absl::string_view why) {
+        return absl::DataLossError(
+            absl::StrCat(path, ": record at byte offset ", decoded->offsets[k],
+                         " ", why, DataLossAdvice()));
+      };
+      shard::state::v1::JournalRecord record;
+      if (!record.ParseFromString(decoded->payloads[k])) {
+        return bad_record("passes its checksum but is not a JournalRecord");
+      }
+      if (record.sequence() != next) {
+        return bad_record(absl::StrCat("has sequence ", record.sequence(),
+                                       " where ", next, " must follow"));
+      }
+      ++next;
+      if (record.sequence() <= snapshot_sequence) continue;  // In snapshot.
+      if (absl::Status s = recovered.state.Apply(record.update()); !s.ok()) {
+        return bad_record(
+            absl::StrCat("does not fit the recovered state: ", s.message()));
+      }
+      ++recovered.stats.replayed_records;
+    }
+    if (decoded->torn_tail) {
+      const uint64_t dropped = contents->size() - decoded->valid_bytes;
+      recovered.stats.dropped_torn_tail = true;
+      if (mode == RecoveryMode::kRepair) {
+        // Keep the evidence next to the journal before cutting it off.
+        const std::string kept =
+            absl::StrCat(path, ".torn-", decoded->valid_bytes);
+        if (absl::Status s = fs->WriteFileAtomically(
+                kept,
+                absl::string_view(*contents).substr(decoded->valid_bytes));
+            !s.ok()) {
+          return s;
+        }
+        if (absl::Status s = fs->Truncate(path, decoded->valid_bytes);
+            !s.ok()) {
+          return s;
+        }
+        server::LogEvent(absl::StrCat(
+            "journal ", path, ": dropped an incomplete last record after byte ",
+            decoded->valid_bytes, " (", dropped, " bytes, kept in ", kept,
+            "; a write interrupted by a crash, never acknowledged)"));
+      }
+    }
+    if (last_segment) {
+      recovered.newest_segment = path;
+      recovered.newest_segment_next = next;
+    }
+  }
+  recovered.last_sequence = std::max(snapshot_sequence, next - 1);
+  recovered.stats.jobs = recovered.state.jobs().size();
+  return recovered;
+}
 
 StateLog::StateLog(FileSystem* file_system, std::string dir,
                    StateLogOptions options)
@@ -66,84 +205,34 @@ std::unique_ptr<StateLog> StateLog::InMemory() {
 }
 
 std::string StateLog::SegmentPath(uint64_t first_sequence) const {
-  return absl::StrFormat("%s/%s%020d%s", dir_, kSegmentPrefix, first_sequence,
-                         kSegmentSuffix);
+  return absl::StrFormat("%s/%s%0*d%s", dir_, kSegmentPrefix, kSegmentDigits,
+                         first_sequence, kSegmentSuffix);
 }
 
 absl::StatusOr<OpenedLog> StateLog::Open(FileSystem* fs, const std::string& dir,
                                          StateLogOptions options) {
   if (absl::Status s = fs->CreateDir(dir); !s.ok()) return s;
+  absl::StatusOr<Recovered> recovered = Recover(fs, dir, RecoveryMode::kRepair);
+  if (!recovered.ok()) return recovered.status();
   OpenedLog opened;
   opened.log = std::unique_ptr<StateLog>(new StateLog(fs, dir, options));
+  opened.state = std::move(recovered->state);
+  opened.stats = recovered->stats;
   StateLog& log = *opened.log;
-  if (absl::Status s = ReadSnapshot(fs, absl::StrCat(dir, "/", kSnapshotName),
-                                    &opened, &log.snapshot_bytes_);
-      !s.ok()) {
-    return s;
-  }
-  log.last_sequence_ = opened.stats.snapshot_sequence;
-
-  absl::StatusOr<std::vector<std::string>> names = fs->ListDir(dir);
-  if (!names.ok()) return names.status();
-  const std::vector<uint64_t> starts = SegmentStarts(*names);
-  for (size_t i = 0; i < starts.size(); ++i) {
-    const std::string path = log.SegmentPath(starts[i]);
-    absl::StatusOr<std::string> contents = fs->ReadFile(path);
-    if (!contents.ok()) return contents.status();
-    absl::StatusOr<DecodedRecords> decoded = DecodeRecords(*contents);
-    if (!decoded.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          path, ": ", decoded.status().message(),
-          ". Refusing to start rather than drop history; restore the data "
-          "directory from a backup, or truncate this file at that offset to "
-          "accept losing the updates after it"));
-    }
-    const bool last_segment = i + 1 == starts.size();
-    if (decoded->torn_tail && !last_segment) {
-      return absl::DataLossError(absl::StrCat(
-          path, " ends in a torn record but is not the newest segment"));
-    }
-    for (const std::string& payload : decoded->payloads) {
-      shard::state::v1::JournalRecord record;
-      if (!record.ParseFromString(payload)) {
-        return absl::DataLossError(
-            absl::StrCat(path,
-                         ": a record with a valid checksum does not "
-                         "parse as a JournalRecord"));
-      }
-      if (record.sequence() <= log.last_sequence_) continue;  // In snapshot.
-      if (record.sequence() != log.last_sequence_ + 1) {
-        return absl::DataLossError(
-            absl::StrCat(path, ": journal jumps from sequence ",
-                         log.last_sequence_, " to ", record.sequence()));
-      }
-      opened.state.Apply(record.update());
-      log.last_sequence_ = record.sequence();
-      ++opened.stats.replayed_records;
-    }
-    if (decoded->torn_tail) {
-      server::LogEvent(absl::StrCat(
-          "journal ", path, ": dropped a torn record after byte ",
-          decoded->valid_bytes, " (", contents->size() - decoded->valid_bytes,
-          " bytes; a write interrupted by a crash, never acknowledged)"));
-      if (absl::Status s = fs->Truncate(path, decoded->valid_bytes); !s.ok()) {
-        return s;
-      }
-      opened.stats.dropped_torn_tail = true;
-    }
-  }
-  opened.stats.jobs = opened.state.jobs().size();
-  log.appends_since_snapshot_ = opened.stats.replayed_records;
-  // Continue in the newest segment, or start one.
-  if (starts.empty()) {
-    if (absl::Status s = log.StartSegment(log.last_sequence_ + 1); !s.ok()) {
-      return s;
-    }
-  } else {
+  log.last_sequence_ = recovered->last_sequence;
+  log.snapshot_bytes_ = recovered->snapshot_bytes;
+  log.appends_since_snapshot_ = recovered->stats.replayed_records;
+  // Continue in the newest segment when the next record follows on in it;
+  // otherwise (no segment, or one that ends before the snapshot) start one.
+  if (!recovered->newest_segment.empty() &&
+      recovered->newest_segment_next == log.last_sequence_ + 1) {
     absl::StatusOr<std::unique_ptr<AppendableFile>> segment =
-        fs->OpenAppendable(log.SegmentPath(starts.back()));
+        fs->OpenAppendable(recovered->newest_segment);
     if (!segment.ok()) return segment.status();
     log.segment_ = *std::move(segment);
+  } else if (absl::Status s = log.StartSegment(log.last_sequence_ + 1);
+             !s.ok()) {
+    return s;
   }
   return opened;
 }
@@ -204,11 +293,12 @@ void StateLog::MaybeSnapshot(const server::CoordinatorState& state) {
   appends_since_snapshot_ = 0;
   // Segments before the new one are covered by the snapshot.
   absl::StatusOr<std::vector<std::string>> names = file_system_->ListDir(dir_);
-  if (names.ok()) {
-    for (uint64_t start : SegmentStarts(*names)) {
-      if (start <= last_sequence_) {
-        file_system_->Remove(SegmentPath(start)).IgnoreError();
-      }
+  if (!names.ok()) return;
+  absl::StatusOr<std::vector<Segment>> segments = FindSegments(*names);
+  if (!segments.ok()) return;
+  for (const Segment& segment : *segments) {
+    if (segment.first <= last_sequence_) {
+      file_system_->Remove(absl::StrCat(dir_, "/", segment.name)).IgnoreError();
     }
   }
 }

@@ -8,10 +8,19 @@
 // `snapshot_every` appends a snapshot is written atomically, a new segment
 // starts and older segments are removed, which bounds replay time.
 //
-// Recovery = snapshot + replay of later records. A torn last record (crash
-// during a write) is truncated away with one log line; a bad record in the
-// middle, a sequence gap or a torn record in an older segment is refused
-// with DATA_LOSS instead of silently dropping history. After a failed
+// Recovery = snapshot + replay of later records. The journal must be one
+// unbroken chain of sequences, each segment named after its first record
+// (so a segment cut at a record boundary shows as a gap before the next
+// one). An incomplete last record (a crash during its write, so never
+// acknowledged) is cut off with one log line, its bytes kept beside the
+// segment as <segment>.torn-<offset>. Everything else is refused with
+// DATA_LOSS naming the file and offset, and nothing is modified: corrupt
+// records (see record_codec.h), sequence gaps or repeats, an incomplete
+// record in an older segment, a snapshot that does not parse or is not
+// consistent, a record that passes its checksum but does not fit the state
+// (CoordinatorState::Check), an unexpected segment file name. A cut exactly
+// at a record boundary at the end of the newest segment cannot be told from
+// a shorter history by any self-describing log. After a failed
 // append the log refuses all further appends (UNAVAILABLE): what reached the
 // disk is unknown, so nothing may be written after it until a restart
 // recovers. Not thread-safe: the service serialises calls.
@@ -50,6 +59,28 @@ struct RecoveryStats {
 
 class StateLog;
 
+// What recovery found under a data directory.
+struct Recovered {
+  server::CoordinatorState state;
+  RecoveryStats stats;
+  uint64_t last_sequence = 0;
+  uint64_t snapshot_bytes = 0;
+  // The newest journal segment's path (empty if none) and the sequence its
+  // next record would have.
+  std::string newest_segment;
+  uint64_t newest_segment_next = 0;
+};
+
+enum class RecoveryMode {
+  kCheck,   // Read only: report a torn tail, change nothing.
+  kRepair,  // Cut off a torn tail (keeping its bytes) so appends may follow.
+};
+
+// Recovers the state stored under `dir` without opening it for appending
+// (shardd --check-data-dir uses kCheck). DATA_LOSS as described above.
+absl::StatusOr<Recovered> Recover(FileSystem* file_system,
+                                  const std::string& dir, RecoveryMode mode);
+
 struct OpenedLog {
   std::unique_ptr<StateLog> log;
   server::CoordinatorState state;  // As recovered.
@@ -58,8 +89,9 @@ struct OpenedLog {
 
 class StateLog {
  public:
-  // Recovers the state stored under `dir` (created if missing) and opens
-  // the log for appending. `file_system` must outlive the log.
+  // Recovers the state stored under `dir` (created if missing) in
+  // kRepair mode and opens the log for appending. `file_system` must
+  // outlive the log.
   static absl::StatusOr<OpenedLog> Open(FileSystem* file_system,
                                         const std::string& dir,
                                         StateLogOptions options = {});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/coordinator_service.h"
 #include "server/grpc_coordinator.h"
+#include "server/plan/job_spec.h"
 #include "server/storage/file_system.h"
 #include "server/storage/record_codec.h"
 #include "server/storage/state_log.h"
@@ -132,34 +134,43 @@ void MeasureRecovery(const std::string& dir, uint64_t updates) {
       1000.0 * ms / updates);
 }
 
+// Applies a valid update to the bench's state (aborts if it is refused).
+void MustApply(server::CoordinatorState& state,
+               const shard::state::v1::StateUpdate& update) {
+  if (absl::Status s = state.Apply(update); !s.ok()) {
+    std::fprintf(stderr, "snapshot bench: %s\n",
+                 std::string(s.message()).c_str());
+    std::abort();
+  }
+}
+
 // Snapshot bytes per job for jobs of `members` members each.
 void MeasureSnapshot(int jobs, int members) {
   server::CoordinatorState state;
   for (int j = 0; j < jobs; ++j) {
     const std::string id = absl::StrCat("train-job-", j);
+    shard::v1::JobSpec spec;
+    spec.set_dataset_size(100000000);
+    spec.set_world_size(members);
     shard::state::v1::StateUpdate created;
     created.mutable_job_created()->set_job_id(id);
-    auto* spec = created.mutable_job_created()->mutable_spec();
-    spec->set_dataset_size(100000000);
-    spec->set_world_size(members);
-    spec->set_min_world_size(members);
-    spec->set_max_world_size(members);
-    spec->set_shuffle(true);
-    spec->set_tail(shard::v1::TAIL_POLICY_PAD);
-    state.Apply(created);
+    *created.mutable_job_created()->mutable_spec() =
+        *plan::NormalizeJobSpec(spec, UINT64_MAX);
+    MustApply(state, created);
     shard::state::v1::StateUpdate formed;
     formed.mutable_generation_formed()->set_job_id(id);
-    formed.mutable_generation_formed()->set_generation(1);
+    formed.mutable_generation_formed()->set_generation(state.last_generation() +
+                                                       1);
     for (int m = 0; m < members; ++m) {
       shard::state::v1::StateUpdate joined;
       joined.mutable_member_joined()->set_job_id(id);
       joined.mutable_member_joined()->set_member_id(
           absl::StrCat(id, "-worker-", m, "/0"));
-      state.Apply(joined);
+      MustApply(state, joined);
       formed.mutable_generation_formed()->add_members(
           joined.member_joined().member_id());
     }
-    state.Apply(formed);
+    MustApply(state, formed);
   }
   const size_t bytes =
       storage::EncodeRecord(state.ToSnapshot(1).SerializeAsString()).size();

@@ -51,6 +51,10 @@ class ShardDaemon:
     def pid(self):
         return self._proc.pid
 
+    @property
+    def data_dir(self):
+        return self._data_dir
+
     def wait(self, timeout):
         """Waits for the daemon to exit on its own; returns its exit code."""
         return self._proc.wait(timeout=timeout)

@@ -1,5 +1,6 @@
 // Every kind of bad request gets the documented status code and a message
 // that says what was expected, through the real gRPC server.
+#include <atomic>
 #include <thread>
 
 #include "absl/time/clock.h"
@@ -252,9 +253,27 @@ TEST_F(StatusCodesTest, StoreRequestsAreValidated) {
 TEST_F(StatusCodesTest, DrainingAnswersUnavailableAndWakesWaitingJoins) {
   shard::v1::JoinJobResponse joined;
   grpc::Status waiting;
-  std::thread joiner([&] { waiting = Join("job", "a", 60000, &joined); });
-  absl::SleepFor(absl::Milliseconds(100));
+  std::atomic<bool> returned{false};
+  // W = 2 and one member: its join waits (up to 10 minutes) for a world.
+  std::thread joiner([&] {
+    waiting = Join("job", "a", 600000, &joined);
+    returned = true;
+  });
+  shard::v1::GetJobRequest get;
+  get.set_job_id("job");
+  for (int i = 0; i < 3000; ++i) {  // Bounded: until the member joined.
+    absl::StatusOr<shard::v1::Job> job = cluster_.service().GetJob(get);
+    if (job.ok() && job->joined_members() == 1) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(cluster_.service().GetJob(get)->joined_members(), 1u);
+  EXPECT_FALSE(returned) << "the join did not wait: "
+                         << waiting.error_message();
   cluster_.service().Drain();
+  for (int i = 0; i < 3000 && !returned; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_TRUE(returned) << "Drain did not wake the waiting join";
   joiner.join();
   ExpectCode(waiting, StatusCode::UNAVAILABLE, "draining");
   ExpectCode(CreateJob("other", 1, 1), StatusCode::UNAVAILABLE, "draining");

@@ -1,65 +1,51 @@
 #include "server/coordinator_state.h"
 
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
+#include "tests/support/state_updates.h"
 
 namespace shard::server {
 namespace {
 
+using shard::state::v1::StateSnapshot;
 using shard::state::v1::StateUpdate;
+using shard::testing::Committed;
+using shard::testing::Created;
+using shard::testing::Deleted;
+using shard::testing::Formed;
+using shard::testing::Joined;
+using shard::testing::NormalSpec;
+using shard::testing::Removed;
 
-StateUpdate Created(const std::string& job, uint32_t world) {
-  StateUpdate update;
-  update.mutable_job_created()->set_job_id(job);
-  update.mutable_job_created()->mutable_spec()->set_dataset_size(10);
-  update.mutable_job_created()->mutable_spec()->set_world_size(world);
-  return update;
+// Applies every update, failing the test on the first refusal.
+void ApplyAll(CoordinatorState& state, const std::vector<StateUpdate>& all) {
+  for (const StateUpdate& update : all) {
+    ASSERT_TRUE(state.Apply(update).ok())
+        << state.Check(update) << " for " << update.ShortDebugString();
+  }
 }
 
-StateUpdate Joined(const std::string& job, const std::string& member) {
-  StateUpdate update;
-  update.mutable_member_joined()->set_job_id(job);
-  update.mutable_member_joined()->set_member_id(member);
-  return update;
-}
-
-StateUpdate Removed(const std::string& job, const std::string& member) {
-  StateUpdate update;
-  update.mutable_member_removed()->set_job_id(job);
-  update.mutable_member_removed()->set_member_id(member);
-  return update;
-}
-
-StateUpdate Formed(const std::string& job, uint64_t generation,
-                   std::vector<std::string> members, uint64_t epoch,
-                   uint64_t base) {
-  StateUpdate update;
-  auto* formed = update.mutable_generation_formed();
-  formed->set_job_id(job);
-  formed->set_generation(generation);
-  for (const std::string& m : members) formed->add_members(m);
-  formed->set_epoch(epoch);
-  formed->set_base_position(base);
-  return update;
+std::string Serialized(const CoordinatorState& state) {
+  return state.ToSnapshot(1).SerializeAsString();
 }
 
 TEST(CoordinatorStateTest, WorldsFormBreakAndReform) {
   CoordinatorState state;
-  state.Apply(Created("j", 2));
-  ASSERT_NE(state.FindJob("j"), nullptr);
-  state.Apply(Joined("j", "a"));
-  state.Apply(Joined("j", "b"));
+  ApplyAll(state, {Created("j", NormalSpec(100, 2, 1, 2)), Joined("j", "a"),
+                   Joined("j", "b")});
   EXPECT_FALSE(state.FindJob("j")->world_formed());  // Joined, not formed.
-  state.Apply(Formed("j", 1, {"a", "b"}, 0, 0));
+  ApplyAll(state, {Formed("j", 1, {"a", "b"})});
   EXPECT_TRUE(state.FindJob("j")->world_formed());
   EXPECT_EQ(state.FindJob("j")->RankOf("b"), 1u);
   EXPECT_EQ(state.FindJob("j")->RankOf("c"), std::nullopt);
   // Losing a member of the world breaks it; the generation number stays
   // until the next world forms.
-  state.Apply(Removed("j", "a"));
+  ApplyAll(state, {Committed("j", 3, 40), Removed("j", "a")});
   EXPECT_FALSE(state.FindJob("j")->world_formed());
   EXPECT_EQ(state.FindJob("j")->generation, 1u);
-  state.Apply(Joined("j", "c"));
-  state.Apply(Formed("j", 2, {"b", "c"}, 3, 40));
+  ApplyAll(state, {Joined("j", "c"), Formed("j", 2, {"b", "c"}, 3, 40)});
   const JobState& job = *state.FindJob("j");
   EXPECT_EQ(job.RankOf("b"), 0u);
   EXPECT_EQ(job.RankOf("c"), 1u);
@@ -67,59 +53,216 @@ TEST(CoordinatorStateTest, WorldsFormBreakAndReform) {
   EXPECT_EQ(job.generation_base, 40u);
 }
 
-TEST(CoordinatorStateTest, SnapshotRoundTrips) {
+TEST(CoordinatorStateTest, SnapshotRoundTripsEveryField) {
   CoordinatorState state;
-  state.Apply(Created("j", 2));
-  state.Apply(Joined("j", "a"));
-  state.Apply(Joined("j", "b"));
-  state.Apply(Formed("j", 1, {"a", "b"}, 0, 0));
-  const CoordinatorState copy =
+  ApplyAll(state, {Created("gone", NormalSpec(10, 1)), Joined("gone", "z"),
+                   Formed("gone", 1, {"z"}), Deleted("gone"),
+                   Created("j", NormalSpec(100, 2, 1, 3)), Joined("j", "a"),
+                   Joined("j", "b"), Formed("j", 2, {"a", "b"}),
+                   Committed("j", 1, 6), Joined("j", "c")});
+  absl::StatusOr<CoordinatorState> copy =
       CoordinatorState::FromSnapshot(state.ToSnapshot(4));
-  const JobState& job = *copy.FindJob("j");
-  EXPECT_EQ(job.members, (std::vector<std::string>{"a", "b"}));
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(Serialized(*copy), Serialized(state));
+  const JobState& job = *copy->FindJob("j");
+  EXPECT_EQ(job.members, (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(job.world, (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(job.generation, 1u);
+  EXPECT_EQ(job.generation, 2u);
+  EXPECT_EQ(job.incarnation, 2u);
+  EXPECT_EQ(job.committed_position, 6u);
+  // The counters survive too: the next generation is above the deleted
+  // job's, the next incarnation is new.
+  EXPECT_EQ(copy->last_generation(), 2u);
 }
 
 TEST(CoordinatorStateTest, ReplayingUpdatesRebuildsTheSameState) {
-  const std::vector<StateUpdate> updates = {Created("x", 1), Created("y", 2),
-                                            Joined("y", "m0"), Joined("x", "m"),
-                                            Formed("x", 1, {"m"}, 0, 0)};
+  const std::vector<StateUpdate> updates = {Created("x", NormalSpec(10, 1)),
+                                            Created("y", NormalSpec(20, 2)),
+                                            Joined("y", "m0"),
+                                            Joined("x", "m"),
+                                            Formed("x", 1, {"m"}),
+                                            Committed("x", 0, 4),
+                                            Deleted("y")};
   CoordinatorState first, second;
-  for (const StateUpdate& u : updates) first.Apply(u);
-  for (const StateUpdate& u : updates) second.Apply(u);
-  ASSERT_EQ(first.jobs().size(), second.jobs().size());
-  for (const auto& [id, job] : first.jobs()) {
-    const JobState* other = second.FindJob(id);
-    ASSERT_NE(other, nullptr);
-    EXPECT_EQ(job.members, other->members);
-    EXPECT_EQ(job.generation, other->generation);
+  ApplyAll(first, updates);
+  ApplyAll(second, updates);
+  EXPECT_EQ(Serialized(first), Serialized(second));
+  // And the state is what the updates say, not merely the same twice.
+  EXPECT_EQ(first.FindJob("y"), nullptr);
+  EXPECT_EQ(first.FindJob("x")->committed_position, 4u);
+  EXPECT_EQ(first.FindJob("x")->incarnation, 1u);
+}
+
+// A job deleted and re-created under the same id is another incarnation,
+// and its generations start above every generation given out before.
+TEST(CoordinatorStateTest, ReCreatedJobHasNewIdentityAndHigherGenerations) {
+  CoordinatorState state;
+  ApplyAll(state, {Created("x", NormalSpec(10, 1)), Joined("x", "a"),
+                   Formed("x", 1, {"a"}), Deleted("x"),
+                   Created("x", NormalSpec(10, 1)), Joined("x", "a")});
+  const JobState& job = *state.FindJob("x");
+  EXPECT_EQ(job.incarnation, 2u);
+  EXPECT_EQ(job.generation, 0u);
+  EXPECT_TRUE(job.PredatesJob(1));   // The deleted job's generation.
+  EXPECT_FALSE(job.PredatesJob(0));  // "No generation yet" is not a claim.
+  EXPECT_FALSE(job.PredatesJob(2));
+  // Generation 1 cannot be formed again, whatever job asks.
+  EXPECT_EQ(state.Apply(Formed("x", 1, {"a"})).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ApplyAll(state, {Formed("x", 2, {"a"})});
+}
+
+struct Unfit {
+  std::string name;
+  StateUpdate update;
+};
+
+// Each update below passes a checksum but does not fit the state built by
+// Base(): Apply refuses it with a status and changes nothing.
+CoordinatorState Base() {
+  CoordinatorState state;
+  ApplyAll(state, {Created("j", NormalSpec(100, 2)), Joined("j", "a"),
+                   Joined("j", "b"), Formed("j", 1, {"a", "b"}),
+                   Committed("j", 0, 10), Created("idle", NormalSpec(5, 1))});
+  return state;
+}
+
+std::vector<Unfit> UnfitUpdates() {
+  std::vector<Unfit> all;
+  StateUpdate unknown;
+  unknown.GetReflection()->MutableUnknownFields(&unknown)->AddVarint(99, 1);
+  all.push_back({"unknown update type", unknown});
+  all.push_back({"empty update", StateUpdate()});
+  all.push_back({"duplicate JobCreated", Created("j", NormalSpec(100, 2))});
+  StateUpdate zero_world = Created("z", NormalSpec(100, 2));
+  zero_world.mutable_job_created()->mutable_spec()->set_world_size(0);
+  all.push_back({"JobCreated with world_size 0", zero_world});
+  StateUpdate not_normal = Created("n", NormalSpec(100, 2));
+  not_normal.mutable_job_created()->mutable_spec()->clear_tail();
+  all.push_back({"JobCreated with a spec not in normal form", not_normal});
+  all.push_back({"JobCreated with a bad id", Created("a b", NormalSpec(1, 1))});
+  all.push_back({"MemberJoined for an unknown job", Joined("missing", "a")});
+  all.push_back({"MemberJoined twice", Joined("j", "a")});
+  all.push_back({"MemberJoined past max_world_size", Joined("j", "c")});
+  all.push_back({"MemberJoined with a bad id", Joined("idle", "a b")});
+  all.push_back({"MemberRemoved of a non-member", Removed("j", "zz")});
+  all.push_back({"MemberRemoved for an unknown job", Removed("missing", "a")});
+  all.push_back(
+      {"GenerationFormed not advancing", Formed("j", 1, {"a", "b"}, 0, 10)});
+  all.push_back(
+      {"GenerationFormed for an unknown job", Formed("missing", 5, {"a"})});
+  all.push_back(
+      {"GenerationFormed with a non-member", Formed("idle", 5, {"ghost"})});
+  all.push_back(
+      {"GenerationFormed below the world size", Formed("idle", 5, {})});
+  all.push_back({"GenerationFormed not at the committed position",
+                 Formed("j", 5, {"a", "b"}, 0, 0)});
+  all.push_back({"ProgressCommitted without a world", Committed("idle", 0, 1)});
+  all.push_back({"ProgressCommitted going back", Committed("j", 0, 8)});
+  all.push_back(
+      {"ProgressCommitted off a round boundary", Committed("j", 0, 11)});
+  all.push_back({"ProgressCommitted past the epoch", Committed("j", 0, 102)});
+  all.push_back(
+      {"ProgressCommitted at the end, not normalised", Committed("j", 0, 100)});
+  all.push_back({"ProgressCommitted past the last epoch",
+                 Committed("j", uint64_t{1} << 31, 0)});
+  all.push_back({"JobDeleted for an unknown job", Deleted("missing")});
+  return all;
+}
+
+TEST(CoordinatorStateTest, RefusesUpdatesThatDoNotFitAndChangesNothing) {
+  for (const Unfit& unfit : UnfitUpdates()) {
+    CoordinatorState state = Base();
+    const std::string before = Serialized(state);
+    const absl::Status status = state.Apply(unfit.update);
+    EXPECT_FALSE(status.ok()) << unfit.name;
+    EXPECT_TRUE(status.code() == absl::StatusCode::kFailedPrecondition ||
+                status.code() == absl::StatusCode::kInvalidArgument)
+        << unfit.name << ": " << status;
+    EXPECT_EQ(state.Check(unfit.update).code(), status.code()) << unfit.name;
+    EXPECT_EQ(Serialized(state), before) << unfit.name;
   }
 }
 
-TEST(CoordinatorStateDeathTest, RefusesAnUpdateThatDoesNotFit) {
-  CoordinatorState state;
-  EXPECT_DEATH(state.Apply(Joined("missing", "a")), "unknown job");
+TEST(CoordinatorStateTest, UnknownUpdateTypeNamesANewerVersion) {
+  StateUpdate unknown;
+  unknown.GetReflection()->MutableUnknownFields(&unknown)->AddVarint(99, 1);
+  EXPECT_NE(CoordinatorState().Check(unknown).message().find("newer"),
+            std::string::npos);
 }
 
-TEST(CoordinatorStateTest, DeletedJobsLeaveNoTraceInSnapshots) {
+// The end of the last epoch is stored as it is (there is no next epoch) and
+// a world re-formed there has an empty layout rather than an underflow.
+TEST(CoordinatorStateTest, EndOfTheLastEpochIsValidProgress) {
+  constexpr uint64_t kLastEpoch = (uint64_t{1} << 31) - 1;
   CoordinatorState state;
-  state.Apply(Created("gone", 2));
-  state.Apply(Joined("gone", "a"));
-  state.Apply(Created("kept", 1));
-  StateUpdate deleted;
-  deleted.mutable_job_deleted()->set_job_id("gone");
-  state.Apply(deleted);
-  EXPECT_EQ(state.FindJob("gone"), nullptr);
-  ASSERT_NE(state.FindJob("kept"), nullptr);
-  const CoordinatorState restored =
-      CoordinatorState::FromSnapshot(state.ToSnapshot(7));
-  EXPECT_EQ(restored.FindJob("gone"), nullptr);
-  EXPECT_NE(restored.FindJob("kept"), nullptr);
-  // The id is free again.
-  state.Apply(Created("gone", 3));
-  EXPECT_EQ(state.FindJob("gone")->spec.world_size(), 3u);
-  EXPECT_TRUE(state.FindJob("gone")->members.empty());
+  ApplyAll(state, {Created("j", NormalSpec(10, 4, 1, 4)), Joined("j", "a"),
+                   Joined("j", "b"), Joined("j", "c"), Joined("j", "d"),
+                   Formed("j", 1, {"a", "b", "c", "d"}),
+                   Committed("j", kLastEpoch, 12), Removed("j", "d"),
+                   Formed("j", 2, {"a", "b", "c"}, kLastEpoch, 12)});
+  EXPECT_EQ(state.FindJob("j")->generation_base, 12u);
+  absl::StatusOr<CoordinatorState> copy =
+      CoordinatorState::FromSnapshot(state.ToSnapshot(9));
+  EXPECT_TRUE(copy.ok()) << copy.status();
+}
+
+StateSnapshot GoodSnapshot() {
+  CoordinatorState state;
+  ApplyAll(state, {Created("j", NormalSpec(100, 2)), Joined("j", "a"),
+                   Joined("j", "b"), Formed("j", 1, {"a", "b"}),
+                   Committed("j", 0, 10)});
+  return state.ToSnapshot(5);
+}
+
+TEST(CoordinatorStateTest, RefusesInconsistentSnapshots) {
+  ASSERT_TRUE(CoordinatorState::FromSnapshot(GoodSnapshot()).ok());
+  struct Damage {
+    std::string name;
+    void (*apply)(StateSnapshot&);
+  };
+  const std::vector<Damage> damages = {
+      {"world_size 0",
+       [](StateSnapshot& s) {
+         s.mutable_jobs(0)->mutable_spec()->set_world_size(0);
+       }},
+      {"job listed twice", [](StateSnapshot& s) { *s.add_jobs() = s.jobs(0); }},
+      {"world member not joined",
+       [](StateSnapshot& s) { s.mutable_jobs(0)->set_world(1, "ghost"); }},
+      {"member listed twice",
+       [](StateSnapshot& s) { s.mutable_jobs(0)->set_members(1, "a"); }},
+      {"generation above the last one",
+       [](StateSnapshot& s) { s.mutable_jobs(0)->set_generation(7); }},
+      {"world without generation",
+       [](StateSnapshot& s) { s.mutable_jobs(0)->set_generation(0); }},
+      {"incarnation above the last one",
+       [](StateSnapshot& s) { s.mutable_jobs(0)->set_incarnation(9); }},
+      {"committed position off the layout",
+       [](StateSnapshot& s) { s.mutable_jobs(0)->set_committed_position(11); }},
+      {"bad job id",
+       [](StateSnapshot& s) { s.mutable_jobs(0)->set_job_id(""); }},
+  };
+  for (const Damage& damage : damages) {
+    StateSnapshot snapshot = GoodSnapshot();
+    damage.apply(snapshot);
+    absl::StatusOr<CoordinatorState> state =
+        CoordinatorState::FromSnapshot(snapshot);
+    EXPECT_FALSE(state.ok()) << damage.name;
+  }
+}
+
+// Snapshots written before incarnations existed carry no counters: their
+// jobs are numbered in order and generations continue above theirs.
+TEST(CoordinatorStateTest, LoadsSnapshotsWithoutCounters) {
+  StateSnapshot snapshot = GoodSnapshot();
+  snapshot.clear_last_generation();
+  snapshot.clear_last_incarnation();
+  snapshot.mutable_jobs(0)->clear_incarnation();
+  absl::StatusOr<CoordinatorState> state =
+      CoordinatorState::FromSnapshot(snapshot);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->FindJob("j")->incarnation, 1u);
+  EXPECT_EQ(state->last_generation(), 1u);
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "proto/index_chunk_codec.h"
 #include "server/coordinator_service.h"
+#include "tests/support/cursor_indices.h"
 
 namespace shard::server {
 namespace {
@@ -72,14 +72,7 @@ class MembershipTest : public ::testing::Test {
     absl::StatusOr<ShardCursor> cursor =
         service_.OpenShard(request, absl::InfiniteFuture());
     if (!cursor.ok()) return cursor.status();
-    std::vector<uint64_t> all;
-    shard::v1::IndexChunk chunk;
-    while (cursor->Next(&chunk)) {
-      std::vector<uint64_t> got(wire::ChunkIndexCount(chunk));
-      wire::CopyChunkIndices(chunk, 0, absl::MakeSpan(got));
-      all.insert(all.end(), got.begin(), got.end());
-    }
-    return all;
+    return testing::CursorIndices(*cursor);
   }
 
   shard::v1::Job Job() {

@@ -9,18 +9,26 @@
 #include "server/coordinator_service.h"
 #include "server/storage/record_codec.h"
 #include "tests/support/fault_injecting_file_system.h"
+#include "tests/support/state_updates.h"
 
 namespace shard::storage {
 namespace {
 
 using shard::state::v1::StateUpdate;
+using shard::testing::Created;
+using shard::testing::Joined;
+using shard::testing::NormalSpec;
 
 StateUpdate JobCreated(const std::string& id) {
-  StateUpdate update;
-  update.mutable_job_created()->set_job_id(id);
-  update.mutable_job_created()->mutable_spec()->set_dataset_size(10);
-  update.mutable_job_created()->mutable_spec()->set_world_size(1);
-  return update;
+  return Created(id, NormalSpec(10, 1));
+}
+
+std::string ReadAll(const std::string& path) {
+  return *PosixFileSystem()->ReadFile(path);
+}
+
+void WriteAll(const std::string& path, const std::string& bytes) {
+  ASSERT_TRUE(PosixFileSystem()->WriteFileAtomically(path, bytes).ok());
 }
 
 class StateLogTest : public ::testing::Test {
@@ -42,7 +50,7 @@ class StateLogTest : public ::testing::Test {
     for (int i = 0; i < count; ++i) {
       const StateUpdate update = JobCreated(absl::StrCat(prefix, i));
       ASSERT_TRUE(opened.log->Append(update).ok());
-      opened.state.Apply(update);
+      ASSERT_TRUE(opened.state.Apply(update).ok());
       opened.log->MaybeSnapshot(opened.state);
     }
   }
@@ -103,6 +111,8 @@ TEST_F(StateLogTest, TornTailIsDroppedAndAppendsContinue) {
     auto file = *PosixFileSystem()->OpenAppendable(OnlySegment());
     ASSERT_TRUE(file->Append(record.substr(0, record.size() / 2)).ok());
   }
+  const std::string segment = OnlySegment();
+  const uint64_t whole = ReadAll(segment).size() - record.size() / 2;
   {
     absl::StatusOr<OpenedLog> opened = Open();
     ASSERT_TRUE(opened.ok()) << opened.status();
@@ -110,6 +120,9 @@ TEST_F(StateLogTest, TornTailIsDroppedAndAppendsContinue) {
     EXPECT_EQ(opened->state.jobs().size(), 2u);
     AppendJobs(*opened, "more", 1);
   }
+  // The dropped bytes are kept beside the journal.
+  EXPECT_EQ(ReadAll(absl::StrCat(segment, ".torn-", whole)),
+            record.substr(0, record.size() / 2));
   absl::StatusOr<OpenedLog> reopened = Open();
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   EXPECT_FALSE(reopened->stats.dropped_torn_tail);
@@ -123,16 +136,175 @@ TEST_F(StateLogTest, CorruptRecordInTheMiddleIsRefused) {
     AppendJobs(*opened, "job", 3);
   }
   const std::string path = OnlySegment();
-  std::string bytes = *PosixFileSystem()->ReadFile(path);
+  std::string bytes = ReadAll(path);
   const size_t first_record = bytes.size() / 3;
   bytes[first_record + kRecordHeaderBytes + 2] ^= 0x55;  // Inside record 2.
-  ASSERT_TRUE(PosixFileSystem()->WriteFileAtomically(path, bytes).ok());
+  WriteAll(path, bytes);
   absl::StatusOr<OpenedLog> reopened = Open();
   ASSERT_FALSE(reopened.ok());
   EXPECT_EQ(reopened.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(reopened.status().message().find("corrupt in the middle"),
+  EXPECT_NE(reopened.status().message().find(absl::StrCat(
+                "record 2 at byte offset ", first_record, " is corrupt")),
             std::string::npos)
       << reopened.status();
+  EXPECT_EQ(ReadAll(path), bytes);  // Evidence untouched.
+}
+
+// One flipped length byte in the middle of the journal used to read as a
+// torn tail: history silently cut back and the journal truncated.
+TEST_F(StateLogTest, LengthRunningPastTheEndWithRecordsAfterItIsRefused) {
+  {
+    absl::StatusOr<OpenedLog> opened = Open();
+    ASSERT_TRUE(opened.ok());
+    AppendJobs(*opened, "job", 50);
+  }
+  const std::string path = OnlySegment();
+  const std::string intact = ReadAll(path);
+  absl::StatusOr<DecodedRecords> records = DecodeRecords(intact);
+  ASSERT_TRUE(records.ok());
+  std::string bytes = intact;
+  bytes[records->offsets[10] + 2] ^= 0x01;  // Record 11's length += 65536.
+  WriteAll(path, bytes);
+  absl::StatusOr<OpenedLog> reopened = Open();
+  ASSERT_FALSE(reopened.ok())
+      << "started with " << reopened->state.jobs().size() << " jobs";
+  EXPECT_EQ(reopened.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(reopened.status().message().find(
+                absl::StrCat("offset ", records->offsets[10])),
+            std::string::npos)
+      << reopened.status();
+  EXPECT_EQ(ReadAll(path), bytes);  // Not truncated.
+}
+
+TEST_F(StateLogTest, ZeroFilledTailIsATornTail) {
+  {
+    absl::StatusOr<OpenedLog> opened = Open();
+    ASSERT_TRUE(opened.ok());
+    AppendJobs(*opened, "job", 3);
+  }
+  const std::string path = OnlySegment();
+  WriteAll(path, ReadAll(path) + std::string(4096, '\0'));
+  absl::StatusOr<OpenedLog> reopened = Open();
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_TRUE(reopened->stats.dropped_torn_tail);
+  EXPECT_EQ(reopened->state.jobs().size(), 3u);
+}
+
+// The last record was written whole, so it was acknowledged: damage to it
+// is corruption, not a torn write.
+TEST_F(StateLogTest, DamagedCompleteLastRecordIsRefused) {
+  {
+    absl::StatusOr<OpenedLog> opened = Open();
+    ASSERT_TRUE(opened.ok());
+    AppendJobs(*opened, "job", 3);
+  }
+  const std::string path = OnlySegment();
+  std::string bytes = ReadAll(path);
+  bytes[bytes.size() - 1] ^= 0x20;
+  WriteAll(path, bytes);
+  absl::StatusOr<OpenedLog> reopened = Open();
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(StateLogTest, RepeatedRecordIsRefused) {
+  {
+    absl::StatusOr<OpenedLog> opened = Open();
+    ASSERT_TRUE(opened.ok());
+    AppendJobs(*opened, "job", 3);
+  }
+  const std::string path = OnlySegment();
+  const std::string bytes = ReadAll(path);
+  absl::StatusOr<DecodedRecords> records = DecodeRecords(bytes);
+  ASSERT_TRUE(records.ok());
+  const std::string second = bytes.substr(
+      records->offsets[1], records->offsets[2] - records->offsets[1]);
+  WriteAll(path, bytes + second);
+  absl::StatusOr<OpenedLog> reopened = Open();
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(reopened.status().message().find("has sequence 2 where 4"),
+            std::string::npos)
+      << reopened.status();
+}
+
+// A record that passes its checksum but does not fit the state (here a
+// member joining a job that does not exist) stops recovery with DATA_LOSS
+// naming the file and offset; it never aborts the process.
+TEST_F(StateLogTest, ChecksummedRecordThatDoesNotFitTheStateIsRefused) {
+  {
+    absl::StatusOr<OpenedLog> opened = Open();
+    ASSERT_TRUE(opened.ok());
+    AppendJobs(*opened, "job", 2);
+    ASSERT_TRUE(opened->log->Append(Joined("missing", "a")).ok());
+  }
+  const std::string path = OnlySegment();
+  absl::StatusOr<DecodedRecords> records = DecodeRecords(ReadAll(path));
+  ASSERT_TRUE(records.ok());
+  absl::StatusOr<Recovered> checked = Recover(&fs_, dir_, RecoveryMode::kCheck);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_EQ(checked.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(checked.status().message().find(
+                absl::StrCat(path, ": record at byte offset ",
+                             records->offsets[2], " does not fit")),
+            std::string::npos)
+      << checked.status();
+  EXPECT_EQ(Open().status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(StateLogTest, StraySegmentNameIsRefusedByName) {
+  {
+    absl::StatusOr<OpenedLog> opened = Open();
+    ASSERT_TRUE(opened.ok());
+    AppendJobs(*opened, "job", 1);
+  }
+  WriteAll(absl::StrCat(dir_, "/journal-5.log"), "");
+  absl::StatusOr<OpenedLog> reopened = Open();
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_NE(reopened.status().message().find("unexpected file journal-5.log"),
+            std::string::npos)
+      << reopened.status();
+}
+
+// A segment named after its first record: losing the end of an older
+// segment shows as a gap before the next one.
+TEST_F(StateLogTest, GapBetweenSegmentsIsRefused) {
+  {
+    absl::StatusOr<OpenedLog> opened = Open(/*snapshot_every=*/1000);
+    ASSERT_TRUE(opened.ok());
+    AppendJobs(*opened, "job", 3);
+  }
+  // A later segment starting at 5: record 4 is missing.
+  shard::state::v1::JournalRecord record;
+  record.set_sequence(5);
+  *record.mutable_update() = JobCreated("late");
+  WriteAll(absl::StrCat(dir_, "/journal-00000000000000000005.log"),
+           EncodeRecord(record.SerializeAsString()));
+  absl::StatusOr<OpenedLog> reopened = Open();
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(reopened.status().message().find("starts at sequence 5"),
+            std::string::npos)
+      << reopened.status();
+}
+
+// --check-data-dir's mode reads and reports but changes nothing, not even a
+// torn tail.
+TEST_F(StateLogTest, CheckModeChangesNothing) {
+  {
+    absl::StatusOr<OpenedLog> opened = Open();
+    ASSERT_TRUE(opened.ok());
+    AppendJobs(*opened, "job", 2);
+  }
+  const std::string path = OnlySegment();
+  const std::string torn =
+      ReadAll(path) + EncodeRecord("unfinished").substr(0, 5);
+  WriteAll(path, torn);
+  absl::StatusOr<Recovered> checked = Recover(&fs_, dir_, RecoveryMode::kCheck);
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  EXPECT_TRUE(checked->stats.dropped_torn_tail);
+  EXPECT_EQ(checked->state.jobs().size(), 2u);
+  EXPECT_EQ(ReadAll(path), torn);
 }
 
 TEST_F(StateLogTest, AcknowledgedUpdatesSurviveACrash) {
@@ -185,11 +357,7 @@ TEST_F(StateLogTest, RecoveryFormsAWorldLeftUnformedByACrash) {
   {
     absl::StatusOr<OpenedLog> opened = Open();
     ASSERT_TRUE(opened.ok());
-    StateUpdate created = JobCreated("job");
-    created.mutable_job_created()->mutable_spec()->set_world_size(2);
-    created.mutable_job_created()->mutable_spec()->set_min_world_size(2);
-    created.mutable_job_created()->mutable_spec()->set_max_world_size(2);
-    ASSERT_TRUE(opened->log->Append(created).ok());
+    ASSERT_TRUE(opened->log->Append(Created("job", NormalSpec(10, 2))).ok());
     for (const char* member : {"a", "b"}) {
       StateUpdate joined;
       joined.mutable_member_joined()->set_job_id("job");
@@ -209,20 +377,39 @@ TEST_F(StateLogTest, RecoveryFormsAWorldLeftUnformedByACrash) {
   EXPECT_EQ(service.GetJob(get)->current_world_size(), 2u);
 }
 
-TEST(RecordCodecTest, RoundTripsAndDetectsDamage) {
-  const std::string data = EncodeRecord("alpha") + EncodeRecord("") +
+TEST(RecordCodecTest, RoundTrips) {
+  const std::string data = EncodeRecord("alpha") + EncodeRecord("b") +
                            EncodeRecord(std::string(1000, 'z'));
   absl::StatusOr<DecodedRecords> decoded = DecodeRecords(data);
   ASSERT_TRUE(decoded.ok());
   ASSERT_EQ(decoded->payloads.size(), 3u);
   EXPECT_EQ(decoded->payloads[0], "alpha");
-  EXPECT_EQ(decoded->payloads[1], "");
+  EXPECT_EQ(decoded->payloads[1], "b");
+  EXPECT_EQ(decoded->payloads[2], std::string(1000, 'z'));
+  EXPECT_EQ(decoded->offsets, (std::vector<uint64_t>{0, 13, 22}));
   EXPECT_EQ(decoded->valid_bytes, data.size());
-  // Any truncation is a torn tail, never an error.
-  for (size_t cut = 1; cut < data.size(); cut += 97) {
+  EXPECT_FALSE(decoded->torn_tail);
+}
+
+// Cutting the data anywhere inside its last record is what a crash during
+// that record's write leaves: a torn tail holding exactly the records
+// before it.
+TEST(RecordCodecTest, CutInsideTheLastRecordIsATornTail) {
+  const std::string head = EncodeRecord("alpha") + EncodeRecord("b");
+  const std::string data = head + EncodeRecord(std::string(1000, 'z'));
+  for (size_t cut = head.size() + 1; cut < data.size(); ++cut) {
     absl::StatusOr<DecodedRecords> torn = DecodeRecords(data.substr(0, cut));
-    ASSERT_TRUE(torn.ok()) << cut;
+    ASSERT_TRUE(torn.ok()) << cut << ": " << torn.status();
+    EXPECT_TRUE(torn->torn_tail) << cut;
+    EXPECT_EQ(torn->payloads.size(), 2u) << cut;
+    EXPECT_EQ(torn->valid_bytes, head.size()) << cut;
   }
+}
+
+TEST(RecordCodecTest, ImplausibleHeaderFollowedByDataIsCorruption) {
+  std::string data = EncodeRecord("alpha") + EncodeRecord("beta");
+  data[0] = data[1] = data[2] = data[3] = 0;  // Length 0: never written.
+  EXPECT_EQ(DecodeRecords(data).status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace

@@ -1,0 +1,224 @@
+// RendezvousStore: every operation against open, ended, never-opened and
+// draining spaces; limits; waits woken by keys and by the generation's end.
+#include "server/rendezvous_store.h"
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace shard::server {
+namespace {
+
+using Scope = RendezvousStore::Scope;
+
+const Scope kLive{"job", 3};
+absl::Time Now() { return absl::Now(); }
+absl::Time Later() { return absl::Now() + absl::Seconds(60); }
+
+// Every operation of the store on one scope, as a status.
+std::vector<std::pair<
+    std::string, std::function<absl::Status(RendezvousStore&, const Scope&)>>>
+AllOperations() {
+  return {
+      {"Set",
+       [](RendezvousStore& s, const Scope& c) { return s.Set(c, "k", "v"); }},
+      {"Get", [](RendezvousStore& s,
+                 const Scope& c) { return s.Get(c, "k", Now()).status(); }},
+      {"Add", [](RendezvousStore& s,
+                 const Scope& c) { return s.Add(c, "n", 1).status(); }},
+      {"CompareSet",
+       [](RendezvousStore& s, const Scope& c) {
+         return s.CompareSet(c, "k", "", "v").status();
+       }},
+      {"Wait", [](RendezvousStore& s,
+                  const Scope& c) { return s.Wait(c, {"k"}, Now()).status(); }},
+      {"Delete", [](RendezvousStore& s,
+                    const Scope& c) { return s.Delete(c, "k").status(); }},
+      {"Count",
+       [](RendezvousStore& s, const Scope& c) { return s.Count(c).status(); }},
+  };
+}
+
+TEST(RendezvousStoreTest, OperationsWorkOnAnOpenSpace) {
+  RendezvousStore store;
+  store.OpenGeneration(kLive);
+  ASSERT_TRUE(store.Set(kLive, "k", "v").ok());
+  EXPECT_EQ(**store.Get(kLive, "k", Now()), "v");
+  EXPECT_FALSE(store.Get(kLive, "missing", Now())->has_value());
+  EXPECT_EQ(*store.Add(kLive, "n", 5), 5);
+  EXPECT_EQ(*store.Add(kLive, "n", -7), -2);
+  EXPECT_EQ(*store.CompareSet(kLive, "k", "v", "w"), "w");
+  EXPECT_EQ(*store.CompareSet(kLive, "k", "nope", "x"), "w");
+  EXPECT_EQ(*store.CompareSet(kLive, "new", "", "fresh"), "fresh");
+  EXPECT_EQ(*store.CompareSet(kLive, "absent", "expected", "x"), "expected");
+  EXPECT_TRUE(*store.Wait(kLive, {"k", "n"}, Now()));
+  EXPECT_FALSE(*store.Wait(kLive, {"k", "missing"}, Now()));
+  EXPECT_EQ(*store.Count(kLive), 3);
+  EXPECT_TRUE(*store.Delete(kLive, "k"));
+  EXPECT_FALSE(*store.Delete(kLive, "k"));
+  EXPECT_EQ(*store.Count(kLive), 2);
+  // Opening an open space again keeps its keys.
+  store.OpenGeneration(kLive);
+  EXPECT_EQ(*store.Count(kLive), 2);
+}
+
+// A call that passed the caller's generation check just before the
+// generation ended must not re-create the space (that used to leak keys
+// into a job re-created under the same id).
+TEST(RendezvousStoreTest,
+     EveryOperationOnAnEndedSpaceIsAbortedAndCreatesNothing) {
+  for (const auto& [name, operation] : AllOperations()) {
+    RendezvousStore store;
+    store.OpenGeneration(kLive);
+    ASSERT_TRUE(store.Set(kLive, "k", "v").ok());
+    store.EndGeneration(kLive);
+    EXPECT_EQ(operation(store, kLive).code(), absl::StatusCode::kAborted)
+        << name;
+    EXPECT_EQ(store.open_spaces(), 0u) << name;
+  }
+}
+
+TEST(RendezvousStoreTest,
+     EveryOperationOnANeverOpenedOrForgottenSpaceIsAborted) {
+  for (const auto& [name, operation] : AllOperations()) {
+    RendezvousStore store;
+    EXPECT_EQ(operation(store, kLive).code(), absl::StatusCode::kAborted)
+        << name;
+    store.OpenGeneration(kLive);
+    store.OpenGeneration({"job", 4});
+    store.OpenGeneration({"other", 1});
+    store.EndJob("job");
+    EXPECT_EQ(operation(store, kLive).code(), absl::StatusCode::kAborted)
+        << name;
+    EXPECT_EQ(operation(store, {"job", 4}).code(), absl::StatusCode::kAborted)
+        << name;
+    EXPECT_TRUE(operation(store, {"other", 1}).ok()) << name;
+    EXPECT_EQ(store.open_spaces(), 1u) << name;
+  }
+}
+
+TEST(RendezvousStoreTest, EveryOperationWhileDrainingIsUnavailable) {
+  for (const auto& [name, operation] : AllOperations()) {
+    RendezvousStore store;
+    store.OpenGeneration(kLive);
+    store.Drain();
+    EXPECT_EQ(operation(store, kLive).code(), absl::StatusCode::kUnavailable)
+        << name;
+  }
+}
+
+TEST(RendezvousStoreTest, EndingAGenerationFreesItsKeysOnly) {
+  RendezvousStore store;
+  store.OpenGeneration(kLive);
+  store.OpenGeneration({"job", 5});
+  ASSERT_TRUE(store.Set(kLive, "k", std::string(1000, 'x')).ok());
+  ASSERT_TRUE(store.Set({"job", 5}, "k", "v").ok());
+  store.EndGeneration(kLive);
+  EXPECT_EQ(store.open_spaces(), 1u);
+  EXPECT_EQ(**store.Get({"job", 5}, "k", Now()), "v");
+}
+
+TEST(RendezvousStoreTest, EnforcesKeyValueAndCountLimits) {
+  RendezvousLimits limits;
+  limits.max_key_bytes = 4;
+  limits.max_value_bytes = 8;
+  limits.max_keys_per_space = 2;
+  RendezvousStore store(limits);
+  store.OpenGeneration(kLive);
+  EXPECT_EQ(store.Set(kLive, "", "v").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Set(kLive, "toolong", "v").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Set(kLive, "k", "123456789").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.CompareSet(kLive, "k", "", "123456789").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(store.Set(kLive, "a", "1").ok());
+  ASSERT_TRUE(store.Set(kLive, "b", "2").ok());
+  EXPECT_EQ(store.Set(kLive, "c", "3").code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(store.Add(kLive, "c", 1).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(store.Set(kLive, "a", "over").ok());  // Existing key.
+}
+
+TEST(RendezvousStoreTest, AddRefusesOverflowAndNonIntegers) {
+  RendezvousStore store;
+  store.OpenGeneration(kLive);
+  ASSERT_EQ(*store.Add(kLive, "n", INT64_MAX), INT64_MAX);
+  EXPECT_EQ(store.Add(kLive, "n", 1).status().code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(**store.Get(kLive, "n", Now()), std::to_string(INT64_MAX));
+  ASSERT_EQ(*store.Add(kLive, "m", INT64_MIN), INT64_MIN);
+  EXPECT_EQ(store.Add(kLive, "m", -1).status().code(),
+            absl::StatusCode::kOutOfRange);
+  ASSERT_TRUE(store.Set(kLive, "text", "abc").ok());
+  EXPECT_EQ(store.Add(kLive, "text", 1).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(RendezvousStoreTest, WaitsWakeWhenTheKeysArrive) {
+  RendezvousStore store;
+  store.OpenGeneration(kLive);
+  absl::StatusOr<std::optional<std::string>> got;
+  absl::StatusOr<bool> waited;
+  std::thread getter([&] { got = store.Get(kLive, "k", Later()); });
+  std::thread waiter([&] { waited = store.Wait(kLive, {"k", "j"}, Later()); });
+  absl::SleepFor(absl::Milliseconds(50));
+  ASSERT_TRUE(store.Set(kLive, "k", "v").ok());
+  ASSERT_TRUE(store.Set(kLive, "j", "w").ok());
+  getter.join();
+  waiter.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(**got, "v");
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_TRUE(*waited);
+}
+
+TEST(RendezvousStoreTest, WaitsEndWithTheGenerationAndOnDrain) {
+  for (bool drain : {false, true}) {
+    RendezvousStore store;
+    store.OpenGeneration(kLive);
+    std::atomic<int> done{0};
+    absl::Status got, waited;
+    std::thread getter([&] {
+      got = store.Get(kLive, "never", Later()).status();
+      ++done;
+    });
+    std::thread waiter([&] {
+      waited = store.Wait(kLive, {"never"}, Later()).status();
+      ++done;
+    });
+    absl::SleepFor(absl::Milliseconds(50));
+    EXPECT_EQ(done.load(), 0);  // Both still waiting for the key.
+    if (drain) {
+      store.Drain();
+    } else {
+      store.EndGeneration(kLive);
+    }
+    getter.join();
+    waiter.join();
+    const absl::StatusCode expected =
+        drain ? absl::StatusCode::kUnavailable : absl::StatusCode::kAborted;
+    EXPECT_EQ(got.code(), expected) << got;
+    EXPECT_EQ(waited.code(), expected) << waited;
+  }
+}
+
+TEST(RendezvousStoreTest, WaitsEndAtTheirDeadline) {
+  RendezvousStore store;
+  store.OpenGeneration(kLive);
+  absl::StatusOr<std::optional<std::string>> got =
+      store.Get(kLive, "k", absl::Now() + absl::Milliseconds(20));
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+  EXPECT_FALSE(*store.Wait(kLive, {"k"}, absl::Now() + absl::Milliseconds(20)));
+}
+
+}  // namespace
+}  // namespace shard::server
