@@ -414,6 +414,7 @@ CoordinatorService::PreviewShard(const shard::v1::PreviewShardRequest& request,
         "limit must be at most ", kMaxPreviewLimit, ", got ", request.limit()));
   }
   std::optional<plan::ShardLayout> found_layout;
+  uint64_t shard_size = 0;
   EpochOrderCache::Claim claim;
   {
     absl::MutexLock lock(&mu_);
@@ -427,7 +428,7 @@ CoordinatorService::PreviewShard(const shard::v1::PreviewShardRequest& request,
                        " is out of range for world size ", spec.world_size()));
     }
     found_layout = plan::LayoutOf(spec);
-    const uint64_t shard_size = found_layout->RankShardSize(request.rank());
+    shard_size = found_layout->RankShardSize(request.rank());
     if (request.offset() > shard_size) {
       return absl::OutOfRangeError(
           absl::StrCat("offset ", request.offset(), " is past the end of rank ",
@@ -436,7 +437,6 @@ CoordinatorService::PreviewShard(const shard::v1::PreviewShardRequest& request,
     claim = orders_.ClaimOrder(IncarnationOf(**job), spec, request.epoch());
   }
   const plan::ShardLayout& layout = *found_layout;
-  const uint64_t shard_size = layout.RankShardSize(request.rank());
   absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> order =
       orders_.Await(std::move(claim), call_deadline);
   if (!order.ok()) return order.status();

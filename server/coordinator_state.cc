@@ -374,20 +374,9 @@ absl::StatusOr<CoordinatorState> CoordinatorState::FromSnapshot(
     if (!world.empty()) {
       if (job.generation == 0)
         return in_job(Unfit("a world without generation"));
-      if (absl::Status s =
-              CheckMemberList(world, job.spec.max_world_size(), "the world");
-          !s.ok()) {
-        return in_job(s);
-      }
-      for (const std::string& member : world) {
-        if (!job.IsMember(member)) {
-          return in_job(Unfit(absl::StrCat("the world includes \"", member,
-                                           "\", which is not a member")));
-        }
-      }
-      if (world.size() < job.spec.min_world_size()) {
-        return in_job(Unfit("the world is below the minimum size"));
-      }
+      // generation != 0: the elastic minimum applies, as for a re-formed
+      // world.
+      if (absl::Status s = CheckWorld(job, world); !s.ok()) return in_job(s);
       job.world = world;
       if (absl::Status s =
               CheckProgress(job, job.committed_epoch, job.committed_position);
