@@ -3,10 +3,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/security/secret_files.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/client_interceptor.h"
-#include "server/security/secret_files.h"
 
 namespace shard::client {
 namespace {

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/plan/job_spec.h"
 #include "server/coordinator_service.h"
 #include "server/event_log.h"
-#include "server/plan/job_spec.h"
 
 namespace shard::server {
 

@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/plan/job_spec.h"
 #include "server/coordinator_service.h"
 #include "server/event_log.h"
-#include "server/plan/job_spec.h"
 
 namespace shard::server {
 

@@ -4,10 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/security/secret_files.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/bound_address.h"
-#include "server/security/secret_files.h"
 
 namespace shard::server {
 namespace {

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/plan/job_spec.h"
+#include "common/plan/rank_indices.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "server/event_log.h"
-#include "server/plan/job_spec.h"
-#include "server/plan/rank_indices.h"
 
 namespace shard::server {
 namespace {

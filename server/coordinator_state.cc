@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/plan/job_spec.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "server/plan/job_spec.h"
 
 namespace shard::server {
 namespace {

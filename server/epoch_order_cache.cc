@@ -4,7 +4,7 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
-#include "server/plan/job_spec.h"
+#include "common/plan/job_spec.h"
 
 namespace shard::server {
 

@@ -33,7 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/plan/epoch_order.h"
+#include "common/plan/epoch_order.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {

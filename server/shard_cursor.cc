@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "common/plan/rank_indices.h"
 #include "proto/index_chunk_codec.h"
-#include "server/plan/rank_indices.h"
 
 namespace shard::server {
 

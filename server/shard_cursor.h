@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "server/plan/epoch_order.h"
-#include "server/plan/shard_layout.h"
+#include "common/plan/epoch_order.h"
+#include "common/plan/shard_layout.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {

@@ -29,12 +29,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/storage/file_system.h"
 #include "grpcpp/grpcpp.h"
 #include "server/coordinator_server.h"
 #include "server/coordinator_service.h"
 #include "server/event_log.h"
 #include "server/metrics/server_metrics.h"
-#include "server/storage/file_system.h"
 #include "server/storage/state_log.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:7070",

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "server/storage/file_system.h"
+#include "common/storage/file_system.h"
 #include "torch/serialize.h"
 
 namespace shard::trainer {

@@ -9,8 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "client/cli_flags.h"
+#include "common/plan/job_spec.h"
 #include "google/protobuf/util/json_util.h"
-#include "server/plan/job_spec.h"
 
 namespace shard::shardctl {
 namespace {

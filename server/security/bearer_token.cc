@@ -4,7 +4,7 @@
 #include <openssl/sha.h>
 
 #include "absl/strings/match.h"
-#include "server/security/secret_files.h"
+#include "common/security/secret_files.h"
 
 namespace shard::security {
 namespace {

@@ -35,8 +35,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/storage/file_system.h"
 #include "server/coordinator_state.h"
-#include "server/storage/file_system.h"
 #include "shard/state/v1/updates.pb.h"
 
 namespace shard::storage {

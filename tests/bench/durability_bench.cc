@@ -13,11 +13,11 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/plan/job_spec.h"
+#include "common/storage/file_system.h"
 #include "grpcpp/grpcpp.h"
 #include "server/coordinator_service.h"
 #include "server/grpc_coordinator.h"
-#include "server/plan/job_spec.h"
-#include "server/storage/file_system.h"
 #include "server/storage/record_codec.h"
 #include "server/storage/state_log.h"
 

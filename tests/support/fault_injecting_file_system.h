@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "server/storage/file_system.h"
+#include "common/storage/file_system.h"
 
 namespace shard::testing {
 

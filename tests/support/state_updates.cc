@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "server/plan/job_spec.h"
+#include "common/plan/job_spec.h"
 
 namespace shard::testing {
 

@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/plan/job_spec.h"
 #include "gtest/gtest.h"
 #include "server/coordinator_service.h"
-#include "server/plan/job_spec.h"
 #include "tests/support/cursor_indices.h"
 
 namespace shard::server {

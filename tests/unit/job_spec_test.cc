@@ -1,4 +1,4 @@
-#include "server/plan/job_spec.h"
+#include "common/plan/job_spec.h"
 
 #include "gtest/gtest.h"
 

@@ -1,14 +1,14 @@
-#include "server/plan/keyed_permutation.h"
+#include "common/plan/keyed_permutation.h"
 
 #include <algorithm>
 #include <set>
 #include <vector>
 
+#include "common/plan/epoch_order.h"
+#include "common/plan/job_spec.h"
+#include "common/plan/rank_indices.h"
+#include "common/plan/shard_layout.h"
 #include "gtest/gtest.h"
-#include "server/plan/epoch_order.h"
-#include "server/plan/job_spec.h"
-#include "server/plan/rank_indices.h"
-#include "server/plan/shard_layout.h"
 
 namespace shard::plan {
 namespace {

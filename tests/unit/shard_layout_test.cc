@@ -1,12 +1,12 @@
-#include "server/plan/shard_layout.h"
+#include "common/plan/shard_layout.h"
 
 #include <cstdint>
 #include <map>
 #include <vector>
 
+#include "common/plan/epoch_order.h"
+#include "common/plan/rank_indices.h"
 #include "gtest/gtest.h"
-#include "server/plan/epoch_order.h"
-#include "server/plan/rank_indices.h"
 
 namespace shard::plan {
 namespace {

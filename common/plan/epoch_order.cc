@@ -1,4 +1,4 @@
-#include "server/plan/epoch_order.h"
+#include "common/plan/epoch_order.h"
 
 namespace shard::plan {
 

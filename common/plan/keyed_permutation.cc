@@ -1,4 +1,4 @@
-#include "server/plan/keyed_permutation.h"
+#include "common/plan/keyed_permutation.h"
 
 #include <algorithm>
 #include <vector>

@@ -2,8 +2,8 @@
 // inject faults (failed fsync, lost unsynced data) without a real crash.
 // Errors are absl::Status with the path and errno text. Implementations are
 // thread-compatible: callers serialise access to one file.
-#ifndef SERVER_STORAGE_FILE_SYSTEM_H_
-#define SERVER_STORAGE_FILE_SYSTEM_H_
+#ifndef COMMON_STORAGE_FILE_SYSTEM_H_
+#define COMMON_STORAGE_FILE_SYSTEM_H_
 
 #include <memory>
 #include <string>
@@ -49,4 +49,4 @@ FileSystem* PosixFileSystem();
 
 }  // namespace shard::storage
 
-#endif  // SERVER_STORAGE_FILE_SYSTEM_H_
+#endif  // COMMON_STORAGE_FILE_SYSTEM_H_

@@ -1,4 +1,4 @@
-#include "server/plan/job_spec.h"
+#include "common/plan/job_spec.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"

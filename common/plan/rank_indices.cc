@@ -1,4 +1,4 @@
-#include "server/plan/rank_indices.h"
+#include "common/plan/rank_indices.h"
 
 namespace shard::plan {
 

@@ -11,8 +11,8 @@
 // multiple of W, or keep all (uneven); rank r owns b + r, b + r + W, ...
 // < total(). For b a multiple of the same W this equals the base-0 layout
 // from b on. Pure value type: no I/O, safe to copy and share.
-#ifndef SERVER_PLAN_SHARD_LAYOUT_H_
-#define SERVER_PLAN_SHARD_LAYOUT_H_
+#ifndef COMMON_PLAN_SHARD_LAYOUT_H_
+#define COMMON_PLAN_SHARD_LAYOUT_H_
 
 #include <cstdint>
 
@@ -70,4 +70,4 @@ class ShardLayout {
 
 }  // namespace shard::plan
 
-#endif  // SERVER_PLAN_SHARD_LAYOUT_H_
+#endif  // COMMON_PLAN_SHARD_LAYOUT_H_

@@ -1,4 +1,4 @@
-#include "server/plan/shard_layout.h"
+#include "common/plan/shard_layout.h"
 
 #include <algorithm>
 

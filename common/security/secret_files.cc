@@ -1,4 +1,4 @@
-#include "server/security/secret_files.h"
+#include "common/security/secret_files.h"
 
 #include <fstream>
 #include <sstream>

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "server/storage/file_system.h"
+#include "common/storage/file_system.h"
 
 namespace shard::storage {
 namespace {

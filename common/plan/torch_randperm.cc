@@ -1,4 +1,4 @@
-#include "server/plan/torch_randperm.h"
+#include "common/plan/torch_randperm.h"
 
 #include <random>
 #include <utility>

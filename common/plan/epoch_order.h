@@ -6,16 +6,16 @@
 // keyed (Feistel) and block shuffles compute each entry on demand and store
 // nothing.
 // Thread-safety: immutable after construction; concurrent reads are safe.
-#ifndef SERVER_PLAN_EPOCH_ORDER_H_
-#define SERVER_PLAN_EPOCH_ORDER_H_
+#ifndef COMMON_PLAN_EPOCH_ORDER_H_
+#define COMMON_PLAN_EPOCH_ORDER_H_
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "absl/types/span.h"
-#include "server/plan/keyed_permutation.h"
-#include "server/plan/torch_randperm.h"
+#include "common/plan/keyed_permutation.h"
+#include "common/plan/torch_randperm.h"
 
 namespace shard::plan {
 
@@ -70,4 +70,4 @@ class EpochOrder {
 
 }  // namespace shard::plan
 
-#endif  // SERVER_PLAN_EPOCH_ORDER_H_
+#endif  // COMMON_PLAN_EPOCH_ORDER_H_

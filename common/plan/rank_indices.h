@@ -1,12 +1,12 @@
 // Reading one rank's indices of an epoch out of the shared epoch order.
-#ifndef SERVER_PLAN_RANK_INDICES_H_
-#define SERVER_PLAN_RANK_INDICES_H_
+#ifndef COMMON_PLAN_RANK_INDICES_H_
+#define COMMON_PLAN_RANK_INDICES_H_
 
 #include <cstdint>
 
 #include "absl/types/span.h"
-#include "server/plan/epoch_order.h"
-#include "server/plan/shard_layout.h"
+#include "common/plan/epoch_order.h"
+#include "common/plan/shard_layout.h"
 
 namespace shard::plan {
 
@@ -19,4 +19,4 @@ void CopyRankIndices(const EpochOrder& order, const ShardLayout& layout,
 
 }  // namespace shard::plan
 
-#endif  // SERVER_PLAN_RANK_INDICES_H_
+#endif  // COMMON_PLAN_RANK_INDICES_H_

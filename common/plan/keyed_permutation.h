@@ -13,8 +13,8 @@
 // `window_blocks` consecutive (permuted) blocks are shuffled together. A rank
 // streaming a window therefore touches at most window_blocks blocks (files).
 // Both are immutable values; At() is thread-safe.
-#ifndef SERVER_PLAN_KEYED_PERMUTATION_H_
-#define SERVER_PLAN_KEYED_PERMUTATION_H_
+#ifndef COMMON_PLAN_KEYED_PERMUTATION_H_
+#define COMMON_PLAN_KEYED_PERMUTATION_H_
 
 #include <cstdint>
 
@@ -78,4 +78,4 @@ uint64_t MixKey(uint64_t seed);
 
 }  // namespace shard::plan
 
-#endif  // SERVER_PLAN_KEYED_PERMUTATION_H_
+#endif  // COMMON_PLAN_KEYED_PERMUTATION_H_

@@ -1,7 +1,7 @@
 // Validation and normalisation of job specs and ids, and the bridge from a
 // spec to the planner's types. Pure functions over protos; thread-safe.
-#ifndef SERVER_PLAN_JOB_SPEC_H_
-#define SERVER_PLAN_JOB_SPEC_H_
+#ifndef COMMON_PLAN_JOB_SPEC_H_
+#define COMMON_PLAN_JOB_SPEC_H_
 
 #include <cstdint>
 #include <string>
@@ -9,8 +9,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/plan/epoch_order.h"
-#include "server/plan/shard_layout.h"
+#include "common/plan/epoch_order.h"
+#include "common/plan/shard_layout.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::plan {
@@ -61,4 +61,4 @@ EpochOrder BuildEpochOrder(const shard::v1::JobSpec& spec, uint64_t epoch);
 
 }  // namespace shard::plan
 
-#endif  // SERVER_PLAN_JOB_SPEC_H_
+#endif  // COMMON_PLAN_JOB_SPEC_H_

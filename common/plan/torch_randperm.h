@@ -3,8 +3,8 @@
 // torch's CPU generator is mt19937 seeded with the low 32 bits of the seed, so
 // std::mt19937 reproduces it without libtorch. Pure functions: no state, no
 // I/O, safe to call from any thread.
-#ifndef SERVER_PLAN_TORCH_RANDPERM_H_
-#define SERVER_PLAN_TORCH_RANDPERM_H_
+#ifndef COMMON_PLAN_TORCH_RANDPERM_H_
+#define COMMON_PLAN_TORCH_RANDPERM_H_
 
 #include <cstdint>
 
@@ -43,4 +43,4 @@ void TorchRandpermWithThreshold(uint64_t seed, RandpermVariant variant,
 
 }  // namespace shard::plan
 
-#endif  // SERVER_PLAN_TORCH_RANDPERM_H_
+#endif  // COMMON_PLAN_TORCH_RANDPERM_H_

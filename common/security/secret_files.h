@@ -1,8 +1,8 @@
 // Reading the secrets shardd and its clients are configured with: bearer
 // token files and PEM files (certificates, keys, CA bundles). Errors name the
 // file and never include its content. Stateless; thread-safe.
-#ifndef SERVER_SECURITY_SECRET_FILES_H_
-#define SERVER_SECURITY_SECRET_FILES_H_
+#ifndef COMMON_SECURITY_SECRET_FILES_H_
+#define COMMON_SECURITY_SECRET_FILES_H_
 
 #include <string>
 
@@ -28,4 +28,4 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path,
 
 }  // namespace shard::security
 
-#endif  // SERVER_SECURITY_SECRET_FILES_H_
+#endif  // COMMON_SECURITY_SECRET_FILES_H_
