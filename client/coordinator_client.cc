@@ -1,5 +1,7 @@
 #include "client/coordinator_client.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <random>
 #include <utility>
 
@@ -103,11 +105,22 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
   request.set_member_id(member_id);
   if (spec) *request.mutable_spec() = *spec;
   request.set_incarnation(incarnation_);
-  request.set_wait_for_world_ms(
-      static_cast<uint32_t>(absl::ToInt64Milliseconds(wait)));
-  absl::StatusOr<shard::v1::JoinJobResponse> response =
-      CallWithRetry(stub_.get(), &Stub::JoinJob, "JoinJob", request,
-                    options_.rpc_timeout + wait, options_.retry);
+  // The coordinator bounds each wait (shardd --max-wait); joining again
+  // resumes it, until `wait` is spent.
+  const absl::Time until = absl::Now() + wait;
+  absl::StatusOr<shard::v1::JoinJobResponse> response;
+  while (true) {
+    const absl::Duration left =
+        std::max(absl::ZeroDuration(), until - absl::Now());
+    request.set_wait_for_world_ms(static_cast<uint32_t>(
+        std::min<int64_t>(absl::ToInt64Milliseconds(left), UINT32_MAX)));
+    response = CallWithRetry(stub_.get(), &Stub::JoinJob, "JoinJob", request,
+                             options_.rpc_timeout + left, options_.retry);
+    if (response.ok() || !absl::IsDeadlineExceeded(response.status()) ||
+        absl::Now() >= until) {
+      break;
+    }
+  }
   if (!response.ok()) return response.status();
   Membership membership;
   membership.job_id = job_id;

@@ -59,8 +59,10 @@ class CoordinatorClient {
   absl::StatusOr<std::vector<shard::v1::Job>> ListJobs();
 
   // Joins `job_id` as `member_id` and waits up to `wait` for the world to
-  // fill. With `spec`, creates the job if it does not exist. Returns
-  // DEADLINE_EXCEEDED if the world is still incomplete after `wait`. Joins
+  // fill (joining again when the coordinator's own bound on one wait,
+  // shardd --max-wait, ends first). With `spec`, creates the job if it does
+  // not exist. Returns DEADLINE_EXCEEDED if the world is still incomplete
+  // after `wait`. Joins
   // carry this client's random incarnation, so a restarted process (a new
   // client) joining under the same member id makes the world re-form.
   absl::StatusOr<Membership> Join(const std::string& job_id,

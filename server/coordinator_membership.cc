@@ -15,13 +15,17 @@ namespace shard::server {
 using shard::state::v1::StateUpdate;
 
 void CoordinatorService::LeaseLoop() {
+  const absl::Duration tick = options_.lease / 4;
+  absl::Time due = options_.now() + tick;
   absl::MutexLock lock(&mu_);
   auto stopping = [this]()
                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-  while (
-      !mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.lease / 4)) {
+  while (!mu_.AwaitWithTimeout(absl::Condition(&stopping), tick)) {
     mu_.Unlock();
-    ExpireLeases();
+    // Waking up later than due means this process could not run (a stall,
+    // a pause of the machine): no member could reach it meanwhile.
+    ExpireLeases(std::max(absl::ZeroDuration(), options_.now() - due));
+    due = options_.now() + tick;
     mu_.Lock();
   }
 }
@@ -31,15 +35,18 @@ void CoordinatorService::RenewLease(const std::string& job_id,
   last_seen_[{job_id, member_id}] = options_.now();
 }
 
-void CoordinatorService::ExpireLeases() {
+void CoordinatorService::ExpireLeases(absl::Duration stalled) {
   absl::MutexLock lock(&mu_);
-  if (draining_) return;
+  if (!CheckServing().ok()) return;
   const absl::Time now = options_.now();
+  if (stalled > absl::ZeroDuration()) {
+    for (auto& [member, seen] : last_seen_) seen += stalled;
+  }
   std::vector<std::pair<std::string, std::string>> expired;
   for (const auto& [id, job] : state_.jobs()) {
     for (const std::string& member : job.members) {
       auto seen = last_seen_.find({id, member});
-      if (seen == last_seen_.end()) {
+      if (seen == last_seen_.end() || waiting_joins_.count({id, member}) > 0) {
         last_seen_[{id, member}] = now;
       } else if (now - seen->second > options_.lease) {
         expired.emplace_back(id, member);
@@ -75,6 +82,7 @@ absl::Status CoordinatorService::RemoveMember(const std::string& job_id,
       ends_generation ? absl::StrCat(" generation=", generation, " ended")
                       : ""));
   if (ends_generation) rendezvous_.EndGeneration({job_id, generation});
+  parked_.Wake(job_id);
   return MaybeFormWorld(job_id, /*admit_waiting=*/false);
 }
 
@@ -107,6 +115,7 @@ absl::Status CoordinatorService::MaybeFormWorld(const std::string& job_id,
   if (absl::Status s = Persist(update); !s.ok()) return s;
   if (replaces_world) rendezvous_.EndGeneration({job_id, replaced_generation});
   rendezvous_.OpenGeneration({job_id, formed->generation()});
+  parked_.Wake(job_id);
   LogEvent(absl::StrCat("generation formed job=", job_id,
                         " generation=", formed->generation(),
                         " world_size=", size, " epoch=", formed->epoch(),
@@ -127,6 +136,19 @@ absl::StatusOr<plan::ShardLayout> CoordinatorService::LayoutFor(
       epoch == job.generation_epoch ? job.generation_base : 0);
 }
 
+ParkedCalls::Completion CoordinatorService::DurableReply(
+    Reply<shard::v1::JoinJobResponse> reply,
+    absl::StatusOr<shard::v1::JoinJobResponse> answer) {
+  const uint64_t journaled = log_->last_sequence();
+  return [this, journaled, reply = std::move(reply),
+          answer = std::move(answer)]() mutable {
+    if (answer.ok()) {
+      if (absl::Status s = log_->AwaitDurable(journaled); !s.ok()) answer = s;
+    }
+    std::move(reply)(std::move(answer));
+  };
+}
+
 absl::Status CoordinatorService::Persist(const StateUpdate& update) {
   if (absl::Status s = state_.Check(update); !s.ok()) {
     return absl::InternalError(
@@ -134,7 +156,7 @@ absl::Status CoordinatorService::Persist(const StateUpdate& update) {
                      "state: ",
                      s.message()));
   }
-  if (absl::Status s = log_->Append(update); !s.ok()) return s;
+  if (absl::Status s = log_->Enqueue(update).status(); !s.ok()) return s;
   if (absl::Status s = state_.Apply(update); !s.ok()) {
     return absl::InternalError(s.message());  // Checked above: unreachable.
   }
@@ -178,7 +200,7 @@ absl::StatusOr<shard::v1::LeaveResponse> CoordinatorService::Leave(
   if (absl::Status s = plan::ValidateMemberId(request.member_id()); !s.ok()) {
     return s;
   }
-  absl::MutexLock lock(&mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   if (absl::Status s = CheckServing(); !s.ok()) return s;
   absl::StatusOr<const JobState*> job = FindJob(request.job_id());
   if (!job.ok()) return job.status();
@@ -187,6 +209,9 @@ absl::StatusOr<shard::v1::LeaveResponse> CoordinatorService::Leave(
       !s.ok()) {
     return s;
   }
+  const uint64_t journaled = log_->last_sequence();
+  lock.Release();
+  if (absl::Status s = log_->AwaitDurable(journaled); !s.ok()) return s;
   return shard::v1::LeaveResponse();
 }
 

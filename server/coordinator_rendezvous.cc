@@ -24,9 +24,12 @@ absl::StatusOr<RendezvousStore::Scope> CoordinatorService::CheckScope(
 
 namespace {
 
-// Deadline of a store wait: wait_ms from now, bounded by the call.
-absl::Time StoreDeadline(uint32_t wait_ms, absl::Time call_deadline) {
-  return std::min(absl::Now() + absl::Milliseconds(wait_ms), call_deadline);
+// Deadline of a store wait: wait_ms (at most `max_wait`) from now, bounded
+// by the call.
+absl::Time StoreDeadline(uint32_t wait_ms, absl::Duration max_wait,
+                         absl::Time call_deadline) {
+  return std::min(absl::Now() + std::min(absl::Milliseconds(wait_ms), max_wait),
+                  call_deadline);
 }
 
 }  // namespace
@@ -44,8 +47,16 @@ absl::StatusOr<shard::v1::StoreGetResponse> CoordinatorService::StoreGet(
     const shard::v1::StoreGetRequest& request, absl::Time call_deadline) {
   absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
   if (!scope.ok()) return scope.status();
+  std::optional<WaitingCalls::Slot> slot;
+  if (request.wait_ms() > 0) {
+    absl::StatusOr<WaitingCalls::Slot> entered =
+        waiting_calls_.Enter(WaitingCalls::Kind::kStoreGet);
+    if (!entered.ok()) return entered.status();
+    slot.emplace(*std::move(entered));
+  }
   absl::StatusOr<std::optional<std::string>> value = rendezvous_.Get(
-      *scope, request.key(), StoreDeadline(request.wait_ms(), call_deadline));
+      *scope, request.key(),
+      StoreDeadline(request.wait_ms(), options_.max_wait, call_deadline));
   if (!value.ok()) return value.status();
   shard::v1::StoreGetResponse response;
   response.set_found(value->has_value());
@@ -82,9 +93,16 @@ absl::StatusOr<shard::v1::StoreWaitResponse> CoordinatorService::StoreWait(
     const shard::v1::StoreWaitRequest& request, absl::Time call_deadline) {
   absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
   if (!scope.ok()) return scope.status();
-  absl::StatusOr<bool> ready =
-      rendezvous_.Wait(*scope, {request.keys().begin(), request.keys().end()},
-                       StoreDeadline(request.wait_ms(), call_deadline));
+  std::optional<WaitingCalls::Slot> slot;
+  if (request.wait_ms() > 0) {
+    absl::StatusOr<WaitingCalls::Slot> entered =
+        waiting_calls_.Enter(WaitingCalls::Kind::kStoreWait);
+    if (!entered.ok()) return entered.status();
+    slot.emplace(*std::move(entered));
+  }
+  absl::StatusOr<bool> ready = rendezvous_.Wait(
+      *scope, {request.keys().begin(), request.keys().end()},
+      StoreDeadline(request.wait_ms(), options_.max_wait, call_deadline));
   if (!ready.ok()) return ready.status();
   shard::v1::StoreWaitResponse response;
   response.set_ready(*ready);

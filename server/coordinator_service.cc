@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/plan/job_spec.h"
 #include "common/plan/rank_indices.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -71,6 +72,8 @@ CoordinatorService::CoordinatorService(CoordinatorOptions options)
 CoordinatorService::CoordinatorService(CoordinatorOptions options,
                                        storage::OpenedLog opened)
     : options_(std::move(options)),
+      rendezvous_(options_.rendezvous),
+      waiting_calls_(options_.max_waiting_calls),
       state_(std::move(opened.state)),
       log_(std::move(opened.log)) {
   absl::MutexLock lock(&mu_);
@@ -96,6 +99,7 @@ CoordinatorService::~CoordinatorService() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
+    parked_.EndAll();
   }
   if (lease_thread_.joinable()) lease_thread_.join();
 }
@@ -105,7 +109,8 @@ absl::Status CoordinatorService::CheckServing() const {
     return absl::UnavailableError(
         "coordinator is draining; retry against its replacement");
   }
-  return absl::OkStatus();
+  // The state in memory may be ahead of what reached the disk.
+  return log_->broken();
 }
 
 absl::StatusOr<const JobState*> CoordinatorService::FindJob(
@@ -190,18 +195,22 @@ absl::StatusOr<shard::v1::Job> CoordinatorService::CreateJob(
       plan::NormalizeJobSpec(request.spec(), options_.max_order_bytes);
   if (!spec.ok()) return spec.status();
 
-  absl::MutexLock lock(&mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   if (absl::Status s = CheckServing(); !s.ok()) return s;
   absl::StatusOr<const JobState*> job = CreateOrMatchJob(
       request.job_id(), *spec, absl::StatusCode::kAlreadyExists);
   if (!job.ok()) return job.status();
-  return JobView(**job);
+  shard::v1::Job view = JobView(**job);
+  const uint64_t journaled = log_->last_sequence();
+  lock.Release();
+  if (absl::Status s = log_->AwaitDurable(journaled); !s.ok()) return s;
+  return view;
 }
 
 absl::StatusOr<shard::v1::DeleteJobResponse> CoordinatorService::DeleteJob(
     const shard::v1::DeleteJobRequest& request) {
   if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   if (absl::Status s = CheckServing(); !s.ok()) return s;
   absl::StatusOr<const JobState*> job = FindJob(request.job_id());
   if (!job.ok()) return job.status();
@@ -218,7 +227,11 @@ absl::StatusOr<shard::v1::DeleteJobResponse> CoordinatorService::DeleteJob(
   EraseJobEntries(request.job_id(), last_seen_);
   rendezvous_.EndJob(request.job_id());
   orders_.Forget(incarnation);
+  parked_.Wake(request.job_id());
   LogEvent(absl::StrCat("job ", request.job_id(), " deleted"));
+  const uint64_t journaled = log_->last_sequence();
+  lock.Release();
+  if (absl::Status s = log_->AwaitDurable(journaled); !s.ok()) return s;
   return shard::v1::DeleteJobResponse();
 }
 
@@ -245,10 +258,85 @@ absl::StatusOr<shard::v1::ListJobsResponse> CoordinatorService::ListJobs(
 
 absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
     const shard::v1::JoinJobRequest& request, absl::Time call_deadline) {
-  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
-  if (absl::Status s = plan::ValidateMemberId(request.member_id()); !s.ok()) {
-    return s;
+  absl::Notification answered;
+  absl::StatusOr<shard::v1::JoinJobResponse> result;
+  StartJoinJob(request, call_deadline,
+               [&](absl::StatusOr<shard::v1::JoinJobResponse> answer) {
+                 result = std::move(answer);
+                 answered.Notify();
+               });
+  answered.WaitForNotification();
+  return result;
+}
+
+ParkedCalls::Id CoordinatorService::StartJoinJob(
+    const shard::v1::JoinJobRequest& request, absl::Time call_deadline,
+    Reply<shard::v1::JoinJobResponse> reply) {
+  const absl::Duration wait = std::min(
+      absl::Milliseconds(request.wait_for_world_ms()), options_.max_wait);
+  const absl::Time deadline = std::min(absl::Now() + wait, call_deadline);
+  const std::string& job_id = request.job_id();
+  const std::string& member_id = request.member_id();
+  const bool wait_asked = request.wait_for_world_ms() > 0;
+
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = AddMember(request); !s.ok()) {
+    parked_.Complete(DurableReply(
+        std::move(reply), absl::StatusOr<shard::v1::JoinJobResponse>(s)));
+    return 0;
   }
+  if (!wait_asked || JoinSettled(job_id, member_id)) {
+    parked_.Complete(DurableReply(std::move(reply),
+                                  JoinAnswer(job_id, member_id, wait_asked)));
+    return 0;
+  }
+  absl::StatusOr<WaitingCalls::Slot> slot =
+      waiting_calls_.Enter(WaitingCalls::Kind::kJoin);
+  if (!slot.ok()) {
+    parked_.Complete(DurableReply(
+        std::move(reply),
+        absl::StatusOr<shard::v1::JoinJobResponse>(slot.status())));
+    return 0;
+  }
+  // A member waiting for its world is alive: its lease does not run out
+  // however long the other ranks take to arrive.
+  const auto member_key = std::make_pair(job_id, member_id);
+  ++waiting_joins_[member_key];
+  return parked_.Park(
+      job_id, deadline,
+      ParkedJoin{this, member_key, *std::move(slot), std::move(reply)});
+}
+
+std::optional<ParkedCalls::Completion>
+CoordinatorService::ParkedJoin::operator()(ParkedCalls::Why why) {
+  const auto& [job_id, member_id] = member_key;
+  if (why == ParkedCalls::Why::kWoken &&
+      !service->JoinSettled(job_id, member_id)) {
+    return std::nullopt;
+  }
+  if (--service->waiting_joins_[member_key] == 0) {
+    service->waiting_joins_.erase(member_key);
+  }
+  absl::StatusOr<shard::v1::JoinJobResponse> answer;
+  switch (why) {
+    case ParkedCalls::Why::kCancelled:
+      answer = absl::CancelledError("the client cancelled the join");
+      break;
+    case ParkedCalls::Why::kEnded:
+      answer = absl::UnavailableError("coordinator is shutting down");
+      break;
+    default:
+      answer = service->JoinAnswer(job_id, member_id, /*waited=*/true);
+  }
+  return service->DurableReply(std::move(reply), std::move(answer));
+}
+
+absl::Status CoordinatorService::AddMember(
+    const shard::v1::JoinJobRequest& request) {
+  const std::string& job_id = request.job_id();
+  const std::string& member_id = request.member_id();
+  if (absl::Status s = plan::ValidateJobId(job_id); !s.ok()) return s;
+  if (absl::Status s = plan::ValidateMemberId(member_id); !s.ok()) return s;
   std::optional<shard::v1::JobSpec> spec;
   if (request.has_spec()) {
     absl::StatusOr<shard::v1::JobSpec> normal =
@@ -256,13 +344,6 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
     if (!normal.ok()) return normal.status();
     spec = *normal;
   }
-  const absl::Duration wait = std::min(
-      absl::Milliseconds(request.wait_for_world_ms()), options_.max_join_wait);
-  const absl::Time deadline = std::min(absl::Now() + wait, call_deadline);
-  const std::string& job_id = request.job_id();
-  const std::string& member_id = request.member_id();
-
-  absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckServing(); !s.ok()) return s;
   absl::StatusOr<const JobState*> job =
       spec ? CreateOrMatchJob(job_id, *spec,
@@ -308,15 +389,18 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
     return s;
   }
   RenewLease(job_id, member_id);
+  return absl::OkStatus();
+}
 
-  auto in_world_or_draining =
-      [this, &job_id, &member_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        const JobState* current = state_.FindJob(job_id);
-        return draining_ || current == nullptr ||
-               !current->IsMember(member_id) ||
-               current->RankOf(member_id).has_value();
-      };
-  mu_.AwaitWithDeadline(absl::Condition(&in_world_or_draining), deadline);
+bool CoordinatorService::JoinSettled(const std::string& job_id,
+                                     const std::string& member_id) const {
+  const JobState* job = state_.FindJob(job_id);
+  return !CheckServing().ok() || job == nullptr || !job->IsMember(member_id) ||
+         job->RankOf(member_id).has_value();
+}
+
+absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinAnswer(
+    const std::string& job_id, const std::string& member_id, bool waited) {
   if (absl::Status s = CheckServing(); !s.ok()) return s;
   absl::StatusOr<const JobState*> current = FindJob(job_id);
   if (!current.ok()) return current.status();
@@ -328,7 +412,7 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
   }
   RenewLease(job_id, member_id);
   const std::optional<uint32_t> rank = state.RankOf(member_id);
-  if (!rank && request.wait_for_world_ms() > 0) {
+  if (!rank && waited) {
     return absl::DeadlineExceededError(absl::StrCat(
         "job \"", job_id, "\" has no world including member \"", member_id,
         "\" after waiting (", state.members.size(),
@@ -458,7 +542,7 @@ CoordinatorService::CommitProgress(
     const shard::v1::CommitProgressRequest& request) {
   if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
   if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   if (absl::Status s = CheckServing(); !s.ok()) return s;
   absl::StatusOr<const JobState*> job =
       FindFormedJob(request.job_id(), request.generation());
@@ -512,6 +596,9 @@ CoordinatorService::CommitProgress(
   response.set_committed_epoch(epoch);
   response.set_committed_position(position);
   response.set_generation(state_.FindJob(request.job_id())->generation);
+  const uint64_t journaled = log_->last_sequence();
+  lock.Release();
+  if (absl::Status s = log_->AwaitDurable(journaled); !s.ok()) return s;
   return response;
 }
 
@@ -519,6 +606,7 @@ void CoordinatorService::Drain() {
   {
     absl::MutexLock lock(&mu_);
     draining_ = true;
+    parked_.WakeAll();
   }
   rendezvous_.Drain();
 }

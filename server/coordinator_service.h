@@ -12,11 +12,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -24,9 +26,11 @@
 #include "common/plan/shard_layout.h"
 #include "server/coordinator_state.h"
 #include "server/epoch_order_cache.h"
+#include "server/parked_calls.h"
 #include "server/rendezvous_store.h"
 #include "server/shard_cursor.h"
 #include "server/storage/state_log.h"
+#include "server/waiting_calls.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
@@ -39,8 +43,14 @@ struct CoordinatorOptions {
   uint32_t default_chunk_indices = 16384;
   // Upper clamp for a requested chunk size.
   uint32_t max_chunk_indices = 65536;
-  // Upper clamp for JoinJob's wait_for_world_ms.
-  absl::Duration max_join_wait = absl::Minutes(30);
+  // Upper clamp for every wait a request asks for (JoinJob's
+  // wait_for_world_ms, the store's wait_ms).
+  absl::Duration max_wait = absl::Minutes(5);
+  // Calls that may wait at once (joins, store gets and waits); more answer
+  // RESOURCE_EXHAUSTED.
+  size_t max_waiting_calls = 10000;
+  // Key, value, per-generation and total limits of the rendezvous store.
+  RendezvousLimits rendezvous;
   // A member that sends no heartbeat (or other member call) for this long
   // is removed and its generation ends.
   absl::Duration lease = absl::Seconds(10);
@@ -53,11 +63,17 @@ struct CoordinatorOptions {
 
 class CoordinatorService {
  public:
+  // Threads answering parked calls (they wait for the journal's fsync).
+  static constexpr int kCompletionThreads = 2;
+
   // In-memory service (tests).
   explicit CoordinatorService(CoordinatorOptions options = {});
   // A service over recovered durable state: every accepted mutation is
-  // appended to `log` (and fsynced) before it is applied and answered.
-  // Recovered members get a full lease from now.
+  // queued in `log` and applied under the lock, and answered only after
+  // the log made it durable (group commit, outside the lock: reads and
+  // heartbeats never wait for the disk). Once the log breaks every call
+  // answers its UNAVAILABLE error. Recovered members get a full lease from
+  // now.
   CoordinatorService(CoordinatorOptions options, storage::OpenedLog opened);
   // Stops the lease thread.
   ~CoordinatorService();
@@ -71,11 +87,29 @@ class CoordinatorService {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::ListJobsResponse> ListJobs(
       const shard::v1::ListJobsRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
-  // Blocks until the world formed, the wait ends, `call_deadline` passes or
-  // the service drains.
+  // The answer of a call that may wait; called exactly once, never under
+  // the service's lock (possibly before the starting call returns).
+  template <typename Response>
+  using Reply = absl::AnyInvocable<void(absl::StatusOr<Response>) &&>;
+
+  // Joins and, if the request asks to wait, parks the call (no thread is
+  // held) until the world including the member formed, the wait (at most
+  // max_wait) ends, `call_deadline` passes, the service drains or the call
+  // is cancelled (CancelWait). RESOURCE_EXHAUSTED when it would wait while
+  // max_waiting_calls calls already do (the member stays joined). Returns
+  // the id to cancel the wait with (0: answered without waiting).
+  ParkedCalls::Id StartJoinJob(const shard::v1::JoinJobRequest& request,
+                               absl::Time call_deadline,
+                               Reply<shard::v1::JoinJobResponse> reply)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // StartJoinJob, blocking until the answer.
   absl::StatusOr<shard::v1::JoinJobResponse> JoinJob(
       const shard::v1::JoinJobRequest& request, absl::Time call_deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends a parked call now (answered CANCELLED); a no-op if it ended.
+  void CancelWait(ParkedCalls::Id id) ABSL_LOCKS_EXCLUDED(mu_) {
+    parked_.Cancel(id);
+  }
   // Validates a stream request and returns a cursor over the rank's shard.
   // May compute the epoch order (bounded by `call_deadline`).
   absl::StatusOr<ShardCursor> OpenShard(
@@ -90,10 +124,21 @@ class CoordinatorService {
   absl::StatusOr<shard::v1::LeaveResponse> Leave(
       const shard::v1::LeaveRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   // Removes every member whose lease ran out (journaled like a Leave).
-  void ExpireLeases() ABSL_LOCKS_EXCLUDED(mu_);
+  // Members waiting in JoinJob are alive. `stalled`: time since the last
+  // check during which this process itself could not run; it is not
+  // counted against members (their heartbeats could not be served).
+  void ExpireLeases(absl::Duration stalled = absl::ZeroDuration())
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::StatusOr<shard::v1::CommitProgressResponse> CommitProgress(
       const shard::v1::CommitProgressRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Calls waiting right now, by kind (metrics).
+  size_t waiting_calls(WaitingCalls::Kind kind) const {
+    return waiting_calls_.waiting(kind);
+  }
+  // Bytes the rendezvous store holds (metrics).
+  size_t rendezvous_bytes() const { return rendezvous_.total_bytes(); }
 
   // Rendezvous key-value space of the current generation (c10d Store).
   absl::StatusOr<shard::v1::StoreSetResponse> StoreSet(
@@ -118,10 +163,13 @@ class CoordinatorService {
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // UNAVAILABLE while draining or once the journal broke.
   absl::Status CheckServing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Checks the update against the state, journals it, then applies it. On
-  // error nothing is applied (INTERNAL for an update that does not fit: the
-  // caller validated it wrongly).
+  // Checks the update against the state, queues it in the journal, then
+  // applies it; the caller answers only after log_->AwaitDurable() of
+  // log_->last_sequence(), outside the lock. On error nothing is applied
+  // (INTERNAL for an update that does not fit: the caller validated it
+  // wrongly).
   absl::Status Persist(const shard::state::v1::StateUpdate& update)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Creates the job or checks that the stored spec equals `spec`.
@@ -130,6 +178,39 @@ class CoordinatorService {
       const std::string& job_id, const shard::v1::JobSpec& spec,
       absl::StatusCode conflict_code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<const JobState*> FindJob(const std::string& job_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // JoinJob up to its wait: validates, creates or matches the job, adds the
+  // member (re-joining a restarted one), forms the world if it can, renews
+  // the lease.
+  absl::Status AddMember(const shard::v1::JoinJobRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a join of `member_id` has its answer: the world including it
+  // formed, it is no longer a member, the job is gone or the service stopped
+  // serving.
+  bool JoinSettled(const std::string& job_id,
+                   const std::string& member_id) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The answer of a join now (DEADLINE_EXCEEDED if `waited` and the member
+  // is not in the world).
+  absl::StatusOr<shard::v1::JoinJobResponse> JoinAnswer(
+      const std::string& job_id, const std::string& member_id, bool waited)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The decision of a join parked in parked_ (see ParkedCalls): it holds
+  // the call's waiting slot and reply, and runs under mu_.
+  struct ParkedJoin {
+    CoordinatorService* service;
+    std::pair<std::string, std::string> member_key;  // (job, member)
+    WaitingCalls::Slot slot;
+    Reply<shard::v1::JoinJobResponse> reply;
+
+    std::optional<ParkedCalls::Completion> operator()(ParkedCalls::Why why)
+        ABSL_EXCLUSIVE_LOCKS_REQUIRED(service->mu_);
+  };
+  // A completion answering `reply` with `answer` once everything journaled
+  // so far is durable (an error instead if the journal broke).
+  ParkedCalls::Completion DurableReply(
+      Reply<shard::v1::JoinJobResponse> reply,
+      absl::StatusOr<shard::v1::JoinJobResponse> answer)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // NOT_FOUND if `generation` was given out before `job` was created: the
   // caller belongs to a deleted job that had the same id.
@@ -176,10 +257,14 @@ class CoordinatorService {
   const CoordinatorOptions options_;
   EpochOrderCache orders_;
   RendezvousStore rendezvous_;
+  WaitingCalls waiting_calls_;
 
   mutable absl::Mutex mu_;
   CoordinatorState state_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<storage::StateLog> log_ ABSL_GUARDED_BY(mu_);
+  const std::unique_ptr<storage::StateLog> log_;  // Thread-safe.
+  // Joins waiting for their world, by job id. Declared after log_: its
+  // completions wait for the log.
+  ParkedCalls parked_{&mu_, kCompletionThreads};
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Incarnation each (job, member) last joined with (not journaled: after a
@@ -188,6 +273,9 @@ class CoordinatorService {
       ABSL_GUARDED_BY(mu_);
   // Last sign of life of each (job, member).
   std::map<std::pair<std::string, std::string>, absl::Time> last_seen_
+      ABSL_GUARDED_BY(mu_);
+  // JoinJob calls of each (job, member) waiting for the world right now.
+  std::map<std::pair<std::string, std::string>, int> waiting_joins_
       ABSL_GUARDED_BY(mu_);
   std::thread lease_thread_;
 };

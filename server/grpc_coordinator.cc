@@ -6,6 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "server/event_log.h"
+#include "server/parked_call_reactor.h"
 #include "server/shard_stream_reactor.h"
 
 namespace shard::server {
@@ -71,11 +72,22 @@ grpc::Status GrpcCoordinator::ListJobs(
   return Reply(service_->ListJobs(*request), response);
 }
 
-grpc::Status GrpcCoordinator::JoinJob(grpc::ServerContext* context,
-                                      const shard::v1::JoinJobRequest* request,
-                                      shard::v1::JoinJobResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->JoinJob(*request, DeadlineOf(context)), response);
+grpc::ServerUnaryReactor* GrpcCoordinator::JoinJob(
+    grpc::CallbackServerContext* context,
+    const shard::v1::JoinJobRequest* request,
+    shard::v1::JoinJobResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(denied);
+    return reactor;
+  }
+  const absl::Time deadline = DeadlineOf(context);
+  return ParkedCallReactor<shard::v1::JoinJobResponse>::Run(
+      service_, response,
+      [this, request,
+       deadline](CoordinatorService::Reply<shard::v1::JoinJobResponse> reply) {
+        return service_->StartJoinJob(*request, deadline, std::move(reply));
+      });
 }
 
 grpc::ServerWriteReactor<shard::v1::IndexChunk>* GrpcCoordinator::StreamShard(

@@ -29,11 +29,13 @@ struct GrpcCoordinatorOptions {
   int stream_open_threads = 8;
 };
 
-// StreamShard runs on gRPC's callback API (see shard_stream_reactor.h);
-// the other methods are synchronous.
+// StreamShard and JoinJob run on gRPC's callback API (see
+// shard_stream_reactor.h and parked_call_reactor.h): a waiting join holds no
+// thread. The other methods are synchronous.
 class GrpcCoordinator final
-    : public shard::v1::Coordinator::WithCallbackMethod_StreamShard<
-          shard::v1::Coordinator::Service> {
+    : public shard::v1::Coordinator::WithCallbackMethod_JoinJob<
+          shard::v1::Coordinator::WithCallbackMethod_StreamShard<
+              shard::v1::Coordinator::Service>> {
  public:
   explicit GrpcCoordinator(CoordinatorService* service,
                            GrpcCoordinatorOptions options = {});
@@ -47,9 +49,10 @@ class GrpcCoordinator final
   grpc::Status ListJobs(grpc::ServerContext* context,
                         const shard::v1::ListJobsRequest* request,
                         shard::v1::ListJobsResponse* response) override;
-  grpc::Status JoinJob(grpc::ServerContext* context,
-                       const shard::v1::JoinJobRequest* request,
-                       shard::v1::JoinJobResponse* response) override;
+  grpc::ServerUnaryReactor* JoinJob(
+      grpc::CallbackServerContext* context,
+      const shard::v1::JoinJobRequest* request,
+      shard::v1::JoinJobResponse* response) override;
   grpc::ServerWriteReactor<shard::v1::IndexChunk>* StreamShard(
       grpc::CallbackServerContext* context,
       const shard::v1::StreamShardRequest* request) override;

@@ -1,11 +1,18 @@
 #include "server/rendezvous_store.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace shard::server {
+namespace {
+
+constexpr size_t kTrimAfterFreedBytes = size_t{16} << 20;
+
+}  // namespace
 
 absl::Status RendezvousStore::CheckKey(const std::string& key) const {
   if (key.empty() || key.size() > limits_.max_key_bytes) {
@@ -25,14 +32,39 @@ absl::Status RendezvousStore::CheckValue(const std::string& value) const {
   return absl::OkStatus();
 }
 
-absl::Status RendezvousStore::CheckRoomFor(const Space& space,
-                                           const std::string& key) const {
-  if (space.size() >= limits_.max_keys_per_space && space.count(key) == 0) {
+absl::Status RendezvousStore::Put(Space& space, const std::string& key,
+                                  std::string value) {
+  auto existing = space.find(key);
+  if (existing == space.end() && space.size() >= limits_.max_keys_per_space) {
     return absl::ResourceExhaustedError(
         absl::StrCat("store holds the maximum of ", limits_.max_keys_per_space,
                      " keys for this job generation"));
   }
+  const size_t freed =
+      existing == space.end() ? 0 : EntryBytes(key, existing->second);
+  const size_t added = EntryBytes(key, value);
+  if (total_bytes_ - freed + added > limits_.max_total_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the rendezvous store holds ", total_bytes_, " bytes; storing ", added,
+        " more would exceed its budget of ", limits_.max_total_bytes,
+        " bytes (shardd --store-max-bytes); delete keys or end generations"));
+  }
+  total_bytes_ = total_bytes_ - freed + added;
+  space.insert_or_assign(key, std::move(value));
   return absl::OkStatus();
+}
+
+void RendezvousStore::DropSpaces(std::map<Scope, Space>::iterator first,
+                                 std::map<Scope, Space>::iterator last) {
+  size_t freed = 0;
+  for (auto it = first; it != last; ++it) {
+    for (const auto& [key, value] : it->second) freed += EntryBytes(key, value);
+  }
+  spaces_.erase(first, last);
+  total_bytes_ -= freed;
+  // Give large frees back to the system: without this glibc keeps the
+  // pages of a big ended generation in its arenas.
+  if (freed >= kTrimAfterFreedBytes) malloc_trim(0);
 }
 
 absl::StatusOr<RendezvousStore::Space*> RendezvousStore::LiveSpace(
@@ -54,13 +86,14 @@ void RendezvousStore::OpenGeneration(const Scope& scope) {
 
 void RendezvousStore::EndGeneration(const Scope& scope) {
   absl::MutexLock lock(&mu_);
-  spaces_.erase(scope);
+  auto it = spaces_.find(scope);
+  if (it != spaces_.end()) DropSpaces(it, std::next(it));
 }
 
 void RendezvousStore::EndJob(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
-  spaces_.erase(spaces_.lower_bound(Scope(job_id, 0)),
-                spaces_.upper_bound(Scope(job_id, UINT64_MAX)));
+  DropSpaces(spaces_.lower_bound(Scope(job_id, 0)),
+             spaces_.upper_bound(Scope(job_id, UINT64_MAX)));
 }
 
 void RendezvousStore::Drain() {
@@ -71,6 +104,11 @@ void RendezvousStore::Drain() {
 size_t RendezvousStore::open_spaces() const {
   absl::MutexLock lock(&mu_);
   return spaces_.size();
+}
+
+size_t RendezvousStore::total_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return total_bytes_;
 }
 
 absl::StatusOr<RendezvousStore::Space*> RendezvousStore::AwaitKeys(
@@ -94,9 +132,7 @@ absl::Status RendezvousStore::Set(const Scope& scope, const std::string& key,
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Space*> space = LiveSpace(scope);
   if (!space.ok()) return space.status();
-  if (absl::Status s = CheckRoomFor(**space, key); !s.ok()) return s;
-  (**space)[key] = std::move(value);
-  return absl::OkStatus();
+  return Put(**space, key, std::move(value));
 }
 
 absl::StatusOr<std::optional<std::string>> RendezvousStore::Get(
@@ -117,7 +153,6 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const Scope& scope,
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Space*> space = LiveSpace(scope);
   if (!space.ok()) return space.status();
-  if (absl::Status s = CheckRoomFor(**space, key); !s.ok()) return s;
   int64_t value = 0;
   auto it = (*space)->find(key);
   if (it != (*space)->end() && !absl::SimpleAtoi(it->second, &value)) {
@@ -130,7 +165,9 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const Scope& scope,
         absl::StrCat("store key \"", key, "\" holds ", value, "; adding ",
                      delta, " overflows a signed 64-bit integer"));
   }
-  (**space)[key] = absl::StrCat(sum);
+  if (absl::Status s = Put(**space, key, absl::StrCat(sum)); !s.ok()) {
+    return s;
+  }
   return sum;
 }
 
@@ -145,12 +182,12 @@ absl::StatusOr<std::string> RendezvousStore::CompareSet(
   auto it = (*space)->find(key);
   if (it == (*space)->end()) {
     if (!expected.empty()) return expected;
-    if (absl::Status s = CheckRoomFor(**space, key); !s.ok()) return s;
-    (**space)[key] = desired;
+    if (absl::Status s = Put(**space, key, desired); !s.ok()) return s;
     return desired;
   }
-  if (it->second == expected) it->second = std::move(desired);
-  return it->second;
+  if (it->second != expected) return it->second;
+  if (absl::Status s = Put(**space, key, desired); !s.ok()) return s;
+  return desired;
 }
 
 absl::StatusOr<bool> RendezvousStore::Wait(const Scope& scope,
@@ -173,7 +210,11 @@ absl::StatusOr<bool> RendezvousStore::Delete(const Scope& scope,
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Space*> space = LiveSpace(scope);
   if (!space.ok()) return space.status();
-  return (*space)->erase(key) > 0;
+  auto it = (*space)->find(key);
+  if (it == (*space)->end()) return false;
+  total_bytes_ -= EntryBytes(key, it->second);
+  (*space)->erase(it);
+  return true;
 }
 
 absl::StatusOr<int64_t> RendezvousStore::Count(const Scope& scope) {

@@ -9,8 +9,9 @@
 // caller's generation check just before the generation ended answers
 // ABORTED and never re-creates the space. Kept in memory only: process
 // groups are re-formed after a coordinator restart. Checks keys, sizes and
-// integer overflow. Thread-safe; waits end at their deadline, when their
-// generation ends, or on Drain() (UNAVAILABLE).
+// integer overflow, and bounds the bytes all spaces hold together
+// (RESOURCE_EXHAUSTED beyond). Thread-safe; waits end at their deadline, when
+// their generation ends, or on Drain() (UNAVAILABLE).
 #ifndef SERVER_RENDEZVOUS_STORE_H_
 #define SERVER_RENDEZVOUS_STORE_H_
 
@@ -33,11 +34,17 @@ struct RendezvousLimits {
   size_t max_key_bytes = 1024;
   size_t max_value_bytes = size_t{1} << 20;
   size_t max_keys_per_space = 65536;
+  // All spaces together: key and value bytes plus kEntryOverheadBytes per
+  // key.
+  size_t max_total_bytes = size_t{256} << 20;
 };
 
 class RendezvousStore {
  public:
   using Scope = std::pair<std::string, uint64_t>;  // (job id, generation)
+
+  // What one key costs beyond its key and value bytes (map node, strings).
+  static constexpr size_t kEntryOverheadBytes = 96;
 
   explicit RendezvousStore(RendezvousLimits limits = {}) : limits_(limits) {}
 
@@ -80,13 +87,25 @@ class RendezvousStore {
 
   // Number of open spaces, for tests.
   size_t open_spaces() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Bytes all open spaces hold (as counted against max_total_bytes).
+  size_t total_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   using Space = std::map<std::string, std::string>;
 
+  static size_t EntryBytes(const std::string& key, const std::string& value) {
+    return key.size() + value.size() + kEntryOverheadBytes;
+  }
   absl::Status CheckKey(const std::string& key) const;
   absl::Status CheckValue(const std::string& value) const;
-  absl::Status CheckRoomFor(const Space& space, const std::string& key) const;
+  // Stores key = value in `space` unless that exceeds the space's key limit
+  // or the total byte budget (RESOURCE_EXHAUSTED, nothing changed).
+  absl::Status Put(Space& space, const std::string& key, std::string value)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the spaces in [first, last) and their bytes.
+  void DropSpaces(std::map<Scope, Space>::iterator first,
+                  std::map<Scope, Space>::iterator last)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The scope's open space; ABORTED if its generation is not open,
   // UNAVAILABLE if draining.
   absl::StatusOr<Space*> LiveSpace(const Scope& scope)
@@ -101,6 +120,7 @@ class RendezvousStore {
   const RendezvousLimits limits_;
   mutable absl::Mutex mu_;
   std::map<Scope, Space> spaces_ ABSL_GUARDED_BY(mu_);
+  size_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
 };
 

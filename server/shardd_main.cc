@@ -8,14 +8,16 @@
 // finish, then the process exits 0.
 //
 // Exit codes: 0 clean shutdown (or a sound --check-data-dir), 1 runtime
-// error, 2 bad flags, 3 the data directory cannot be recovered as it is
-// (DATA_LOSS: corrupt, inconsistent or written by a newer version); a
-// supervisor should not restart-loop on 3.
+// error (including a journal write or fsync that failed: shardd drains and
+// exits so that its supervisor restarts it), 2 bad flags, 3 the data directory
+// cannot be recovered as it is (DATA_LOSS: corrupt, inconsistent or written by
+// a newer version); a supervisor should not restart-loop on 3.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -52,6 +54,16 @@ ABSL_FLAG(uint64_t, max_order_bytes, uint64_t{4} << 30,
 ABSL_FLAG(absl::Duration, lease, absl::Seconds(10),
           "a member without a heartbeat for this long is removed and its "
           "generation ends");
+ABSL_FLAG(absl::Duration, max_wait, absl::Minutes(5),
+          "longest wait one call may ask for (JoinJob's wait for the world, "
+          "store gets and waits); clients join again to wait longer");
+ABSL_FLAG(uint64_t, max_waiting_calls, 10000,
+          "calls that may wait at once (joins, store gets and waits); more "
+          "answer RESOURCE_EXHAUSTED");
+ABSL_FLAG(uint64_t, store_max_bytes, uint64_t{256} << 20,
+          "budget of the rendezvous store (keys, values and per-key "
+          "overhead of all jobs); writes beyond it answer "
+          "RESOURCE_EXHAUSTED");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(10),
           "how long in-flight calls may run after SIGTERM");
 ABSL_FLAG(std::string, metrics_listen, "",
@@ -83,6 +95,9 @@ using shard::server::LogEvent;
 constexpr int kExitRuntimeError = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitDataLoss = 3;
+
+// Set when the journal could not be written (exit 1 after draining).
+std::atomic<bool> journal_broken{false};
 
 // Exit code for a failed recovery.
 int RecoveryExitCode(const absl::Status& status) {
@@ -137,9 +152,18 @@ int Run() {
     const absl::Time began = absl::Now();
     shard::storage::StateLogOptions log_options;
     log_options.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
-    log_options.on_append = [raw = metrics.get()](absl::Duration write,
-                                                  absl::Duration sync) {
-      raw->ObserveJournalAppend(write, sync);
+    log_options.on_sync = [raw = metrics.get()](absl::Duration write,
+                                                absl::Duration sync,
+                                                size_t records) {
+      raw->ObserveJournalGroup(write, sync, records);
+    };
+    // After a failed write or fsync only a restart can tell what reached
+    // the disk (the kernel may have dropped the unwritten pages): drain and
+    // exit 1 so that the supervisor restarts shardd and recovery re-reads
+    // the journal. Meanwhile every call answers UNAVAILABLE.
+    log_options.on_broken = [](const absl::Status&) {
+      journal_broken.store(true);
+      kill(getpid(), SIGTERM);
     };
     absl::StatusOr<shard::storage::OpenedLog> recovered =
         shard::storage::StateLog::Open(shard::storage::PosixFileSystem(),
@@ -162,8 +186,13 @@ int Run() {
   shard::server::CoordinatorOptions options;
   options.max_order_bytes = absl::GetFlag(FLAGS_max_order_bytes);
   options.lease = absl::GetFlag(FLAGS_lease);
-  if (options.lease <= absl::ZeroDuration()) {
-    std::cerr << "shardd: --lease must be positive\n";
+  options.max_wait = absl::GetFlag(FLAGS_max_wait);
+  options.max_waiting_calls = absl::GetFlag(FLAGS_max_waiting_calls);
+  options.rendezvous.max_total_bytes = absl::GetFlag(FLAGS_store_max_bytes);
+  if (options.lease <= absl::ZeroDuration() ||
+      options.max_wait < absl::ZeroDuration()) {
+    std::cerr << "shardd: --lease must be positive and --max-wait not "
+                 "negative\n";
     return kExitUsage;
   }
   shard::server::CoordinatorService service(options, std::move(opened));
@@ -171,16 +200,27 @@ int Run() {
   std::optional<shard::metrics::MetricsEndpoint> endpoint;
   if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen);
       !listen.empty()) {
-    // Job gauges are read from the service at scrape time (none while it
+    // Gauges are read from the service at scrape time (no jobs while it
     // drains). The endpoint stops before the service is destroyed.
-    absl::StatusOr<shard::metrics::MetricsEndpoint> started =
-        shard::metrics::StartMetricsEndpoint(
-            listen, *metrics, [&service]() -> std::vector<shard::v1::Job> {
-              absl::StatusOr<shard::v1::ListJobsResponse> jobs =
+    absl::StatusOr<shard::metrics::MetricsEndpoint> started = shard::metrics::
+        StartMetricsEndpoint(listen, *metrics, [&service, options] {
+          using Kind = shard::server::WaitingCalls::Kind;
+          shard::metrics::CoordinatorView view;
+          if (absl::StatusOr<shard::v1::ListJobsResponse> jobs =
                   service.ListJobs({});
-              if (!jobs.ok()) return {};
-              return {jobs->jobs().begin(), jobs->jobs().end()};
-            });
+              jobs.ok()) {
+            view.jobs.assign(jobs->jobs().begin(), jobs->jobs().end());
+          }
+          for (Kind kind : {Kind::kJoin, Kind::kStoreGet, Kind::kStoreWait}) {
+            view.waiting_calls.emplace_back(
+                shard::server::WaitingCalls::KindName(kind),
+                service.waiting_calls(kind));
+          }
+          view.max_waiting_calls = options.max_waiting_calls;
+          view.store_bytes = service.rendezvous_bytes();
+          view.store_max_bytes = options.rendezvous.max_total_bytes;
+          return view;
+        });
     if (!started.ok()) {
       std::cerr << "shardd: " << started.status().message() << "\n";
       return kExitRuntimeError;
@@ -226,6 +266,12 @@ int Run() {
       "received ", strsignal(signal_number), ": draining for up to ",
       absl::FormatDuration(absl::GetFlag(FLAGS_shutdown_grace))));
   (*server)->Stop(absl::GetFlag(FLAGS_shutdown_grace));
+  if (journal_broken.load()) {
+    LogEvent(
+        "stopped: the journal could not be written; exiting 1 so that "
+        "a restart recovers from what reached the disk");
+    return kExitRuntimeError;
+  }
   LogEvent("stopped");
   return 0;
 }
@@ -250,6 +296,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "shardd --listen HOST:PORT (--data-dir DIR | --in-memory) "
       "[--snapshot-every N] [--lease 10s] [--max-order-bytes N] "
+      "[--max-wait 5m] [--max-waiting-calls N] [--store-max-bytes N] "
       "[--shutdown-grace 10s] [--metrics-listen HOST:PORT] "
       "[--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] "
       "[--auth-token-file FILE] [--health-listen HOST:PORT] "

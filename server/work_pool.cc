@@ -16,14 +16,14 @@ WorkPool::~WorkPool() {
   for (std::thread& thread : threads_) thread.join();
 }
 
-void WorkPool::Schedule(std::function<void()> task) {
+void WorkPool::Schedule(absl::AnyInvocable<void() &&> task) {
   absl::MutexLock lock(&mu_);
   tasks_.push_back(std::move(task));
 }
 
 void WorkPool::Work() {
   while (true) {
-    std::function<void()> task;
+    absl::AnyInvocable<void() &&> task;
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -34,7 +34,7 @@ void WorkPool::Work() {
       task = std::move(tasks_.front());
       tasks_.pop_front();
     }
-    task();
+    std::move(task)();
   }
 }
 

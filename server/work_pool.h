@@ -1,17 +1,18 @@
 // A fixed set of worker threads running queued tasks in FIFO order. Used for
 // the blocking part of opening a stream (the epoch order may still be
-// computing), so that gRPC's callback threads never wait.
+// computing) and for answering parked calls, so that gRPC's callback
+// threads never wait.
 //
 // Thread-safe. The destructor runs every task already queued, then joins.
 #ifndef SERVER_WORK_POOL_H_
 #define SERVER_WORK_POOL_H_
 
 #include <deque>
-#include <functional>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/synchronization/mutex.h"
 
 namespace shard::server {
@@ -23,13 +24,13 @@ class WorkPool {
   WorkPool(const WorkPool&) = delete;
   WorkPool& operator=(const WorkPool&) = delete;
 
-  void Schedule(std::function<void()> task) ABSL_LOCKS_EXCLUDED(mu_);
+  void Schedule(absl::AnyInvocable<void() &&> task) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void Work() ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::Mutex mu_;
-  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  std::deque<absl::AnyInvocable<void() &&>> tasks_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };

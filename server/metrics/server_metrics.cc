@@ -13,6 +13,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/metric_family.h"
 #include "server/bound_address.h"
+#include "server/metrics/process_collector.h"
 
 namespace shard::metrics {
 namespace {
@@ -30,59 +31,96 @@ prometheus::Histogram::BucketBoundaries JournalBuckets() {
           0.00316, 0.01,      0.0316, 0.1,      0.316};
 }
 
-// Per-job gauges, built from the coordinator's job list at scrape time.
-class JobGauges : public prometheus::Collectable {
+// Records per group commit: 1 .. 4096, x4 per bucket.
+prometheus::Histogram::BucketBoundaries GroupBuckets() {
+  return {1, 4, 16, 64, 256, 1024, 4096};
+}
+
+prometheus::MetricFamily GaugeFamily(std::string name, std::string help) {
+  prometheus::MetricFamily family;
+  family.name = std::move(name);
+  family.help = std::move(help);
+  family.type = prometheus::MetricType::Gauge;
+  return family;
+}
+
+prometheus::ClientMetric GaugeValue(
+    std::vector<prometheus::ClientMetric::Label> labels, double value) {
+  prometheus::ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.gauge.value = value;
+  return metric;
+}
+
+// One unlabelled gauge.
+prometheus::MetricFamily SingleGauge(std::string name, std::string help,
+                                     double value) {
+  prometheus::MetricFamily family =
+      GaugeFamily(std::move(name), std::move(help));
+  family.metric.push_back(GaugeValue({}, value));
+  return family;
+}
+
+// Job and coordinator gauges, built from the coordinator at scrape time.
+class CoordinatorGauges : public prometheus::Collectable {
  public:
-  explicit JobGauges(std::function<std::vector<shard::v1::Job>()> list_jobs)
-      : list_jobs_(std::move(list_jobs)) {}
+  explicit CoordinatorGauges(std::function<CoordinatorView()> view)
+      : view_(std::move(view)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override {
-    const std::vector<shard::v1::Job> jobs = list_jobs_();
-    prometheus::MetricFamily count =
-        Family("shard_jobs", "Jobs the coordinator holds.");
-    count.metric.push_back(Gauge({}, static_cast<double>(jobs.size())));
+    const CoordinatorView view = view_();
     std::vector<prometheus::MetricFamily> families = {
-        count,
-        Family("shard_job_members", "Members joined to the job."),
-        Family("shard_job_world_size",
-               "Ranks of the job's current generation (0 while forming)."),
-        Family("shard_job_generation", "The job's membership generation."),
-        Family("shard_job_committed_epoch",
-               "Epoch of the job's last committed progress."),
-        Family("shard_job_committed_position",
-               "Global position within the committed epoch.")};
-    for (const shard::v1::Job& job : jobs) {
+        SingleGauge("shard_jobs", "Jobs the coordinator holds.",
+                    static_cast<double>(view.jobs.size())),
+        GaugeFamily("shard_job_members", "Members joined to the job."),
+        GaugeFamily("shard_job_world_size",
+                    "Ranks of the job's current generation (0 while "
+                    "forming)."),
+        GaugeFamily("shard_job_generation", "The job's membership generation."),
+        GaugeFamily("shard_job_committed_epoch",
+                    "Epoch of the job's last committed progress."),
+        GaugeFamily("shard_job_committed_position",
+                    "Global position within the committed epoch.")};
+    for (const shard::v1::Job& job : view.jobs) {
       const std::vector<prometheus::ClientMetric::Label> labels = {
           {"job", job.job_id()}};
-      families[1].metric.push_back(Gauge(labels, job.joined_members()));
-      families[2].metric.push_back(Gauge(labels, job.current_world_size()));
+      families[1].metric.push_back(GaugeValue(labels, job.joined_members()));
+      families[2].metric.push_back(
+          GaugeValue(labels, job.current_world_size()));
       families[3].metric.push_back(
-          Gauge(labels, static_cast<double>(job.generation())));
+          GaugeValue(labels, static_cast<double>(job.generation())));
       families[4].metric.push_back(
-          Gauge(labels, static_cast<double>(job.committed_epoch())));
+          GaugeValue(labels, static_cast<double>(job.committed_epoch())));
       families[5].metric.push_back(
-          Gauge(labels, static_cast<double>(job.committed_position())));
+          GaugeValue(labels, static_cast<double>(job.committed_position())));
     }
+    prometheus::MetricFamily waiting = GaugeFamily(
+        "shard_waiting_calls",
+        "Calls blocked waiting right now (joins for their world, store "
+        "gets and waits for keys), by method.");
+    for (const auto& [method, count] : view.waiting_calls) {
+      waiting.metric.push_back(
+          GaugeValue({{"method", method}}, static_cast<double>(count)));
+    }
+    families.push_back(std::move(waiting));
+    families.push_back(SingleGauge(
+        "shard_waiting_calls_limit",
+        "Waiting calls allowed at once (shardd --max-waiting-calls).",
+        static_cast<double>(view.max_waiting_calls)));
+    families.push_back(
+        SingleGauge("shard_store_bytes",
+                    "Bytes the rendezvous store holds (keys, values and "
+                    "per-key overhead).",
+                    static_cast<double>(view.store_bytes)));
+    families.push_back(
+        SingleGauge("shard_store_bytes_limit",
+                    "Rendezvous store budget (shardd --store-max-bytes).",
+                    static_cast<double>(view.store_max_bytes)));
     return families;
   }
 
  private:
-  static prometheus::MetricFamily Family(std::string name, std::string help) {
-    prometheus::MetricFamily family;
-    family.name = std::move(name);
-    family.help = std::move(help);
-    family.type = prometheus::MetricType::Gauge;
-    return family;
-  }
-  static prometheus::ClientMetric Gauge(
-      std::vector<prometheus::ClientMetric::Label> labels, double value) {
-    prometheus::ClientMetric metric;
-    metric.label = std::move(labels);
-    metric.gauge.value = value;
-    return metric;
-  }
-
-  std::function<std::vector<shard::v1::Job>()> list_jobs_;
+  std::function<CoordinatorView()> view_;
 };
 
 // Times one call from its start to the status it sends.
@@ -138,15 +176,22 @@ ServerMetrics::ServerMetrics()
                             .Add({})),
       journal_write_(prometheus::BuildHistogram()
                          .Name("shard_journal_write_duration_seconds")
-                         .Help("Writing one record to the journal, before "
-                               "fsync.")
+                         .Help("Writing one group of records to the "
+                               "journal, before fsync.")
                          .Register(*registry_)
                          .Add({}, JournalBuckets())),
       journal_sync_(prometheus::BuildHistogram()
                         .Name("shard_journal_fsync_duration_seconds")
-                        .Help("fsync of the journal after one record.")
+                        .Help("fsync of the journal after one group of "
+                              "records.")
                         .Register(*registry_)
-                        .Add({}, JournalBuckets())) {
+                        .Add({}, JournalBuckets())),
+      journal_group_(prometheus::BuildHistogram()
+                         .Name("shard_journal_group_records")
+                         .Help("Records made durable by one fsync (group "
+                               "commit of the updates queued meanwhile).")
+                         .Register(*registry_)
+                         .Add({}, GroupBuckets())) {
   prometheus::BuildGauge()
       .Name("shard_build_info")
       .Help("Always 1; the labels describe the running shardd.")
@@ -180,10 +225,11 @@ void ServerMetrics::AddIndicesStreamed(uint64_t count) {
   indices_streamed_.Increment(static_cast<double>(count));
 }
 
-void ServerMetrics::ObserveJournalAppend(absl::Duration write,
-                                         absl::Duration sync) {
+void ServerMetrics::ObserveJournalGroup(absl::Duration write,
+                                        absl::Duration sync, size_t records) {
   journal_write_.Observe(absl::ToDoubleSeconds(write));
   journal_sync_.Observe(absl::ToDoubleSeconds(sync));
+  journal_group_.Observe(static_cast<double>(records));
 }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
@@ -193,17 +239,25 @@ ServerMetrics::NewInterceptorFactory() {
 
 absl::StatusOr<MetricsEndpoint> StartMetricsEndpoint(
     const std::string& listen, const ServerMetrics& metrics,
-    std::function<std::vector<shard::v1::Job>()> list_jobs) {
+    std::function<CoordinatorView()> view) {
   MetricsEndpoint endpoint;
   try {
-    endpoint.exposer = std::make_unique<prometheus::Exposer>(listen);
+    // civetweb serves one connection per worker thread and waits up to
+    // request_timeout_ms for a request on it: enough workers and a short
+    // timeout keep idle connections from blocking scrapes.
+    endpoint.exposer = std::make_unique<prometheus::Exposer>(
+        std::vector<std::string>{"listening_ports", listen, "num_threads", "16",
+                                 "request_timeout_ms", "5000"});
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--metrics-listen ", listen, ": cannot serve HTTP (", e.what(), ")"));
   }
-  endpoint.job_gauges = std::make_shared<JobGauges>(std::move(list_jobs));
+  endpoint.collectables = {std::make_shared<CoordinatorGauges>(std::move(view)),
+                           NewProcessCollector()};
   endpoint.exposer->RegisterCollectable(metrics.registry());
-  endpoint.exposer->RegisterCollectable(endpoint.job_gauges);
+  for (const auto& collectable : endpoint.collectables) {
+    endpoint.exposer->RegisterCollectable(collectable);
+  }
   const std::vector<int> ports = endpoint.exposer->GetListeningPorts();
   endpoint.address =
       server::BoundAddress(listen, ports.empty() ? 0 : ports.front());

@@ -1,11 +1,11 @@
 // Prometheus metrics of one shardd (see README "Metrics" for every name).
 //
 // ServerMetrics owns the registry and the event metrics (RPC latency by
-// service, method and code; indices streamed; journal write/fsync latency;
-// build info). Job gauges (members, generation, committed progress, ...) are
-// added by the endpoint, read from the coordinator at scrape time, so they
-// are never stale and cost nothing between scrapes. Labels never name a rank or
-// a member. Thread-safety: every method is thread-safe.
+// service, method and code; indices streamed; journal write/fsync latency
+// and group size; build info). Job gauges (members, generation, committed
+// progress, ...) are added by the endpoint, read from the coordinator at scrape
+// time, so they are never stale and cost nothing between scrapes. Labels never
+// name a rank or a member. Thread-safety: every method is thread-safe.
 #ifndef SERVER_METRICS_SERVER_METRICS_H_
 #define SERVER_METRICS_SERVER_METRICS_H_
 
@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,7 +41,9 @@ class ServerMetrics {
   void ObserveRpc(absl::string_view full_method, int grpc_code,
                   absl::Duration latency);
   void AddIndicesStreamed(uint64_t count);
-  void ObserveJournalAppend(absl::Duration write, absl::Duration sync);
+  // One group commit: `records` journal records written and fsynced.
+  void ObserveJournalGroup(absl::Duration write, absl::Duration sync,
+                           size_t records);
 
   // An interceptor factory that times every call (for ServerBuilder).
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
@@ -52,23 +55,36 @@ class ServerMetrics {
   prometheus::Counter& indices_streamed_;
   prometheus::Histogram& journal_write_;
   prometheus::Histogram& journal_sync_;
+  prometheus::Histogram& journal_group_;
+};
+
+// What the coordinator reports at scrape time.
+struct CoordinatorView {
+  std::vector<shard::v1::Job> jobs;  // Empty when unavailable (draining).
+  // Calls waiting right now, by method name, and their common limit.
+  std::vector<std::pair<std::string, size_t>> waiting_calls;
+  size_t max_waiting_calls = 0;
+  // Rendezvous store bytes held and their budget.
+  size_t store_bytes = 0;
+  size_t store_max_bytes = 0;
 };
 
 // The HTTP endpoint Prometheus scrapes (GET /metrics).
 struct MetricsEndpoint {
   std::unique_ptr<prometheus::Exposer> exposer;
-  std::shared_ptr<prometheus::Collectable> job_gauges;
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables;
   std::string address;  // "HOST:PORT" with the bound port.
 };
 
-// Serves `metrics` and the per-job gauges built from `list_jobs` (the jobs
-// to report, empty when unavailable; called on the scraping thread) on
-// `listen` ("HOST:PORT"; port 0 picks a free one). INVALID_ARGUMENT if it
-// cannot bind. `metrics` and what `list_jobs` reads must outlive the
-// endpoint.
+// Serves `metrics`, the process metrics (process_*) and the coordinator
+// gauges built from `view` (called on the scraping thread) on `listen`
+// ("HOST:PORT"; port 0 picks a free one). Idle or slow HTTP connections
+// cannot block scrapes for long (several worker threads, short request
+// timeout). INVALID_ARGUMENT if it cannot bind. `metrics` and what `view`
+// reads must outlive the endpoint.
 absl::StatusOr<MetricsEndpoint> StartMetricsEndpoint(
     const std::string& listen, const ServerMetrics& metrics,
-    std::function<std::vector<shard::v1::Job>()> list_jobs);
+    std::function<CoordinatorView()> view);
 
 }  // namespace shard::metrics
 

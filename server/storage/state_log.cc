@@ -200,6 +200,15 @@ StateLog::StateLog(FileSystem* file_system, std::string dir,
                    StateLogOptions options)
     : file_system_(file_system), dir_(std::move(dir)), options_(options) {}
 
+StateLog::~StateLog() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    changed_.SignalAll();
+  }
+  if (writer_.joinable()) writer_.join();
+}
+
 std::unique_ptr<StateLog> StateLog::InMemory() {
   return std::unique_ptr<StateLog>(new StateLog(nullptr, "", {}));
 }
@@ -219,21 +228,26 @@ absl::StatusOr<OpenedLog> StateLog::Open(FileSystem* fs, const std::string& dir,
   opened.state = std::move(recovered->state);
   opened.stats = recovered->stats;
   StateLog& log = *opened.log;
-  log.last_sequence_ = recovered->last_sequence;
-  log.snapshot_bytes_ = recovered->snapshot_bytes;
-  log.appends_since_snapshot_ = recovered->stats.replayed_records;
+  const uint64_t last = recovered->last_sequence;
+  {
+    absl::MutexLock lock(&log.mu_);
+    log.last_sequence_ = last;
+    log.durable_sequence_ = last;
+    log.snapshot_bytes_ = recovered->snapshot_bytes;
+    log.records_since_snapshot_ = recovered->stats.replayed_records;
+  }
   // Continue in the newest segment when the next record follows on in it;
   // otherwise (no segment, or one that ends before the snapshot) start one.
   if (!recovered->newest_segment.empty() &&
-      recovered->newest_segment_next == log.last_sequence_ + 1) {
+      recovered->newest_segment_next == last + 1) {
     absl::StatusOr<std::unique_ptr<AppendableFile>> segment =
         fs->OpenAppendable(recovered->newest_segment);
     if (!segment.ok()) return segment.status();
     log.segment_ = *std::move(segment);
-  } else if (absl::Status s = log.StartSegment(log.last_sequence_ + 1);
-             !s.ok()) {
+  } else if (absl::Status s = log.StartSegment(last + 1); !s.ok()) {
     return s;
   }
+  log.writer_ = std::thread([&log] { log.WriterLoop(); });
   return opened;
 }
 
@@ -245,59 +259,164 @@ absl::Status StateLog::StartSegment(uint64_t first_sequence) {
   return absl::OkStatus();
 }
 
-absl::Status StateLog::Append(const shard::state::v1::StateUpdate& update) {
+absl::StatusOr<uint64_t> StateLog::Enqueue(
+    const shard::state::v1::StateUpdate& update) {
+  absl::MutexLock lock(&mu_);
   if (!broken_.ok()) return broken_;
+  const uint64_t sequence = ++last_sequence_;
+  ++records_since_snapshot_;
   if (file_system_ == nullptr) {
-    ++last_sequence_;
-    return absl::OkStatus();
+    durable_sequence_ = sequence;
+    return sequence;
   }
   shard::state::v1::JournalRecord record;
-  record.set_sequence(last_sequence_ + 1);
+  record.set_sequence(sequence);
   *record.mutable_update() = update;
-  const absl::Time began = absl::Now();
-  absl::Status status =
-      segment_->Append(EncodeRecord(record.SerializeAsString()));
-  const absl::Time written = absl::Now();
-  if (status.ok()) status = segment_->Sync();
-  if (!status.ok()) {
-    broken_ = absl::UnavailableError(absl::StrCat(
-        "cannot make state durable (", status.message(),
-        "); this coordinator refuses changes until it is restarted"));
-    server::LogEvent(broken_.message());
-    return broken_;
-  }
-  ++last_sequence_;
-  ++appends_since_snapshot_;
-  if (options_.on_append) {
-    options_.on_append(written - began, absl::Now() - written);
-  }
-  return absl::OkStatus();
+  queue_.push_back(
+      QueuedRecord{sequence, EncodeRecord(record.SerializeAsString())});
+  changed_.Signal();
+  return sequence;
+}
+
+absl::Status StateLog::AwaitDurable(uint64_t sequence) {
+  absl::MutexLock lock(&mu_);
+  while (durable_sequence_ < sequence && broken_.ok()) changed_.Wait(&mu_);
+  return durable_sequence_ >= sequence ? absl::OkStatus() : broken_;
+}
+
+absl::Status StateLog::Append(const shard::state::v1::StateUpdate& update) {
+  absl::StatusOr<uint64_t> sequence = Enqueue(update);
+  if (!sequence.ok()) return sequence.status();
+  return AwaitDurable(*sequence);
 }
 
 void StateLog::MaybeSnapshot(const server::CoordinatorState& state) {
+  absl::MutexLock lock(&mu_);
   if (file_system_ == nullptr || !broken_.ok() ||
-      appends_since_snapshot_ < options_.snapshot_every) {
+      records_since_snapshot_ < options_.snapshot_every) {
     return;
   }
+  records_since_snapshot_ = 0;
+  queue_.push_back(
+      QueuedSnapshot{last_sequence_, state.ToSnapshot(last_sequence_)});
+  changed_.Signal();
+}
+
+void StateLog::Flush() {
+  absl::MutexLock lock(&mu_);
+  while ((!queue_.empty() || writing_) && broken_.ok()) changed_.Wait(&mu_);
+}
+
+uint64_t StateLog::last_sequence() const {
+  absl::MutexLock lock(&mu_);
+  return last_sequence_;
+}
+
+uint64_t StateLog::snapshot_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return snapshot_bytes_;
+}
+
+absl::Status StateLog::broken() const {
+  absl::MutexLock lock(&mu_);
+  return broken_;
+}
+
+void StateLog::WriterLoop() {
+  while (true) {
+    std::vector<QueuedItem> batch;
+    {
+      absl::MutexLock lock(&mu_);
+      while (queue_.empty() && !stopping_) changed_.Wait(&mu_);
+      if (queue_.empty()) return;  // Stopping with nothing left to write.
+      batch.swap(queue_);
+      writing_ = true;
+    }
+    // Consecutive records go out as one write and one fsync; a snapshot
+    // waits until the records it covers are durable.
+    std::string group;
+    uint64_t group_last = 0;
+    size_t group_records = 0;
+    bool ok = true;
+    for (QueuedItem& item : batch) {
+      if (auto* record = std::get_if<QueuedRecord>(&item)) {
+        group += record->framed;
+        group_last = record->sequence;
+        ++group_records;
+        continue;
+      }
+      if (group_records > 0) {
+        ok = WriteGroup(group, group_last, group_records);
+        group.clear();
+        group_records = 0;
+      }
+      if (!ok) break;
+      WriteSnapshot(std::get<QueuedSnapshot>(item));
+    }
+    if (ok && group_records > 0) WriteGroup(group, group_last, group_records);
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    changed_.SignalAll();
+  }
+}
+
+bool StateLog::WriteGroup(const std::string& framed, uint64_t last,
+                          size_t records) {
+  const absl::Time began = absl::Now();
+  absl::Status status = segment_->Append(framed);
+  const absl::Time written = absl::Now();
+  if (status.ok()) status = segment_->Sync();
+  if (!status.ok()) {
+    Break(status);
+    return false;
+  }
+  if (options_.on_sync) {
+    options_.on_sync(written - began, absl::Now() - written, records);
+  }
+  absl::MutexLock lock(&mu_);
+  durable_sequence_ = last;
+  changed_.SignalAll();
+  return true;
+}
+
+void StateLog::Break(const absl::Status& cause) {
+  const absl::Status broken = absl::UnavailableError(absl::StrCat(
+      "cannot make state durable (", cause.message(),
+      "); this coordinator refuses all calls until it is restarted"));
+  server::LogEvent(broken.message());
+  {
+    absl::MutexLock lock(&mu_);
+    broken_ = broken;
+    queue_.clear();
+    changed_.SignalAll();
+  }
+  if (options_.on_broken) options_.on_broken(broken);
+}
+
+void StateLog::WriteSnapshot(const QueuedSnapshot& queued) {
   const std::string contents =
-      EncodeRecord(state.ToSnapshot(last_sequence_).SerializeAsString());
+      EncodeRecord(queued.snapshot.SerializeAsString());
   absl::Status status = file_system_->WriteFileAtomically(
       absl::StrCat(dir_, "/", kSnapshotName), contents);
-  if (status.ok()) status = StartSegment(last_sequence_ + 1);
+  if (status.ok()) status = StartSegment(queued.sequence + 1);
   if (!status.ok()) {
     server::LogEvent(
         absl::StrCat("snapshot failed, will retry: ", status.message()));
+    absl::MutexLock lock(&mu_);
+    records_since_snapshot_ += options_.snapshot_every;  // Due again.
     return;
   }
-  snapshot_bytes_ = contents.size();
-  appends_since_snapshot_ = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    snapshot_bytes_ = contents.size();
+  }
   // Segments before the new one are covered by the snapshot.
   absl::StatusOr<std::vector<std::string>> names = file_system_->ListDir(dir_);
   if (!names.ok()) return;
   absl::StatusOr<std::vector<Segment>> segments = FindSegments(*names);
   if (!segments.ok()) return;
   for (const Segment& segment : *segments) {
-    if (segment.first <= last_sequence_) {
+    if (segment.first <= queued.sequence) {
       file_system_->Remove(absl::StrCat(dir_, "/", segment.name)).IgnoreError();
     }
   }

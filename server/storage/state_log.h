@@ -2,11 +2,17 @@
 // of state updates plus periodic snapshots.
 //
 // Layout: snapshot.pb (one framed StateSnapshot: the state after record S)
-// and journal-<first sequence>.log segments of framed JournalRecords. A
-// mutation is appended and fsynced before it is applied and answered, so
-// kill -9 at any moment loses no acknowledged update. Every
-// `snapshot_every` appends a snapshot is written atomically, a new segment
-// starts and older segments are removed, which bounds replay time.
+// and journal-<first sequence>.log segments of framed JournalRecords.
+//
+// Group commit: Enqueue() only queues a record (cheap, callable under the
+// caller's lock); a writer thread appends everything queued meanwhile with
+// one write and one fsync, then wakes AwaitDurable(). A mutation must be
+// answered only after AwaitDurable() of its sequence, so kill -9 at any
+// moment loses no acknowledged update. Every `snapshot_every` records a
+// snapshot (built from the caller's state under its lock, a copy) is
+// written by the writer thread once the records it covers are durable;
+// then a new segment starts and older segments are removed, which bounds
+// replay time.
 //
 // Recovery = snapshot + replay of later records. The journal must be one
 // unbroken chain of sequences, each segment named after its first record
@@ -21,9 +27,9 @@
 // (CoordinatorState::Check), an unexpected segment file name. A cut exactly
 // at a record boundary at the end of the newest segment cannot be told from
 // a shorter history by any self-describing log. After a failed
-// append the log refuses all further appends (UNAVAILABLE): what reached the
-// disk is unknown, so nothing may be written after it until a restart
-// recovers. Not thread-safe: the service serialises calls.
+// write or fsync the log refuses all further appends (UNAVAILABLE): what
+// reached the disk is unknown, so nothing may be written after it until a
+// restart recovers. Thread-safe.
 #ifndef SERVER_STORAGE_STATE_LOG_H_
 #define SERVER_STORAGE_STATE_LOG_H_
 
@@ -31,9 +37,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
+#include <variant>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/storage/file_system.h"
 #include "server/coordinator_state.h"
@@ -42,12 +53,16 @@
 namespace shard::storage {
 
 struct StateLogOptions {
-  // Appends between snapshots.
+  // Records between snapshots.
   uint64_t snapshot_every = 10000;
-  // Called after each successful durable append with the time spent
-  // writing the record and the time spent in fsync (metrics). Runs on the
-  // appending thread, under the caller's lock: keep it cheap.
-  std::function<void(absl::Duration write, absl::Duration sync)> on_append;
+  // Called after each group of records was made durable, with the time
+  // spent writing them, the time spent in fsync and how many records the
+  // group held (metrics). Runs on the writer thread: keep it cheap.
+  std::function<void(absl::Duration write, absl::Duration sync, size_t records)>
+      on_sync;
+  // Called once, on the writer thread, when a write or fsync failed and
+  // the log stopped accepting records (see above).
+  std::function<void(const absl::Status&)> on_broken;
 };
 
 struct RecoveryStats {
@@ -98,32 +113,78 @@ class StateLog {
   // A log that keeps nothing (tests and --in-memory).
   static std::unique_ptr<StateLog> InMemory();
 
-  // Appends the update and makes it durable. UNAVAILABLE on failure (and
-  // for every later call).
-  absl::Status Append(const shard::state::v1::StateUpdate& update);
+  // Writes everything queued, then stops the writer thread.
+  ~StateLog();
+  StateLog(const StateLog&) = delete;
+  StateLog& operator=(const StateLog&) = delete;
 
-  // Writes a snapshot of `state` (which must include every appended update)
-  // when one is due; a failed snapshot is logged and retried later (the
-  // journal still holds everything).
-  void MaybeSnapshot(const server::CoordinatorState& state);
+  // Queues the update for the writer thread and returns its sequence; never
+  // waits for the disk. UNAVAILABLE once the log is broken.
+  absl::StatusOr<uint64_t> Enqueue(const shard::state::v1::StateUpdate& update)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Blocks until every record up to `sequence` is durable: OK, or
+  // UNAVAILABLE if the log broke first.
+  absl::Status AwaitDurable(uint64_t sequence) ABSL_LOCKS_EXCLUDED(mu_);
+  // Enqueue + AwaitDurable.
+  absl::Status Append(const shard::state::v1::StateUpdate& update)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
-  uint64_t last_sequence() const { return last_sequence_; }
+  // Queues a snapshot of `state` when one is due. `state` must include
+  // every queued record (the caller holds the lock it applies them under);
+  // it is copied here and written by the writer thread. A failed snapshot
+  // is logged and retried later (the journal still holds everything).
+  void MaybeSnapshot(const server::CoordinatorState& state)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Blocks until everything queued (records and snapshots) was written.
+  void Flush() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Sequence of the last queued record.
+  uint64_t last_sequence() const ABSL_LOCKS_EXCLUDED(mu_);
   // Size of the last snapshot written or recovered, in bytes.
-  uint64_t snapshot_bytes() const { return snapshot_bytes_; }
+  uint64_t snapshot_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
+  // OK, or why the log stopped accepting records.
+  absl::Status broken() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // A queued record (framed, with its sequence) or snapshot.
+  struct QueuedRecord {
+    uint64_t sequence;
+    std::string framed;
+  };
+  struct QueuedSnapshot {
+    uint64_t sequence;  // The state after this record.
+    shard::state::v1::StateSnapshot snapshot;
+  };
+  using QueuedItem = std::variant<QueuedRecord, QueuedSnapshot>;
+
   StateLog(FileSystem* file_system, std::string dir, StateLogOptions options);
   absl::Status StartSegment(uint64_t first_sequence);
   std::string SegmentPath(uint64_t first_sequence) const;
+  void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Appends and fsyncs `framed` (records up to `last`), then publishes
+  // `last` as durable. False if the log broke.
+  bool WriteGroup(const std::string& framed, uint64_t last, size_t records)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void WriteSnapshot(const QueuedSnapshot& queued) ABSL_LOCKS_EXCLUDED(mu_);
+  void Break(const absl::Status& cause) ABSL_LOCKS_EXCLUDED(mu_);
 
-  FileSystem* file_system_;  // Null for the in-memory log.
-  std::string dir_;
-  StateLogOptions options_;
+  FileSystem* const file_system_;  // Null for the in-memory log.
+  const std::string dir_;
+  const StateLogOptions options_;
+  // Touched by the writer thread only (and by Open before it starts).
   std::unique_ptr<AppendableFile> segment_;
-  uint64_t last_sequence_ = 0;
-  uint64_t appends_since_snapshot_ = 0;
-  uint64_t snapshot_bytes_ = 0;
-  absl::Status broken_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;  // Queue, durable sequence or broken changed.
+  std::vector<QueuedItem> queue_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;  // A batch is being written.
+  uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t durable_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t snapshot_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status broken_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread writer_;
 };
 
 }  // namespace shard::storage

@@ -27,7 +27,7 @@ CoordinatorService& Service() {
     // Bound the work one input can cause: small shuffled orders, short
     // waits, no background lease thread.
     options.max_order_bytes = 16 << 20;
-    options.max_join_wait = absl::Milliseconds(1);
+    options.max_wait = absl::Milliseconds(1);
     options.expire_leases_in_background = false;
     return new CoordinatorService(options);
   }();

@@ -1,6 +1,7 @@
 #include "tests/support/fault_injecting_file_system.h"
 
 #include "absl/status/status.h"
+#include "absl/time/clock.h"
 
 namespace shard::testing {
 
@@ -12,15 +13,24 @@ class TrackedFile : public storage::AppendableFile {
 
   absl::Status Append(absl::string_view data) override {
     absl::Status status = real_->Append(data);
+    absl::MutexLock lock(&fs_->mu_);
     if (status.ok()) fs_->written_bytes_[path_] += data.size();
     return status;
   }
   absl::Status Sync() override {
-    if (fs_->failing_syncs_ > 0) {
-      --fs_->failing_syncs_;
-      return absl::InternalError("injected fsync failure");
+    absl::Duration delay;
+    {
+      absl::MutexLock lock(&fs_->mu_);
+      ++fs_->syncs_;
+      delay = fs_->sync_delay_;
+      if (fs_->failing_syncs_ > 0) {
+        --fs_->failing_syncs_;
+        return absl::InternalError("injected fsync failure");
+      }
     }
+    absl::SleepFor(delay);
     absl::Status status = real_->Sync();
+    absl::MutexLock lock(&fs_->mu_);
     if (status.ok()) fs_->synced_bytes_[path_] = fs_->written_bytes_[path_];
     return status;
   }
@@ -31,7 +41,23 @@ class TrackedFile : public storage::AppendableFile {
   std::unique_ptr<storage::AppendableFile> real_;
 };
 
+void FaultInjectingFileSystem::FailSyncs(int count) {
+  absl::MutexLock lock(&mu_);
+  failing_syncs_ = count;
+}
+
+void FaultInjectingFileSystem::DelaySyncs(absl::Duration delay) {
+  absl::MutexLock lock(&mu_);
+  sync_delay_ = delay;
+}
+
+int FaultInjectingFileSystem::syncs() const {
+  absl::MutexLock lock(&mu_);
+  return syncs_;
+}
+
 void FaultInjectingFileSystem::SimulateCrash() {
+  absl::MutexLock lock(&mu_);
   for (const auto& [path, synced] : synced_bytes_) {
     real_->Truncate(path, synced).IgnoreError();
     written_bytes_[path] = synced;
@@ -48,6 +74,7 @@ FaultInjectingFileSystem::OpenAppendable(const std::string& path) {
   if (!real.ok()) return real.status();
   absl::StatusOr<std::string> existing = real_->ReadFile(path);
   const uint64_t size = existing.ok() ? existing->size() : 0;
+  absl::MutexLock lock(&mu_);
   written_bytes_[path] = size;
   synced_bytes_[path] = size;
   return std::unique_ptr<storage::AppendableFile>(
@@ -67,6 +94,7 @@ absl::Status FaultInjectingFileSystem::WriteFileAtomically(
 absl::Status FaultInjectingFileSystem::Truncate(const std::string& path,
                                                 uint64_t size) {
   absl::Status status = real_->Truncate(path, size);
+  absl::MutexLock lock(&mu_);
   if (status.ok()) {
     written_bytes_[path] = size;
     synced_bytes_[path] = size;
@@ -80,6 +108,7 @@ absl::StatusOr<std::vector<std::string>> FaultInjectingFileSystem::ListDir(
 }
 
 absl::Status FaultInjectingFileSystem::Remove(const std::string& path) {
+  absl::MutexLock lock(&mu_);
   written_bytes_.erase(path);
   synced_bytes_.erase(path);
   return real_->Remove(path);

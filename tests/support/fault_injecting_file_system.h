@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/storage/file_system.h"
 
 namespace shard::testing {
@@ -17,9 +20,13 @@ namespace shard::testing {
 class FaultInjectingFileSystem : public storage::FileSystem {
  public:
   // The next `count` Sync calls fail with INTERNAL.
-  void FailSyncs(int count) { failing_syncs_ = count; }
+  void FailSyncs(int count) ABSL_LOCKS_EXCLUDED(mu_);
+  // Every Sync from now on first sleeps this long.
+  void DelaySyncs(absl::Duration delay) ABSL_LOCKS_EXCLUDED(mu_);
+  // Sync calls so far.
+  int syncs() const ABSL_LOCKS_EXCLUDED(mu_);
   // Drops every byte appended after the last successful Sync of its file.
-  void SimulateCrash();
+  void SimulateCrash() ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::StatusOr<std::unique_ptr<storage::AppendableFile>> OpenAppendable(
       const std::string& path) override;
@@ -34,10 +41,13 @@ class FaultInjectingFileSystem : public storage::FileSystem {
 
  private:
   friend class TrackedFile;
-  storage::FileSystem* real_ = storage::PosixFileSystem();
-  int failing_syncs_ = 0;
-  std::map<std::string, uint64_t> synced_bytes_;
-  std::map<std::string, uint64_t> written_bytes_;
+  storage::FileSystem* const real_ = storage::PosixFileSystem();
+  mutable absl::Mutex mu_;
+  int failing_syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  int syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Duration sync_delay_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> synced_bytes_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> written_bytes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shard::testing

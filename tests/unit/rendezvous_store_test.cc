@@ -147,6 +147,42 @@ TEST(RendezvousStoreTest, EnforcesKeyValueAndCountLimits) {
   EXPECT_TRUE(store.Set(kLive, "a", "over").ok());  // Existing key.
 }
 
+// All spaces together stay within max_total_bytes, every write kind is
+// counted, and ending a generation gives its bytes back.
+TEST(RendezvousStoreTest, TotalByteBudgetCoversAllSpacesAndIsFreedAtTheEnd) {
+  const std::string value(1000, 'v');
+  const size_t entry = 2 + value.size() + RendezvousStore::kEntryOverheadBytes;
+  RendezvousLimits limits;
+  limits.max_total_bytes = 4 * entry;
+  RendezvousStore store(limits);
+  const Scope first("job", 1), second("other", 2);
+  store.OpenGeneration(first);
+  store.OpenGeneration(second);
+  ASSERT_TRUE(store.Set(first, "k1", value).ok());
+  ASSERT_TRUE(store.Set(first, "k2", value).ok());
+  ASSERT_TRUE(store.Set(second, "k3", value).ok());
+  ASSERT_TRUE(store.Set(second, "k4", value).ok());
+  EXPECT_EQ(store.total_bytes(), 4 * entry);
+  absl::Status full = store.Set(second, "k5", value);
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_NE(full.message().find("--store-max-bytes"), std::string::npos);
+  EXPECT_EQ(store.CompareSet(second, "k6", "", value).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(store.Set(second, "k4", value + "more").code(),
+            absl::StatusCode::kResourceExhausted);
+  // Replacing a value by one of the same size fits.
+  EXPECT_TRUE(store.Set(second, "k4", std::string(1000, 'w')).ok());
+  EXPECT_EQ(store.Count(second).value(), 2);
+
+  store.EndGeneration(first);
+  EXPECT_EQ(store.total_bytes(), 2 * entry);
+  ASSERT_TRUE(store.Set(second, "k5", value).ok());
+  EXPECT_EQ(store.Delete(second, "k5").value(), true);
+  EXPECT_EQ(store.total_bytes(), 2 * entry);
+  store.EndJob("other");
+  EXPECT_EQ(store.total_bytes(), 0u);
+}
+
 TEST(RendezvousStoreTest, AddRefusesOverflowAndNonIntegers) {
   RendezvousStore store;
   store.OpenGeneration(kLive);

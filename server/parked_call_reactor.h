@@ -1,0 +1,59 @@
+// A unary gRPC call answered through the callback API by a service call that
+// may park (CoordinatorService::StartJoinJob): no thread waits for it, and
+// the client cancelling the call ends the wait at once.
+#ifndef SERVER_PARKED_CALL_REACTOR_H_
+#define SERVER_PARKED_CALL_REACTOR_H_
+
+#include <utility>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "server/coordinator_service.h"
+#include "server/parked_calls.h"
+
+namespace shard::server {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+template <typename Response>
+class ParkedCallReactor final : public grpc::ServerUnaryReactor {
+ public:
+  using Reply = CoordinatorService::Reply<Response>;
+
+  // Runs `start` with the reply that finishes the call (into `response`,
+  // which gRPC owns until OnDone). The reactor deletes itself when done.
+  static grpc::ServerUnaryReactor* Run(
+      CoordinatorService* service, Response* response,
+      absl::FunctionRef<ParkedCalls::Id(Reply)> start) {
+    auto* reactor = new ParkedCallReactor(service, response);
+    // gRPC calls OnCancel and OnDone only after this handler returned the
+    // reactor, so parked_ is set before either can read it.
+    reactor->parked_ = start([reactor](absl::StatusOr<Response> answer) {
+      reactor->Answer(std::move(answer));
+    });
+    return reactor;
+  }
+
+  void OnCancel() override {
+    if (parked_ != 0) service_->CancelWait(parked_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  ParkedCallReactor(CoordinatorService* service, Response* response)
+      : service_(service), response_(response) {}
+
+  void Answer(absl::StatusOr<Response> answer) {
+    if (answer.ok()) *response_ = *std::move(answer);
+    Finish(ToGrpcStatus(answer.status()));
+  }
+
+  CoordinatorService* const service_;
+  Response* const response_;
+  ParkedCalls::Id parked_ = 0;
+};
+
+}  // namespace shard::server
+
+#endif  // SERVER_PARKED_CALL_REACTOR_H_

@@ -1,0 +1,91 @@
+// Calls that wait for a condition on state their owner guards with its own
+// mutex, parked without a thread each (they are answered through gRPC's
+// callback API). The owner parks a call with a decision function and, after
+// changing the state of a topic (a job, a store space), wakes that topic:
+// only its calls are examined again, nothing else is. A timer thread ends
+// each call at its deadline and Cancel() ends one at once; the completions
+// the decisions return run on a small pool of threads, never under a lock.
+//
+// Locking: Park(), Wake(), WakeAll(), EndAll() and parked() must be called
+// with the owner's mutex held; Cancel() and the destructor without it (they
+// and the timer thread take it). Decisions run with the owner's mutex held
+// and must not call back into this object. The owner calls EndAll() before
+// destroying it; the destructor then runs every completion already
+// returned.
+#ifndef SERVER_PARKED_CALLS_H_
+#define SERVER_PARKED_CALLS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/work_pool.h"
+
+namespace shard::server {
+
+class ParkedCalls {
+ public:
+  using Id = uint64_t;  // 0 is never a parked call.
+  enum class Why {
+    kWoken,      // Its topic changed; the decision may keep it waiting.
+    kDeadline,   // Its deadline passed.
+    kCancelled,  // Cancel(): the client went away.
+    kEnded,      // EndAll(): the owner shuts down.
+  };
+  using Completion = absl::AnyInvocable<void() &&>;
+  // Returns the completion that answers the call, or nullopt to keep it
+  // waiting (only allowed for kWoken).
+  using Decision = absl::AnyInvocable<std::optional<Completion>(Why)>;
+
+  ParkedCalls(absl::Mutex* owner_mu, int completion_threads);
+  ~ParkedCalls();
+  ParkedCalls(const ParkedCalls&) = delete;
+  ParkedCalls& operator=(const ParkedCalls&) = delete;
+
+  Id Park(const std::string& topic, absl::Time deadline, Decision decision)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Wake(const std::string& topic) ABSL_LOCKS_EXCLUDED(mu_);
+  void WakeAll() ABSL_LOCKS_EXCLUDED(mu_);
+  void EndAll() ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the call if it is still parked.
+  void Cancel(Id id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs `completion` on the completion pool.
+  void Complete(Completion completion);
+  size_t parked() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Call {
+    std::string topic;
+    absl::Time deadline;
+    Decision decision;
+  };
+
+  // Asks the call's decision about `why`; finishes the call unless it
+  // keeps waiting. Returns whether it finished.
+  bool Decide(std::map<Id, Call>::iterator call, Why why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TimerLoop() ABSL_LOCKS_EXCLUDED(mu_);
+
+  absl::Mutex* const owner_mu_;
+  mutable absl::Mutex mu_;  // Taken after owner_mu_, never before it.
+  absl::CondVar timer_cv_;
+  Id next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<Id, Call> calls_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::set<Id>> by_topic_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<absl::Time, Id>> by_deadline_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  WorkPool completions_;
+  std::thread timer_;
+};
+
+}  // namespace shard::server
+
+#endif  // SERVER_PARKED_CALLS_H_

@@ -1,0 +1,58 @@
+// Counts the calls that are blocked waiting (JoinJob for its world, store
+// gets and waits for keys) against one limit, so that a flood of waiters is
+// answered RESOURCE_EXHAUSTED instead of exhausting the server's threads.
+// Thread-safe.
+#ifndef SERVER_WAITING_CALLS_H_
+#define SERVER_WAITING_CALLS_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace shard::server {
+
+class WaitingCalls {
+ public:
+  enum class Kind { kJoin, kStoreGet, kStoreWait };
+  static constexpr size_t kKinds = 3;
+  static const char* KindName(Kind kind);
+
+  // A waiting call; leaving its scope ends the wait. Movable, not copyable.
+  class Slot {
+   public:
+    Slot(Slot&& other) noexcept;
+    Slot& operator=(Slot&&) = delete;
+    Slot(const Slot&) = delete;
+    ~Slot();
+
+   private:
+    friend class WaitingCalls;
+    Slot(WaitingCalls* calls, Kind kind) : calls_(calls), kind_(kind) {}
+    WaitingCalls* calls_;  // Null once moved from.
+    Kind kind_;
+  };
+
+  explicit WaitingCalls(size_t limit) : limit_(limit) {}
+
+  // A slot for one more waiting call, or RESOURCE_EXHAUSTED at the limit.
+  absl::StatusOr<Slot> Enter(Kind kind) ABSL_LOCKS_EXCLUDED(mu_);
+  // Calls of `kind` waiting now.
+  size_t waiting(Kind kind) const ABSL_LOCKS_EXCLUDED(mu_);
+  size_t limit() const { return limit_; }
+
+ private:
+  void Leave(Kind kind) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const size_t limit_;
+  mutable absl::Mutex mu_;
+  size_t total_ ABSL_GUARDED_BY(mu_) = 0;
+  std::array<size_t, kKinds> by_kind_ ABSL_GUARDED_BY(mu_) = {};
+};
+
+}  // namespace shard::server
+
+#endif  // SERVER_WAITING_CALLS_H_

@@ -1,0 +1,148 @@
+// Waiting joins over real gRPC: they hold no server thread, a cancelled one
+// ends at once, and they are answered when the world forms.
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_cluster.h"
+
+namespace shard::testing {
+namespace {
+
+using Kind = server::WaitingCalls::Kind;
+
+int ProcessThreads() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+// Polls `done` for up to a minute (a liveness bound, not a timing check).
+template <typename Predicate>
+bool Eventually(Predicate done) {
+  const absl::Time give_up = absl::Now() + absl::Minutes(1);
+  while (!done()) {
+    if (absl::Now() > give_up) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+// Joins started with gRPC's callback client API: no client thread each.
+class AsyncJoins {
+ public:
+  AsyncJoins(shard::v1::Coordinator::Stub* stub, const std::string& job,
+             int count, uint32_t wait_ms)
+      : calls_(count) {
+    for (int i = 0; i < count; ++i) {
+      Call& call = calls_[i];
+      call.request.set_job_id(job);
+      call.request.set_member_id(absl::StrCat("m", i));
+      call.request.set_wait_for_world_ms(wait_ms);
+      stub->async()->JoinJob(&call.context, &call.request, &call.response,
+                             [this, &call](grpc::Status status) {
+                               absl::MutexLock lock(&mu_);
+                               call.status = std::move(status);
+                               ++finished_;
+                             });
+    }
+  }
+  ~AsyncJoins() {
+    CancelAll();
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](AsyncJoins* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
+          return self->finished_ == self->calls_.size();
+        },
+        this));
+  }
+
+  void CancelAll() {
+    for (Call& call : calls_) call.context.TryCancel();
+  }
+  size_t finished() {
+    absl::MutexLock lock(&mu_);
+    return finished_;
+  }
+  grpc::Status status(int i) {
+    absl::MutexLock lock(&mu_);
+    return calls_[i].status;
+  }
+  const shard::v1::JoinJobResponse& response(int i) {
+    return calls_[i].response;
+  }
+
+ private:
+  struct Call {
+    grpc::ClientContext context;
+    shard::v1::JoinJobRequest request;
+    shard::v1::JoinJobResponse response;
+    grpc::Status status;
+  };
+  std::vector<Call> calls_;
+  absl::Mutex mu_;
+  size_t finished_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+void CreateJob(TestCluster& cluster, const std::string& id, uint32_t world) {
+  shard::v1::CreateJobRequest create;
+  create.set_job_id(id);
+  create.mutable_spec()->set_dataset_size(1000);
+  create.mutable_spec()->set_world_size(world);
+  ASSERT_TRUE(cluster.service().CreateJob(create).ok());
+}
+
+TEST(WaitingCallsTest, WaitingJoinsHoldNoThreadAndCancellingEndsThem) {
+  TestCluster cluster;
+  CreateJob(cluster, "big", 1000);
+  auto stub = cluster.NewStub();
+  const int threads_before = ProcessThreads();
+  constexpr int kJoins = 200;
+  AsyncJoins joins(stub.get(), "big", kJoins, /*wait_ms=*/600000);
+  ASSERT_TRUE(Eventually(
+      [&] { return cluster.service().waiting_calls(Kind::kJoin) == kJoins; }));
+  // A thread per waiting call would add 200.
+  EXPECT_LT(ProcessThreads() - threads_before, kJoins / 4);
+
+  joins.CancelAll();
+  ASSERT_TRUE(Eventually([&] {
+    return cluster.service().waiting_calls(Kind::kJoin) == 0 &&
+           joins.finished() == kJoins;
+  })) << "cancelled joins kept waiting";
+  EXPECT_EQ(joins.status(0).error_code(), grpc::StatusCode::CANCELLED);
+  // The members stay joined (a cancelled wait is not a leave).
+  shard::v1::GetJobRequest get;
+  get.set_job_id("big");
+  EXPECT_EQ(cluster.service().GetJob(get)->joined_members(),
+            static_cast<uint32_t>(kJoins));
+}
+
+TEST(WaitingCallsTest, WaitingJoinsAreAnsweredWhenTheWorldForms) {
+  TestCluster cluster;
+  constexpr int kWorld = 64;
+  CreateJob(cluster, "job", kWorld);
+  auto stub = cluster.NewStub();
+  AsyncJoins joins(stub.get(), "job", kWorld, /*wait_ms=*/600000);
+  ASSERT_TRUE(Eventually([&] { return joins.finished() == kWorld; }));
+  std::vector<bool> ranks(kWorld, false);
+  for (int i = 0; i < kWorld; ++i) {
+    ASSERT_TRUE(joins.status(i).ok()) << joins.status(i).error_message();
+    ASSERT_TRUE(joins.response(i).world_formed());
+    EXPECT_EQ(joins.response(i).world_size(), static_cast<uint32_t>(kWorld));
+    ranks.at(joins.response(i).rank()) = true;
+  }
+  EXPECT_EQ(std::count(ranks.begin(), ranks.end(), true), kWorld);
+  EXPECT_EQ(cluster.service().waiting_calls(Kind::kJoin), 0u);
+}
+
+}  // namespace
+}  // namespace shard::testing

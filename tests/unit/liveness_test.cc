@@ -1,0 +1,238 @@
+// Members stay alive while the coordinator, not they, is slow: a join that
+// waits for the other ranks, a stalled disk, a stalled coordinator process.
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "server/coordinator_service.h"
+#include "server/storage/state_log.h"
+#include "tests/support/fault_injecting_file_system.h"
+
+namespace shard::server {
+namespace {
+
+shard::v1::CreateJobRequest TwoRankJob() {
+  shard::v1::CreateJobRequest request;
+  request.set_job_id("job");
+  request.mutable_spec()->set_dataset_size(100);
+  request.mutable_spec()->set_world_size(2);
+  return request;
+}
+
+shard::v1::JoinJobRequest JoinRequest(const std::string& member,
+                                      uint32_t wait_ms) {
+  shard::v1::JoinJobRequest request;
+  request.set_job_id("job");
+  request.set_member_id(member);
+  request.set_wait_for_world_ms(wait_ms);
+  return request;
+}
+
+shard::v1::HeartbeatRequest HeartbeatRequest(const std::string& member,
+                                             uint64_t generation) {
+  shard::v1::HeartbeatRequest request;
+  request.set_job_id("job");
+  request.set_member_id(member);
+  request.set_generation(generation);
+  return request;
+}
+
+uint32_t JoinedMembers(CoordinatorService& service) {
+  shard::v1::GetJobRequest get;
+  get.set_job_id("job");
+  return service.GetJob(get)->joined_members();
+}
+
+// Leases on a fake clock the test advances by hand.
+class FakeClockLeaseTest : public ::testing::Test {
+ protected:
+  FakeClockLeaseTest() : service_(Options()) {}
+
+  CoordinatorOptions Options() {
+    CoordinatorOptions options;
+    options.lease = absl::Seconds(10);
+    options.expire_leases_in_background = false;
+    options.now = [this] {
+      absl::MutexLock lock(&clock_mu_);
+      return now_;
+    };
+    return options;
+  }
+
+  void Advance(absl::Duration by) {
+    absl::MutexLock lock(&clock_mu_);
+    now_ += by;
+  }
+
+  absl::Mutex clock_mu_;
+  absl::Time now_ ABSL_GUARDED_BY(clock_mu_) = absl::UnixEpoch();
+  CoordinatorService service_;
+};
+
+// Ranks of a cluster job start minutes apart (image pulls, scheduling): the
+// first one's join must outlive many leases.
+TEST_F(FakeClockLeaseTest, JoinWaitingLongerThanTheLeaseSucceeds) {
+  ASSERT_TRUE(service_.CreateJob(TwoRankJob()).ok());
+  absl::StatusOr<shard::v1::JoinJobResponse> first;
+  std::thread waiter([&] {
+    first = service_.JoinJob(JoinRequest("a", 60000), absl::InfiniteFuture());
+  });
+  while (JoinedMembers(service_) < 1) absl::SleepFor(absl::Milliseconds(1));
+  for (int i = 0; i < 12; ++i) {  // Three leases.
+    Advance(absl::Seconds(2.5));
+    service_.ExpireLeases();
+  }
+  EXPECT_EQ(JoinedMembers(service_), 1u) << "the waiting member was evicted";
+  absl::StatusOr<shard::v1::JoinJobResponse> second =
+      service_.JoinJob(JoinRequest("b", 60000), absl::InfiniteFuture());
+  waiter.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(first->world_formed());
+  EXPECT_EQ(first->generation(), second->generation());
+  // Once answered, the member is on its heartbeats again.
+  Advance(absl::Seconds(11));
+  service_.ExpireLeases();
+  EXPECT_EQ(JoinedMembers(service_), 0u);
+}
+
+// Time during which the coordinator could not run is nobody's silence.
+TEST_F(FakeClockLeaseTest, TimeTheCoordinatorWasStalledIsNotCounted) {
+  ASSERT_TRUE(service_.CreateJob(TwoRankJob()).ok());
+  ASSERT_TRUE(
+      service_.JoinJob(JoinRequest("a", 0), absl::InfiniteFuture()).ok());
+  ASSERT_TRUE(
+      service_.JoinJob(JoinRequest("b", 0), absl::InfiniteFuture()).ok());
+  Advance(absl::Seconds(30));
+  service_.ExpireLeases(/*stalled=*/absl::Seconds(28));
+  EXPECT_EQ(JoinedMembers(service_), 2u);
+  Advance(absl::Seconds(9));  // 11 s of silence the coordinator could see.
+  service_.ExpireLeases();
+  EXPECT_EQ(JoinedMembers(service_), 0u);
+}
+
+// Waits are bounded by the coordinator whatever the request asks for, and
+// past max_waiting_calls a call that would wait is refused at once.
+TEST(WaitLimitsTest, WaitsAreClampedAndCountedAgainstTheLimit) {
+  CoordinatorOptions options;
+  options.max_wait = absl::Milliseconds(200);
+  options.max_waiting_calls = 1;
+  options.expire_leases_in_background = false;
+  CoordinatorService service(options);
+  shard::v1::CreateJobRequest create = TwoRankJob();
+  create.mutable_spec()->set_world_size(1);
+  ASSERT_TRUE(service.CreateJob(create).ok());
+  absl::StatusOr<shard::v1::JoinJobResponse> joined =
+      service.JoinJob(JoinRequest("a", 0), absl::InfiniteFuture());
+  ASSERT_TRUE(joined.ok()) << joined.status();
+
+  shard::v1::StoreGetRequest get;
+  get.mutable_scope()->set_job_id("job");
+  get.mutable_scope()->set_generation(joined->generation());
+  get.set_key("never-set");
+  get.set_wait_ms(UINT32_MAX);  // 49 days, clamped to 200 ms.
+  absl::StatusOr<shard::v1::StoreGetResponse> waited;
+  std::thread waiter(
+      [&] { waited = service.StoreGet(get, absl::InfiniteFuture()); });
+  while (service.waiting_calls(WaitingCalls::Kind::kStoreGet) == 0) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  absl::StatusOr<shard::v1::StoreGetResponse> refused =
+      service.StoreGet(get, absl::InfiniteFuture());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted)
+      << refused.status();
+  get.set_wait_ms(0);  // Does not wait, so not limited.
+  EXPECT_TRUE(service.StoreGet(get, absl::InfiniteFuture()).ok());
+  waiter.join();
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_FALSE(waited->found());
+  EXPECT_EQ(service.waiting_calls(WaitingCalls::Kind::kStoreGet), 0u);
+
+  // A join asking for an hour returns after max_wait; the member stays.
+  create.set_job_id("pair");
+  create.mutable_spec()->set_world_size(2);
+  ASSERT_TRUE(service.CreateJob(create).ok());
+  shard::v1::JoinJobRequest join = JoinRequest("b", 3600000);
+  join.set_job_id("pair");
+  EXPECT_EQ(service.JoinJob(join, absl::InfiniteFuture()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(service.waiting_calls(WaitingCalls::Kind::kJoin), 0u);
+}
+
+// A disk whose fsync takes longer than the lease: heartbeats keep being
+// answered while a commit waits for it, and nobody is evicted.
+TEST(SlowDiskTest, FsyncLongerThanTheLeaseEvictsNobody) {
+  char pattern[] = "/tmp/liveness-test-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  testing::FaultInjectingFileSystem fs;
+  absl::StatusOr<storage::OpenedLog> opened = storage::StateLog::Open(&fs, dir);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  CoordinatorOptions options;
+  options.lease = absl::Milliseconds(500);
+  {
+    CoordinatorService service(options, *std::move(opened));
+    ASSERT_TRUE(service.CreateJob(TwoRankJob()).ok());
+    std::thread other([&] {
+      ASSERT_TRUE(
+          service
+              .JoinJob(JoinRequest("b", 10000), absl::Now() + absl::Seconds(10))
+              .ok());
+    });
+    absl::StatusOr<shard::v1::JoinJobResponse> joined = service.JoinJob(
+        JoinRequest("a", 10000), absl::Now() + absl::Seconds(10));
+    other.join();
+    ASSERT_TRUE(joined.ok()) << joined.status();
+    const uint64_t generation = joined->generation();
+
+    std::atomic<bool> committing{false}, done{false};
+    std::atomic<int> answered_while_committing{0}, failed{0};
+    std::thread heartbeats([&] {
+      while (!done.load()) {
+        for (const char* member : {"a", "b"}) {
+          const bool during = committing.load();
+          if (!service.Heartbeat(HeartbeatRequest(member, generation)).ok()) {
+            ++failed;
+          } else if (during && committing.load()) {
+            ++answered_while_committing;
+          }
+        }
+        absl::SleepFor(absl::Milliseconds(50));
+      }
+    });
+    fs.DelaySyncs(absl::Seconds(2));  // Four leases.
+    shard::v1::CommitProgressRequest commit;
+    commit.set_job_id("job");
+    commit.set_generation(generation);
+    commit.set_epoch(0);
+    commit.set_position(10);
+    committing.store(true);
+    absl::StatusOr<shard::v1::CommitProgressResponse> committed =
+        service.CommitProgress(commit);
+    committing.store(false);
+    fs.DelaySyncs(absl::ZeroDuration());
+    absl::SleepFor(options.lease);  // One more lease on heartbeats alone.
+    done.store(true);
+    heartbeats.join();
+
+    ASSERT_TRUE(committed.ok()) << committed.status();
+    EXPECT_EQ(committed->generation(), generation);
+    EXPECT_EQ(failed.load(), 0);
+    EXPECT_GT(answered_while_committing.load(), 0)
+        << "heartbeats waited for the disk";
+    shard::v1::GetJobRequest get;
+    get.set_job_id("job");
+    absl::StatusOr<shard::v1::Job> job = service.GetJob(get);
+    ASSERT_TRUE(job.ok());
+    EXPECT_EQ(job->generation(), generation);
+    EXPECT_EQ(job->current_world_size(), 2u);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace shard::server
