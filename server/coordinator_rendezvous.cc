@@ -43,25 +43,51 @@ absl::StatusOr<shard::v1::StoreSetResponse> CoordinatorService::StoreSet(
   return shard::v1::StoreSetResponse();
 }
 
+absl::StatusOr<CoordinatorService::StoreWaitStart>
+CoordinatorService::StartStoreWaiting(const shard::v1::StoreScope& scope,
+                                      uint32_t wait_ms, WaitingCalls::Kind kind,
+                                      absl::Time call_deadline) {
+  absl::StatusOr<RendezvousStore::Scope> checked = CheckScope(scope);
+  if (!checked.ok()) return checked.status();
+  StoreWaitStart start{
+      *std::move(checked), std::nullopt,
+      StoreDeadline(wait_ms, options_.max_wait, call_deadline)};
+  if (wait_ms > 0) {
+    absl::StatusOr<WaitingCalls::Slot> entered = waiting_calls_.Enter(kind);
+    if (!entered.ok()) return entered.status();
+    start.slot.emplace(*std::move(entered));
+  }
+  return start;
+}
+
+ParkedCalls::Handle CoordinatorService::StartStoreGet(
+    const shard::v1::StoreGetRequest& request, absl::Time call_deadline,
+    Reply<shard::v1::StoreGetResponse> reply) {
+  absl::StatusOr<StoreWaitStart> start =
+      StartStoreWaiting(request.scope(), request.wait_ms(),
+                        WaitingCalls::Kind::kStoreGet, call_deadline);
+  if (!start.ok()) {
+    std::move(reply)(start.status());
+    return {};
+  }
+  return rendezvous_.StartGet(
+      start->scope, request.key(), start->deadline,
+      [slot = std::move(start->slot), reply = std::move(reply)](
+          absl::StatusOr<std::optional<std::string>> value) mutable {
+        if (!value.ok()) return std::move(reply)(value.status());
+        shard::v1::StoreGetResponse response;
+        response.set_found(value->has_value());
+        if (value->has_value()) response.set_value(**value);
+        std::move(reply)(std::move(response));
+      });
+}
+
 absl::StatusOr<shard::v1::StoreGetResponse> CoordinatorService::StoreGet(
     const shard::v1::StoreGetRequest& request, absl::Time call_deadline) {
-  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
-  if (!scope.ok()) return scope.status();
-  std::optional<WaitingCalls::Slot> slot;
-  if (request.wait_ms() > 0) {
-    absl::StatusOr<WaitingCalls::Slot> entered =
-        waiting_calls_.Enter(WaitingCalls::Kind::kStoreGet);
-    if (!entered.ok()) return entered.status();
-    slot.emplace(*std::move(entered));
-  }
-  absl::StatusOr<std::optional<std::string>> value = rendezvous_.Get(
-      *scope, request.key(),
-      StoreDeadline(request.wait_ms(), options_.max_wait, call_deadline));
-  if (!value.ok()) return value.status();
-  shard::v1::StoreGetResponse response;
-  response.set_found(value->has_value());
-  if (value->has_value()) response.set_value(**value);
-  return response;
+  return AwaitReply<shard::v1::StoreGetResponse>(
+      [&](Reply<shard::v1::StoreGetResponse> reply) {
+        StartStoreGet(request, call_deadline, std::move(reply));
+      });
 }
 
 absl::StatusOr<shard::v1::StoreAddResponse> CoordinatorService::StoreAdd(
@@ -89,24 +115,34 @@ CoordinatorService::StoreCompareSet(
   return response;
 }
 
+ParkedCalls::Handle CoordinatorService::StartStoreWait(
+    const shard::v1::StoreWaitRequest& request, absl::Time call_deadline,
+    Reply<shard::v1::StoreWaitResponse> reply) {
+  absl::StatusOr<StoreWaitStart> start =
+      StartStoreWaiting(request.scope(), request.wait_ms(),
+                        WaitingCalls::Kind::kStoreWait, call_deadline);
+  if (!start.ok()) {
+    std::move(reply)(start.status());
+    return {};
+  }
+  return rendezvous_.StartWait(
+      start->scope, {request.keys().begin(), request.keys().end()},
+      start->deadline,
+      [slot = std::move(start->slot),
+       reply = std::move(reply)](absl::StatusOr<bool> ready) mutable {
+        if (!ready.ok()) return std::move(reply)(ready.status());
+        shard::v1::StoreWaitResponse response;
+        response.set_ready(*ready);
+        std::move(reply)(std::move(response));
+      });
+}
+
 absl::StatusOr<shard::v1::StoreWaitResponse> CoordinatorService::StoreWait(
     const shard::v1::StoreWaitRequest& request, absl::Time call_deadline) {
-  absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
-  if (!scope.ok()) return scope.status();
-  std::optional<WaitingCalls::Slot> slot;
-  if (request.wait_ms() > 0) {
-    absl::StatusOr<WaitingCalls::Slot> entered =
-        waiting_calls_.Enter(WaitingCalls::Kind::kStoreWait);
-    if (!entered.ok()) return entered.status();
-    slot.emplace(*std::move(entered));
-  }
-  absl::StatusOr<bool> ready = rendezvous_.Wait(
-      *scope, {request.keys().begin(), request.keys().end()},
-      StoreDeadline(request.wait_ms(), options_.max_wait, call_deadline));
-  if (!ready.ok()) return ready.status();
-  shard::v1::StoreWaitResponse response;
-  response.set_ready(*ready);
-  return response;
+  return AwaitReply<shard::v1::StoreWaitResponse>(
+      [&](Reply<shard::v1::StoreWaitResponse> reply) {
+        StartStoreWait(request, call_deadline, std::move(reply));
+      });
 }
 
 absl::StatusOr<shard::v1::StoreDeleteResponse> CoordinatorService::StoreDelete(

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "common/plan/job_spec.h"
 #include "common/plan/rank_indices.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -258,18 +257,13 @@ absl::StatusOr<shard::v1::ListJobsResponse> CoordinatorService::ListJobs(
 
 absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
     const shard::v1::JoinJobRequest& request, absl::Time call_deadline) {
-  absl::Notification answered;
-  absl::StatusOr<shard::v1::JoinJobResponse> result;
-  StartJoinJob(request, call_deadline,
-               [&](absl::StatusOr<shard::v1::JoinJobResponse> answer) {
-                 result = std::move(answer);
-                 answered.Notify();
-               });
-  answered.WaitForNotification();
-  return result;
+  return AwaitReply<shard::v1::JoinJobResponse>(
+      [&](Reply<shard::v1::JoinJobResponse> reply) {
+        StartJoinJob(request, call_deadline, std::move(reply));
+      });
 }
 
-ParkedCalls::Id CoordinatorService::StartJoinJob(
+ParkedCalls::Handle CoordinatorService::StartJoinJob(
     const shard::v1::JoinJobRequest& request, absl::Time call_deadline,
     Reply<shard::v1::JoinJobResponse> reply) {
   const absl::Duration wait = std::min(
@@ -283,12 +277,12 @@ ParkedCalls::Id CoordinatorService::StartJoinJob(
   if (absl::Status s = AddMember(request); !s.ok()) {
     parked_.Complete(DurableReply(
         std::move(reply), absl::StatusOr<shard::v1::JoinJobResponse>(s)));
-    return 0;
+    return {};
   }
   if (!wait_asked || JoinSettled(job_id, member_id)) {
     parked_.Complete(DurableReply(std::move(reply),
                                   JoinAnswer(job_id, member_id, wait_asked)));
-    return 0;
+    return {};
   }
   absl::StatusOr<WaitingCalls::Slot> slot =
       waiting_calls_.Enter(WaitingCalls::Kind::kJoin);
@@ -296,7 +290,7 @@ ParkedCalls::Id CoordinatorService::StartJoinJob(
     parked_.Complete(DurableReply(
         std::move(reply),
         absl::StatusOr<shard::v1::JoinJobResponse>(slot.status())));
-    return 0;
+    return {};
   }
   // A member waiting for its world is alive: its lease does not run out
   // however long the other ranks take to arrive.

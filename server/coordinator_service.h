@@ -95,21 +95,17 @@ class CoordinatorService {
   // Joins and, if the request asks to wait, parks the call (no thread is
   // held) until the world including the member formed, the wait (at most
   // max_wait) ends, `call_deadline` passes, the service drains or the call
-  // is cancelled (CancelWait). RESOURCE_EXHAUSTED when it would wait while
-  // max_waiting_calls calls already do (the member stays joined). Returns
-  // the id to cancel the wait with (0: answered without waiting).
-  ParkedCalls::Id StartJoinJob(const shard::v1::JoinJobRequest& request,
-                               absl::Time call_deadline,
-                               Reply<shard::v1::JoinJobResponse> reply)
+  // is cancelled (through the returned handle). RESOURCE_EXHAUSTED when it
+  // would wait while max_waiting_calls calls already do (the member stays
+  // joined).
+  ParkedCalls::Handle StartJoinJob(const shard::v1::JoinJobRequest& request,
+                                   absl::Time call_deadline,
+                                   Reply<shard::v1::JoinJobResponse> reply)
       ABSL_LOCKS_EXCLUDED(mu_);
   // StartJoinJob, blocking until the answer.
   absl::StatusOr<shard::v1::JoinJobResponse> JoinJob(
       const shard::v1::JoinJobRequest& request, absl::Time call_deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Ends a parked call now (answered CANCELLED); a no-op if it ended.
-  void CancelWait(ParkedCalls::Id id) ABSL_LOCKS_EXCLUDED(mu_) {
-    parked_.Cancel(id);
-  }
   // Validates a stream request and returns a cursor over the rank's shard.
   // May compute the epoch order (bounded by `call_deadline`).
   absl::StatusOr<ShardCursor> OpenShard(
@@ -143,6 +139,12 @@ class CoordinatorService {
   // Rendezvous key-value space of the current generation (c10d Store).
   absl::StatusOr<shard::v1::StoreSetResponse> StoreSet(
       const shard::v1::StoreSetRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Store gets and waits with wait_ms > 0 park the call (see StartJoinJob)
+  // and count against max_waiting_calls.
+  ParkedCalls::Handle StartStoreGet(const shard::v1::StoreGetRequest& request,
+                                    absl::Time call_deadline,
+                                    Reply<shard::v1::StoreGetResponse> reply)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::StoreGetResponse> StoreGet(
       const shard::v1::StoreGetRequest& request, absl::Time call_deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -150,6 +152,10 @@ class CoordinatorService {
       const shard::v1::StoreAddRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::StoreCompareSetResponse> StoreCompareSet(
       const shard::v1::StoreCompareSetRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  ParkedCalls::Handle StartStoreWait(const shard::v1::StoreWaitRequest& request,
+                                     absl::Time call_deadline,
+                                     Reply<shard::v1::StoreWaitResponse> reply)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::StoreWaitResponse> StoreWait(
       const shard::v1::StoreWaitRequest& request, absl::Time call_deadline)
@@ -250,6 +256,19 @@ class CoordinatorService {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LeaseLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A store get or wait about to start: its checked scope, its waiting slot
+  // (none when it does not ask to wait) and its deadline.
+  struct StoreWaitStart {
+    RendezvousStore::Scope scope;
+    std::optional<WaitingCalls::Slot> slot;
+    absl::Time deadline;
+  };
+  // CheckScope, then a waiting slot for a call asking to wait `wait_ms`
+  // (RESOURCE_EXHAUSTED past max_waiting_calls).
+  absl::StatusOr<StoreWaitStart> StartStoreWaiting(
+      const shard::v1::StoreScope& scope, uint32_t wait_ms,
+      WaitingCalls::Kind kind, absl::Time call_deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Validates a store scope and returns its key.
   absl::StatusOr<RendezvousStore::Scope> CheckScope(
       const shard::v1::StoreScope& scope) ABSL_LOCKS_EXCLUDED(mu_);

@@ -99,14 +99,32 @@ absl::Status CheckProgress(const JobState& job, uint64_t epoch,
 }  // namespace
 
 bool JobState::IsMember(absl::string_view member_id) const {
-  return std::find(members.begin(), members.end(), member_id) != members.end();
+  return member_set.count(std::string(member_id)) != 0;
 }
 
 std::optional<uint32_t> JobState::RankOf(absl::string_view member_id) const {
+  auto found = ranks.find(std::string(member_id));
+  if (found == ranks.end()) return std::nullopt;
+  return found->second;
+}
+
+void JobState::AddMember(const std::string& member_id) {
+  members.push_back(member_id);
+  member_set.insert(member_id);
+}
+
+void JobState::RemoveMember(const std::string& member_id) {
+  members.erase(std::find(members.begin(), members.end(), member_id));
+  member_set.erase(member_id);
+  if (RankOf(member_id)) SetWorld({});
+}
+
+void JobState::SetWorld(std::vector<std::string> new_world) {
+  world = std::move(new_world);
+  ranks.clear();
   for (size_t rank = 0; rank < world.size(); ++rank) {
-    if (world[rank] == member_id) return static_cast<uint32_t>(rank);
+    ranks.emplace(world[rank], static_cast<uint32_t>(rank));
   }
-  return std::nullopt;
 }
 
 absl::StatusOr<const JobState*> CoordinatorState::CheckedJob(
@@ -238,20 +256,16 @@ absl::Status CoordinatorState::Apply(const StateUpdate& update) {
     }
     case StateUpdate::kMemberJoined:
       jobs_.find(update.member_joined().job_id())
-          ->second.members.push_back(update.member_joined().member_id());
+          ->second.AddMember(update.member_joined().member_id());
       break;
-    case StateUpdate::kMemberRemoved: {
-      JobState& job = jobs_.find(update.member_removed().job_id())->second;
-      const std::string& member = update.member_removed().member_id();
-      job.members.erase(
-          std::find(job.members.begin(), job.members.end(), member));
-      if (job.RankOf(member)) job.world.clear();
+    case StateUpdate::kMemberRemoved:
+      jobs_.find(update.member_removed().job_id())
+          ->second.RemoveMember(update.member_removed().member_id());
       break;
-    }
     case StateUpdate::kGenerationFormed: {
       const auto& formed = update.generation_formed();
       JobState& job = jobs_.find(formed.job_id())->second;
-      job.world.assign(formed.members().begin(), formed.members().end());
+      job.SetWorld({formed.members().begin(), formed.members().end()});
       job.generation = formed.generation();
       job.generation_epoch = formed.epoch();
       job.generation_base = formed.base_position();
@@ -338,7 +352,7 @@ absl::StatusOr<CoordinatorState> CoordinatorState::FromSnapshot(
         before_incarnations ? ++state.last_incarnation_ : record.incarnation();
     job.generation = record.generation();
     job.generation_floor = record.generation_floor();
-    job.members.assign(record.members().begin(), record.members().end());
+    for (const std::string& member : record.members()) job.AddMember(member);
     job.generation_epoch = record.generation_epoch();
     job.generation_base = record.generation_base();
     job.committed_epoch = record.committed_epoch();
@@ -377,7 +391,7 @@ absl::StatusOr<CoordinatorState> CoordinatorState::FromSnapshot(
       // generation != 0: the elastic minimum applies, as for a re-formed
       // world.
       if (absl::Status s = CheckWorld(job, world); !s.ok()) return in_job(s);
-      job.world = world;
+      job.SetWorld(world);
       if (absl::Status s =
               CheckProgress(job, job.committed_epoch, job.committed_position);
           !s.ok()) {

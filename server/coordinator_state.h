@@ -16,6 +16,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -49,6 +51,17 @@ struct JobState {
   // entries of epoch committed_epoch.
   uint64_t committed_epoch = 0;
   uint64_t committed_position = 0;
+
+  // Lookup indexes of `members` (as a set) and `world` (member -> rank), so
+  // that joins and wake-ups of large worlds cost O(1) per member.
+  // CoordinatorState keeps them in sync with every change through
+  // AddMember / RemoveMember / SetWorld.
+  std::unordered_set<std::string> member_set;
+  std::unordered_map<std::string, uint32_t> ranks;
+
+  void AddMember(const std::string& member_id);
+  void RemoveMember(const std::string& member_id);
+  void SetWorld(std::vector<std::string> new_world);
 
   bool world_formed() const { return !world.empty(); }
   uint32_t world_size() const { return static_cast<uint32_t>(world.size()); }

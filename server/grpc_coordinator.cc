@@ -36,7 +36,8 @@ GrpcCoordinator::GrpcCoordinator(CoordinatorService* service,
                                  GrpcCoordinatorOptions options)
     : service_(service),
       options_(std::move(options)),
-      stream_openers_(options_.stream_open_threads) {}
+      stream_openers_(options_.stream_open_threads),
+      blocking_calls_(options_.blocking_call_threads) {}
 
 grpc::Status GrpcCoordinator::Authorize(
     const grpc::ServerContextBase* context) const {
@@ -51,25 +52,62 @@ grpc::Status GrpcCoordinator::Authorize(
   return ToGrpcStatus(options_.token->Check(authorization));
 }
 
-grpc::Status GrpcCoordinator::CreateJob(
-    grpc::ServerContext* context, const shard::v1::CreateJobRequest* request,
-    shard::v1::Job* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->CreateJob(*request), response);
+grpc::ServerUnaryReactor* GrpcCoordinator::Finished(
+    grpc::CallbackServerContext* context, const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
 }
 
-grpc::Status GrpcCoordinator::GetJob(grpc::ServerContext* context,
-                                     const shard::v1::GetJobRequest* request,
-                                     shard::v1::Job* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->GetJob(*request), response);
+template <typename Response>
+grpc::ServerUnaryReactor* GrpcCoordinator::Answer(
+    grpc::CallbackServerContext* context, absl::StatusOr<Response> result,
+    Response* response) {
+  return Finished(context, Reply(std::move(result), response));
 }
 
-grpc::Status GrpcCoordinator::ListJobs(
-    grpc::ServerContext* context, const shard::v1::ListJobsRequest* request,
+template <typename Response, typename Call>
+grpc::ServerUnaryReactor* GrpcCoordinator::AnswerOffThread(
+    grpc::CallbackServerContext* context, Response* response, Call call) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  blocking_calls_.Schedule(
+      [reactor, response, call = std::move(call)]() mutable {
+        reactor->Finish(Reply(call(), response));
+      });
+  return reactor;
+}
+
+// The request and response of a unary call live until it finishes, so the
+// closures below may keep pointers to them.
+
+grpc::ServerUnaryReactor* GrpcCoordinator::CreateJob(
+    grpc::CallbackServerContext* context,
+    const shard::v1::CreateJobRequest* request, shard::v1::Job* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return AnswerOffThread(context, response, [this, request] {
+    return service_->CreateJob(*request);
+  });
+}
+
+grpc::ServerUnaryReactor* GrpcCoordinator::GetJob(
+    grpc::CallbackServerContext* context,
+    const shard::v1::GetJobRequest* request, shard::v1::Job* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return Answer(context, service_->GetJob(*request), response);
+}
+
+grpc::ServerUnaryReactor* GrpcCoordinator::ListJobs(
+    grpc::CallbackServerContext* context,
+    const shard::v1::ListJobsRequest* request,
     shard::v1::ListJobsResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->ListJobs(*request), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return Answer(context, service_->ListJobs(*request), response);
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::JoinJob(
@@ -77,13 +115,11 @@ grpc::ServerUnaryReactor* GrpcCoordinator::JoinJob(
     const shard::v1::JoinJobRequest* request,
     shard::v1::JoinJobResponse* response) {
   if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    reactor->Finish(denied);
-    return reactor;
+    return Finished(context, denied);
   }
   const absl::Time deadline = DeadlineOf(context);
   return ParkedCallReactor<shard::v1::JoinJobResponse>::Run(
-      service_, response,
+      response,
       [this, request,
        deadline](CoordinatorService::Reply<shard::v1::JoinJobResponse> reply) {
         return service_->StartJoinJob(*request, deadline, std::move(reply));
@@ -101,105 +137,162 @@ grpc::ServerWriteReactor<shard::v1::IndexChunk>* GrpcCoordinator::StreamShard(
                                    &options_.on_indices_streamed);
 }
 
-grpc::Status GrpcCoordinator::PreviewShard(
-    grpc::ServerContext* context, const shard::v1::PreviewShardRequest* request,
+grpc::ServerUnaryReactor* GrpcCoordinator::PreviewShard(
+    grpc::CallbackServerContext* context,
+    const shard::v1::PreviewShardRequest* request,
     shard::v1::PreviewShardResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->PreviewShard(*request, DeadlineOf(context)), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  const absl::Time deadline = DeadlineOf(context);
+  return AnswerOffThread(context, response, [this, request, deadline] {
+    return service_->PreviewShard(*request, deadline);
+  });
 }
 
-grpc::Status GrpcCoordinator::Heartbeat(
-    grpc::ServerContext* context, const shard::v1::HeartbeatRequest* request,
+grpc::ServerUnaryReactor* GrpcCoordinator::Heartbeat(
+    grpc::CallbackServerContext* context,
+    const shard::v1::HeartbeatRequest* request,
     shard::v1::HeartbeatResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->Heartbeat(*request), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return Answer(context, service_->Heartbeat(*request), response);
 }
 
-grpc::Status GrpcCoordinator::Leave(grpc::ServerContext* context,
-                                    const shard::v1::LeaveRequest* request,
-                                    shard::v1::LeaveResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->Leave(*request), response);
+grpc::ServerUnaryReactor* GrpcCoordinator::Leave(
+    grpc::CallbackServerContext* context,
+    const shard::v1::LeaveRequest* request,
+    shard::v1::LeaveResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return AnswerOffThread(context, response,
+                         [this, request] { return service_->Leave(*request); });
 }
 
-grpc::Status GrpcCoordinator::CommitProgress(
-    grpc::ServerContext* context,
+grpc::ServerUnaryReactor* GrpcCoordinator::CommitProgress(
+    grpc::CallbackServerContext* context,
     const shard::v1::CommitProgressRequest* request,
     shard::v1::CommitProgressResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->CommitProgress(*request), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return AnswerOffThread(context, response, [this, request] {
+    return service_->CommitProgress(*request);
+  });
 }
 
-grpc::Status GrpcCoordinator::StoreSet(
-    grpc::ServerContext* context, const shard::v1::StoreSetRequest* request,
+grpc::ServerUnaryReactor* GrpcCoordinator::StoreSet(
+    grpc::CallbackServerContext* context,
+    const shard::v1::StoreSetRequest* request,
     shard::v1::StoreSetResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->StoreSet(*request), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return Answer(context, service_->StoreSet(*request), response);
 }
 
-grpc::Status GrpcCoordinator::StoreGet(
-    grpc::ServerContext* context, const shard::v1::StoreGetRequest* request,
+grpc::ServerUnaryReactor* GrpcCoordinator::StoreGet(
+    grpc::CallbackServerContext* context,
+    const shard::v1::StoreGetRequest* request,
     shard::v1::StoreGetResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->StoreGet(*request, DeadlineOf(context)), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  const absl::Time deadline = DeadlineOf(context);
+  return ParkedCallReactor<shard::v1::StoreGetResponse>::Run(
+      response,
+      [this, request,
+       deadline](CoordinatorService::Reply<shard::v1::StoreGetResponse> reply) {
+        return service_->StartStoreGet(*request, deadline, std::move(reply));
+      });
 }
 
-grpc::Status GrpcCoordinator::StoreAdd(
-    grpc::ServerContext* context, const shard::v1::StoreAddRequest* request,
+grpc::ServerUnaryReactor* GrpcCoordinator::StoreAdd(
+    grpc::CallbackServerContext* context,
+    const shard::v1::StoreAddRequest* request,
     shard::v1::StoreAddResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->StoreAdd(*request), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return Answer(context, service_->StoreAdd(*request), response);
 }
 
-grpc::Status GrpcCoordinator::StoreCompareSet(
-    grpc::ServerContext* context,
+grpc::ServerUnaryReactor* GrpcCoordinator::StoreCompareSet(
+    grpc::CallbackServerContext* context,
     const shard::v1::StoreCompareSetRequest* request,
     shard::v1::StoreCompareSetResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->StoreCompareSet(*request), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return Answer(context, service_->StoreCompareSet(*request), response);
 }
 
-grpc::Status GrpcCoordinator::StoreWait(
-    grpc::ServerContext* context, const shard::v1::StoreWaitRequest* request,
+grpc::ServerUnaryReactor* GrpcCoordinator::StoreWait(
+    grpc::CallbackServerContext* context,
+    const shard::v1::StoreWaitRequest* request,
     shard::v1::StoreWaitResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->StoreWait(*request, DeadlineOf(context)), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  const absl::Time deadline = DeadlineOf(context);
+  return ParkedCallReactor<shard::v1::StoreWaitResponse>::Run(
+      response,
+      [this, request, deadline](
+          CoordinatorService::Reply<shard::v1::StoreWaitResponse> reply) {
+        return service_->StartStoreWait(*request, deadline, std::move(reply));
+      });
 }
 
-grpc::Status GrpcCoordinator::StoreDelete(
-    grpc::ServerContext* context, const shard::v1::StoreDeleteRequest* request,
+grpc::ServerUnaryReactor* GrpcCoordinator::StoreDelete(
+    grpc::CallbackServerContext* context,
+    const shard::v1::StoreDeleteRequest* request,
     shard::v1::StoreDeleteResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->StoreDelete(*request), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return Answer(context, service_->StoreDelete(*request), response);
 }
 
-grpc::Status GrpcCoordinator::StoreCount(
-    grpc::ServerContext* context, const shard::v1::StoreCountRequest* request,
+grpc::ServerUnaryReactor* GrpcCoordinator::StoreCount(
+    grpc::CallbackServerContext* context,
+    const shard::v1::StoreCountRequest* request,
     shard::v1::StoreCountResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->StoreCount(*request), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return Answer(context, service_->StoreCount(*request), response);
 }
 
-grpc::Status GrpcCoordinator::DeleteJob(
-    grpc::ServerContext* context, const shard::v1::DeleteJobRequest* request,
+grpc::ServerUnaryReactor* GrpcCoordinator::DeleteJob(
+    grpc::CallbackServerContext* context,
+    const shard::v1::DeleteJobRequest* request,
     shard::v1::DeleteJobResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
-  return Reply(service_->DeleteJob(*request), response);
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  return AnswerOffThread(context, response, [this, request] {
+    return service_->DeleteJob(*request);
+  });
 }
 
-grpc::Status GrpcCoordinator::Drain(grpc::ServerContext* context,
-                                    const shard::v1::DrainRequest*,
-                                    shard::v1::DrainResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) return denied;
+grpc::ServerUnaryReactor* GrpcCoordinator::Drain(
+    grpc::CallbackServerContext* context, const shard::v1::DrainRequest*,
+    shard::v1::DrainResponse* response) {
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
   if (!options_.on_drain) {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        "this server cannot be drained remotely");
+    return Finished(context,
+                    grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                 "this server cannot be drained remotely"));
   }
   LogEvent("drain requested by " + context->peer());
   const absl::Duration grace = options_.on_drain();
   response->set_grace_ms(
       static_cast<uint64_t>(absl::ToInt64Milliseconds(grace)));
-  return grpc::Status::OK;
+  return Finished(context, grpc::Status::OK);
 }
 
 }  // namespace shard::server

@@ -27,86 +27,118 @@ struct GrpcCoordinatorOptions {
   std::function<void(uint64_t)> on_indices_streamed;
   // Threads that open streams (waiting for epoch orders being computed).
   int stream_open_threads = 8;
+  // Threads that run calls waiting for the journal's fsync or an epoch
+  // order (see GrpcCoordinator).
+  int blocking_call_threads = 8;
 };
 
-// StreamShard and JoinJob run on gRPC's callback API (see
-// shard_stream_reactor.h and parked_call_reactor.h): a waiting join holds no
-// thread. The other methods are synchronous.
-class GrpcCoordinator final
-    : public shard::v1::Coordinator::WithCallbackMethod_JoinJob<
-          shard::v1::Coordinator::WithCallbackMethod_StreamShard<
-              shard::v1::Coordinator::Service>> {
+// Every method runs on gRPC's callback API, so no call holds a thread while
+// it waits:
+// - calls that only read or change memory (GetJob, Heartbeat, the store's
+//   writes, ...) are answered on gRPC's own threads;
+// - calls that wait for the journal's fsync (CreateJob, JoinJob without a
+//   wait, CommitProgress, Leave, DeleteJob) or for an epoch order
+//   (PreviewShard) run on a small pool of blocking-call threads;
+// - joins and store gets/waits that wait are parked (parked_call_reactor.h)
+//   and streams are served chunk by chunk (shard_stream_reactor.h).
+// A slow disk therefore delays only the calls that must wait for it.
+class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
  public:
   explicit GrpcCoordinator(CoordinatorService* service,
                            GrpcCoordinatorOptions options = {});
 
-  grpc::Status CreateJob(grpc::ServerContext* context,
-                         const shard::v1::CreateJobRequest* request,
-                         shard::v1::Job* response) override;
-  grpc::Status GetJob(grpc::ServerContext* context,
-                      const shard::v1::GetJobRequest* request,
-                      shard::v1::Job* response) override;
-  grpc::Status ListJobs(grpc::ServerContext* context,
-                        const shard::v1::ListJobsRequest* request,
-                        shard::v1::ListJobsResponse* response) override;
+  grpc::ServerWriteReactor<shard::v1::IndexChunk>* StreamShard(
+      grpc::CallbackServerContext* context,
+      const shard::v1::StreamShardRequest* request) override;
+  grpc::ServerUnaryReactor* CreateJob(
+      grpc::CallbackServerContext* context,
+      const shard::v1::CreateJobRequest* request,
+      shard::v1::Job* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const shard::v1::GetJobRequest* request,
+                                   shard::v1::Job* response) override;
+  grpc::ServerUnaryReactor* ListJobs(
+      grpc::CallbackServerContext* context,
+      const shard::v1::ListJobsRequest* request,
+      shard::v1::ListJobsResponse* response) override;
   grpc::ServerUnaryReactor* JoinJob(
       grpc::CallbackServerContext* context,
       const shard::v1::JoinJobRequest* request,
       shard::v1::JoinJobResponse* response) override;
-  grpc::ServerWriteReactor<shard::v1::IndexChunk>* StreamShard(
+  grpc::ServerUnaryReactor* PreviewShard(
       grpc::CallbackServerContext* context,
-      const shard::v1::StreamShardRequest* request) override;
-  grpc::Status PreviewShard(grpc::ServerContext* context,
-                            const shard::v1::PreviewShardRequest* request,
-                            shard::v1::PreviewShardResponse* response) override;
-  grpc::Status Heartbeat(grpc::ServerContext* context,
-                         const shard::v1::HeartbeatRequest* request,
-                         shard::v1::HeartbeatResponse* response) override;
-  grpc::Status Leave(grpc::ServerContext* context,
-                     const shard::v1::LeaveRequest* request,
-                     shard::v1::LeaveResponse* response) override;
-  grpc::Status CommitProgress(
-      grpc::ServerContext* context,
+      const shard::v1::PreviewShardRequest* request,
+      shard::v1::PreviewShardResponse* response) override;
+  grpc::ServerUnaryReactor* Heartbeat(
+      grpc::CallbackServerContext* context,
+      const shard::v1::HeartbeatRequest* request,
+      shard::v1::HeartbeatResponse* response) override;
+  grpc::ServerUnaryReactor* Leave(grpc::CallbackServerContext* context,
+                                  const shard::v1::LeaveRequest* request,
+                                  shard::v1::LeaveResponse* response) override;
+  grpc::ServerUnaryReactor* CommitProgress(
+      grpc::CallbackServerContext* context,
       const shard::v1::CommitProgressRequest* request,
       shard::v1::CommitProgressResponse* response) override;
-  grpc::Status StoreSet(grpc::ServerContext* context,
-                        const shard::v1::StoreSetRequest* request,
-                        shard::v1::StoreSetResponse* response) override;
-  grpc::Status StoreGet(grpc::ServerContext* context,
-                        const shard::v1::StoreGetRequest* request,
-                        shard::v1::StoreGetResponse* response) override;
-  grpc::Status StoreAdd(grpc::ServerContext* context,
-                        const shard::v1::StoreAddRequest* request,
-                        shard::v1::StoreAddResponse* response) override;
-  grpc::Status StoreCompareSet(
-      grpc::ServerContext* context,
+  grpc::ServerUnaryReactor* StoreSet(
+      grpc::CallbackServerContext* context,
+      const shard::v1::StoreSetRequest* request,
+      shard::v1::StoreSetResponse* response) override;
+  grpc::ServerUnaryReactor* StoreGet(
+      grpc::CallbackServerContext* context,
+      const shard::v1::StoreGetRequest* request,
+      shard::v1::StoreGetResponse* response) override;
+  grpc::ServerUnaryReactor* StoreAdd(
+      grpc::CallbackServerContext* context,
+      const shard::v1::StoreAddRequest* request,
+      shard::v1::StoreAddResponse* response) override;
+  grpc::ServerUnaryReactor* StoreCompareSet(
+      grpc::CallbackServerContext* context,
       const shard::v1::StoreCompareSetRequest* request,
       shard::v1::StoreCompareSetResponse* response) override;
-  grpc::Status StoreWait(grpc::ServerContext* context,
-                         const shard::v1::StoreWaitRequest* request,
-                         shard::v1::StoreWaitResponse* response) override;
-  grpc::Status StoreDelete(grpc::ServerContext* context,
-                           const shard::v1::StoreDeleteRequest* request,
-                           shard::v1::StoreDeleteResponse* response) override;
-  grpc::Status StoreCount(grpc::ServerContext* context,
-                          const shard::v1::StoreCountRequest* request,
-                          shard::v1::StoreCountResponse* response) override;
-
-  grpc::Status DeleteJob(grpc::ServerContext* context,
-                         const shard::v1::DeleteJobRequest* request,
-                         shard::v1::DeleteJobResponse* response) override;
-  grpc::Status Drain(grpc::ServerContext* context,
-                     const shard::v1::DrainRequest* request,
-                     shard::v1::DrainResponse* response) override;
+  grpc::ServerUnaryReactor* StoreWait(
+      grpc::CallbackServerContext* context,
+      const shard::v1::StoreWaitRequest* request,
+      shard::v1::StoreWaitResponse* response) override;
+  grpc::ServerUnaryReactor* StoreDelete(
+      grpc::CallbackServerContext* context,
+      const shard::v1::StoreDeleteRequest* request,
+      shard::v1::StoreDeleteResponse* response) override;
+  grpc::ServerUnaryReactor* StoreCount(
+      grpc::CallbackServerContext* context,
+      const shard::v1::StoreCountRequest* request,
+      shard::v1::StoreCountResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteJob(
+      grpc::CallbackServerContext* context,
+      const shard::v1::DeleteJobRequest* request,
+      shard::v1::DeleteJobResponse* response) override;
+  grpc::ServerUnaryReactor* Drain(grpc::CallbackServerContext* context,
+                                  const shard::v1::DrainRequest* request,
+                                  shard::v1::DrainResponse* response) override;
 
  private:
   // OK, or UNAUTHENTICATED when a token is configured and the call's
   // authorization metadata does not carry it.
   grpc::Status Authorize(const grpc::ServerContextBase* context) const;
 
+  // Answers with `result` at once.
+  template <typename Response>
+  grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
+                                   absl::StatusOr<Response> result,
+                                   Response* response);
+  // Runs `call` (returning absl::StatusOr<Response>) on the blocking-call
+  // pool and answers with its result.
+  template <typename Response, typename Call>
+  grpc::ServerUnaryReactor* AnswerOffThread(
+      grpc::CallbackServerContext* context, Response* response, Call call);
+  // A reactor finished with `status` (e.g. refused by Authorize()).
+  static grpc::ServerUnaryReactor* Finished(
+      grpc::CallbackServerContext* context, const grpc::Status& status);
+
   CoordinatorService* service_;
   const GrpcCoordinatorOptions options_;
   WorkPool stream_openers_;
+  WorkPool blocking_calls_;
 };
 
 // absl::Status -> grpc::Status with the same code and message.

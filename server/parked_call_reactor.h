@@ -1,6 +1,6 @@
 // A unary gRPC call answered through the callback API by a service call that
-// may park (CoordinatorService::StartJoinJob): no thread waits for it, and
-// the client cancelling the call ends the wait at once.
+// may park (CoordinatorService::StartJoinJob, StartStoreGet, ...): no thread
+// waits for it, and the client cancelling the call ends the wait at once.
 #ifndef SERVER_PARKED_CALL_REACTOR_H_
 #define SERVER_PARKED_CALL_REACTOR_H_
 
@@ -24,9 +24,8 @@ class ParkedCallReactor final : public grpc::ServerUnaryReactor {
   // Runs `start` with the reply that finishes the call (into `response`,
   // which gRPC owns until OnDone). The reactor deletes itself when done.
   static grpc::ServerUnaryReactor* Run(
-      CoordinatorService* service, Response* response,
-      absl::FunctionRef<ParkedCalls::Id(Reply)> start) {
-    auto* reactor = new ParkedCallReactor(service, response);
+      Response* response, absl::FunctionRef<ParkedCalls::Handle(Reply)> start) {
+    auto* reactor = new ParkedCallReactor(response);
     // gRPC calls OnCancel and OnDone only after this handler returned the
     // reactor, so parked_ is set before either can read it.
     reactor->parked_ = start([reactor](absl::StatusOr<Response> answer) {
@@ -35,23 +34,19 @@ class ParkedCallReactor final : public grpc::ServerUnaryReactor {
     return reactor;
   }
 
-  void OnCancel() override {
-    if (parked_ != 0) service_->CancelWait(parked_);
-  }
+  void OnCancel() override { parked_.Cancel(); }
   void OnDone() override { delete this; }
 
  private:
-  ParkedCallReactor(CoordinatorService* service, Response* response)
-      : service_(service), response_(response) {}
+  explicit ParkedCallReactor(Response* response) : response_(response) {}
 
   void Answer(absl::StatusOr<Response> answer) {
     if (answer.ok()) *response_ = *std::move(answer);
     Finish(ToGrpcStatus(answer.status()));
   }
 
-  CoordinatorService* const service_;
   Response* const response_;
-  ParkedCalls::Id parked_ = 0;
+  ParkedCalls::Handle parked_;
 };
 
 }  // namespace shard::server

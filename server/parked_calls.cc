@@ -20,8 +20,8 @@ ParkedCalls::~ParkedCalls() {
   timer_.join();
 }
 
-ParkedCalls::Id ParkedCalls::Park(const std::string& topic, absl::Time deadline,
-                                  Decision decision) {
+ParkedCalls::Handle ParkedCalls::Park(const std::string& topic,
+                                      absl::Time deadline, Decision decision) {
   absl::MutexLock lock(&mu_);
   const Id id = next_id_++;
   const bool earliest =
@@ -30,7 +30,7 @@ ParkedCalls::Id ParkedCalls::Park(const std::string& topic, absl::Time deadline,
   by_topic_[topic].insert(id);
   by_deadline_.emplace(deadline, id);
   if (earliest) timer_cv_.Signal();
-  return id;
+  return Handle(this, id);
 }
 
 bool ParkedCalls::Decide(std::map<Id, Call>::iterator call, Why why) {

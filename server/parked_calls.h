@@ -25,7 +25,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/work_pool.h"
 
@@ -34,6 +36,23 @@ namespace shard::server {
 class ParkedCalls {
  public:
   using Id = uint64_t;  // 0 is never a parked call.
+
+  // What cancels one parked call; empty for a call answered without being
+  // parked. Copyable; the ParkedCalls must outlive it.
+  class Handle {
+   public:
+    Handle() = default;
+    Handle(ParkedCalls* calls, Id id) : calls_(calls), id_(id) {}
+    // Ends the call now (Why::kCancelled) if it is still parked.
+    void Cancel() const {
+      if (calls_ != nullptr) calls_->Cancel(id_);
+    }
+    bool parked() const { return calls_ != nullptr; }
+
+   private:
+    ParkedCalls* calls_ = nullptr;
+    Id id_ = 0;
+  };
   enum class Why {
     kWoken,      // Its topic changed; the decision may keep it waiting.
     kDeadline,   // Its deadline passed.
@@ -50,7 +69,7 @@ class ParkedCalls {
   ParkedCalls(const ParkedCalls&) = delete;
   ParkedCalls& operator=(const ParkedCalls&) = delete;
 
-  Id Park(const std::string& topic, absl::Time deadline, Decision decision)
+  Handle Park(const std::string& topic, absl::Time deadline, Decision decision)
       ABSL_LOCKS_EXCLUDED(mu_);
   void Wake(const std::string& topic) ABSL_LOCKS_EXCLUDED(mu_);
   void WakeAll() ABSL_LOCKS_EXCLUDED(mu_);
@@ -85,6 +104,20 @@ class ParkedCalls {
   WorkPool completions_;
   std::thread timer_;
 };
+
+// Runs `start` with a reply (an AnyInvocable taking absl::StatusOr<T>) and
+// blocks until that reply was called; for synchronous callers and tests.
+template <typename T, typename Start>
+absl::StatusOr<T> AwaitReply(Start start) {
+  absl::Notification answered;
+  absl::StatusOr<T> result;
+  start([&](absl::StatusOr<T> answer) {
+    result = std::move(answer);
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  return result;
+}
 
 }  // namespace shard::server
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace shard::server {
 namespace {
@@ -57,10 +58,13 @@ absl::Status RendezvousStore::Put(Space& space, const std::string& key,
 void RendezvousStore::DropSpaces(std::map<Scope, Space>::iterator first,
                                  std::map<Scope, Space>::iterator last) {
   size_t freed = 0;
+  std::vector<Scope> dropped;
   for (auto it = first; it != last; ++it) {
+    dropped.push_back(it->first);
     for (const auto& [key, value] : it->second) freed += EntryBytes(key, value);
   }
   spaces_.erase(first, last);
+  for (const Scope& scope : dropped) parked_.Wake(TopicOf(scope));
   total_bytes_ -= freed;
   // Give large frees back to the system: without this glibc keeps the
   // pages of a big ended generation in its arenas.
@@ -99,6 +103,14 @@ void RendezvousStore::EndJob(const std::string& job_id) {
 void RendezvousStore::Drain() {
   absl::MutexLock lock(&mu_);
   draining_ = true;
+  parked_.WakeAll();
+}
+
+RendezvousStore::RendezvousStore(RendezvousLimits limits) : limits_(limits) {}
+
+RendezvousStore::~RendezvousStore() {
+  absl::MutexLock lock(&mu_);
+  parked_.EndAll();
 }
 
 size_t RendezvousStore::open_spaces() const {
@@ -111,18 +123,128 @@ size_t RendezvousStore::total_bytes() const {
   return total_bytes_;
 }
 
-absl::StatusOr<RendezvousStore::Space*> RendezvousStore::AwaitKeys(
+std::string RendezvousStore::TopicOf(const Scope& scope) {
+  // Job ids are printable ASCII: a newline cannot occur in one.
+  return absl::StrCat(scope.first, "\n", scope.second);
+}
+
+namespace {
+
+bool AllSet(const std::map<std::string, std::string>& space,
+            const std::vector<std::string>& keys) {
+  return std::all_of(keys.begin(), keys.end(), [&](const std::string& key) {
+    return space.count(key) != 0;
+  });
+}
+
+std::optional<std::string> ValueOfFirstKey(
+    const std::map<std::string, std::string>& space,
+    const std::vector<std::string>& keys) {
+  auto entry = space.find(keys.front());
+  if (entry == space.end()) return std::nullopt;
+  return entry->second;
+}
+
+}  // namespace
+
+// The decision of a parked get or wait (see ParkedCalls); runs under mu_.
+template <typename T>
+struct RendezvousStore::ParkedKeys {
+  RendezvousStore* store;
+  Scope scope;
+  std::vector<std::string> keys;
+  T (*answer)(const Space&, const std::vector<std::string>&);
+  Reply<T> reply;
+
+  std::optional<ParkedCalls::Completion> operator()(ParkedCalls::Why why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(store->mu_) {
+    if (why == ParkedCalls::Why::kWoken && !store->Settled(scope, keys)) {
+      return std::nullopt;
+    }
+    absl::StatusOr<T> result;
+    if (why == ParkedCalls::Why::kCancelled) {
+      result = absl::CancelledError("the client cancelled the call");
+    } else if (why == ParkedCalls::Why::kEnded) {
+      result = absl::UnavailableError("coordinator is shutting down");
+    } else {
+      result = store->AnswerNow(scope, keys, answer);
+    }
+    return Deliver(std::move(reply), std::move(result));
+  }
+};
+
+bool RendezvousStore::Settled(const Scope& scope,
+                              const std::vector<std::string>& keys) {
+  absl::StatusOr<Space*> space = LiveSpace(scope);
+  return !space.ok() || AllSet(**space, keys);
+}
+
+template <typename T>
+absl::StatusOr<T> RendezvousStore::AnswerNow(
     const Scope& scope, const std::vector<std::string>& keys,
-    absl::Time deadline) {
-  auto ready_or_over = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    absl::StatusOr<Space*> space = LiveSpace(scope);
-    if (!space.ok()) return true;
-    return std::all_of(keys.begin(), keys.end(), [&](const std::string& key) {
-      return (*space)->count(key) != 0;
-    });
+    T (*answer)(const Space&, const std::vector<std::string>&)) {
+  absl::StatusOr<Space*> space = LiveSpace(scope);
+  if (!space.ok()) return space.status();
+  return answer(**space, keys);
+}
+
+template <typename T>
+ParkedCalls::Completion RendezvousStore::Deliver(Reply<T> reply,
+                                                 absl::StatusOr<T> result) {
+  return [reply = std::move(reply), result = std::move(result)]() mutable {
+    std::move(reply)(std::move(result));
   };
-  mu_.AwaitWithDeadline(absl::Condition(&ready_or_over), deadline);
-  return LiveSpace(scope);
+}
+
+template <typename T>
+ParkedCalls::Handle RendezvousStore::Park(
+    const Scope& scope, std::vector<std::string> keys, absl::Time deadline,
+    T (*answer)(const Space&, const std::vector<std::string>&),
+    Reply<T> reply) {
+  for (const std::string& key : keys) {
+    if (absl::Status s = CheckKey(key); !s.ok()) {
+      parked_.Complete(Deliver<T>(std::move(reply), s));
+      return {};
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (Settled(scope, keys) || deadline <= absl::Now()) {
+    parked_.Complete(
+        Deliver<T>(std::move(reply), AnswerNow<T>(scope, keys, answer)));
+    return {};
+  }
+  return parked_.Park(
+      TopicOf(scope), deadline,
+      ParkedKeys<T>{this, scope, std::move(keys), answer, std::move(reply)});
+}
+
+ParkedCalls::Handle RendezvousStore::StartGet(
+    const Scope& scope, const std::string& key, absl::Time deadline,
+    Reply<std::optional<std::string>> reply) {
+  return Park<std::optional<std::string>>(scope, {key}, deadline,
+                                          &ValueOfFirstKey, std::move(reply));
+}
+
+ParkedCalls::Handle RendezvousStore::StartWait(
+    const Scope& scope, const std::vector<std::string>& keys,
+    absl::Time deadline, Reply<bool> reply) {
+  return Park<bool>(scope, keys, deadline, &AllSet, std::move(reply));
+}
+
+absl::StatusOr<std::optional<std::string>> RendezvousStore::Get(
+    const Scope& scope, const std::string& key, absl::Time deadline) {
+  return AwaitReply<std::optional<std::string>>(
+      [&](Reply<std::optional<std::string>> reply) {
+        StartGet(scope, key, deadline, std::move(reply));
+      });
+}
+
+absl::StatusOr<bool> RendezvousStore::Wait(const Scope& scope,
+                                           const std::vector<std::string>& keys,
+                                           absl::Time deadline) {
+  return AwaitReply<bool>([&](Reply<bool> reply) {
+    StartWait(scope, keys, deadline, std::move(reply));
+  });
 }
 
 absl::Status RendezvousStore::Set(const Scope& scope, const std::string& key,
@@ -132,18 +254,9 @@ absl::Status RendezvousStore::Set(const Scope& scope, const std::string& key,
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Space*> space = LiveSpace(scope);
   if (!space.ok()) return space.status();
-  return Put(**space, key, std::move(value));
-}
-
-absl::StatusOr<std::optional<std::string>> RendezvousStore::Get(
-    const Scope& scope, const std::string& key, absl::Time deadline) {
-  if (absl::Status s = CheckKey(key); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<Space*> space = AwaitKeys(scope, {key}, deadline);
-  if (!space.ok()) return space.status();
-  auto entry = (*space)->find(key);
-  if (entry == (*space)->end()) return std::optional<std::string>();
-  return std::optional<std::string>(entry->second);
+  if (absl::Status s = Put(**space, key, std::move(value)); !s.ok()) return s;
+  parked_.Wake(TopicOf(scope));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> RendezvousStore::Add(const Scope& scope,
@@ -168,6 +281,7 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const Scope& scope,
   if (absl::Status s = Put(**space, key, absl::StrCat(sum)); !s.ok()) {
     return s;
   }
+  parked_.Wake(TopicOf(scope));
   return sum;
 }
 
@@ -183,25 +297,12 @@ absl::StatusOr<std::string> RendezvousStore::CompareSet(
   if (it == (*space)->end()) {
     if (!expected.empty()) return expected;
     if (absl::Status s = Put(**space, key, desired); !s.ok()) return s;
+    parked_.Wake(TopicOf(scope));
     return desired;
   }
   if (it->second != expected) return it->second;
   if (absl::Status s = Put(**space, key, desired); !s.ok()) return s;
   return desired;
-}
-
-absl::StatusOr<bool> RendezvousStore::Wait(const Scope& scope,
-                                           const std::vector<std::string>& keys,
-                                           absl::Time deadline) {
-  for (const std::string& key : keys) {
-    if (absl::Status s = CheckKey(key); !s.ok()) return s;
-  }
-  absl::MutexLock lock(&mu_);
-  absl::StatusOr<Space*> space = AwaitKeys(scope, keys, deadline);
-  if (!space.ok()) return space.status();
-  return std::all_of(keys.begin(), keys.end(), [&](const std::string& key) {
-    return (*space)->count(key) != 0;
-  });
 }
 
 absl::StatusOr<bool> RendezvousStore::Delete(const Scope& scope,

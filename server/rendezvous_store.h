@@ -10,8 +10,10 @@
 // ABORTED and never re-creates the space. Kept in memory only: process
 // groups are re-formed after a coordinator restart. Checks keys, sizes and
 // integer overflow, and bounds the bytes all spaces hold together
-// (RESOURCE_EXHAUSTED beyond). Thread-safe; waits end at their deadline, when
-// their generation ends, or on Drain() (UNAVAILABLE).
+// (RESOURCE_EXHAUSTED beyond). Thread-safe. Waiting gets and waits are
+// parked (ParkedCalls: no thread each) and end when their keys are set, at
+// their deadline, when their generation ends (ABORTED), on Drain()
+// (UNAVAILABLE) or when cancelled (CANCELLED).
 #ifndef SERVER_RENDEZVOUS_STORE_H_
 #define SERVER_RENDEZVOUS_STORE_H_
 
@@ -23,10 +25,12 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/parked_calls.h"
 
 namespace shard::server {
 
@@ -46,7 +50,9 @@ class RendezvousStore {
   // What one key costs beyond its key and value bytes (map node, strings).
   static constexpr size_t kEntryOverheadBytes = 96;
 
-  explicit RendezvousStore(RendezvousLimits limits = {}) : limits_(limits) {}
+  explicit RendezvousStore(RendezvousLimits limits = {});
+  // Ends every parked call (UNAVAILABLE).
+  ~RendezvousStore();
 
   // Creates the (empty) space of a generation that just formed; a no-op if
   // it exists.
@@ -59,11 +65,20 @@ class RendezvousStore {
   // Wakes every waiter; from now on calls answer UNAVAILABLE.
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
 
+  template <typename T>
+  using Reply = absl::AnyInvocable<void(absl::StatusOr<T>) &&>;
+
   // Each operation answers ABORTED if the scope's generation is not open,
   // UNAVAILABLE once draining, INVALID_ARGUMENT for bad keys or sizes.
   absl::Status Set(const Scope& scope, const std::string& key,
                    std::string value) ABSL_LOCKS_EXCLUDED(mu_);
-  // The value, or nullopt if the key was not set by `deadline`.
+  // Answers the value, or nullopt if the key was not set by `deadline`;
+  // parks the call until then. `reply` runs once, never under a lock.
+  ParkedCalls::Handle StartGet(const Scope& scope, const std::string& key,
+                               absl::Time deadline,
+                               Reply<std::optional<std::string>> reply)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // StartGet, blocking until the answer.
   absl::StatusOr<std::optional<std::string>> Get(const Scope& scope,
                                                  const std::string& key,
                                                  absl::Time deadline)
@@ -77,7 +92,13 @@ class RendezvousStore {
                                          const std::string& expected,
                                          std::string desired)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // True once all keys are set; false if not by `deadline`.
+  // Answers true once all keys are set, false if not by `deadline`; parks
+  // the call until then. `reply` runs once, never under a lock.
+  ParkedCalls::Handle StartWait(const Scope& scope,
+                                const std::vector<std::string>& keys,
+                                absl::Time deadline, Reply<bool> reply)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // StartWait, blocking until the answer.
   absl::StatusOr<bool> Wait(const Scope& scope,
                             const std::vector<std::string>& keys,
                             absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
@@ -110,18 +131,39 @@ class RendezvousStore {
   // UNAVAILABLE if draining.
   absl::StatusOr<Space*> LiveSpace(const Scope& scope)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Waits until all keys are present in the scope, the deadline passes or
-  // the space ends; then the space as LiveSpace() finds it.
-  absl::StatusOr<Space*> AwaitKeys(const Scope& scope,
-                                   const std::vector<std::string>& keys,
-                                   absl::Time deadline)
+  static std::string TopicOf(const Scope& scope);
+  // Parks a call for `keys` of `scope` (answered at once if they are all
+  // set or the space is not live): `answer` computes the reply from the
+  // live space when the keys are set or the deadline passed.
+  template <typename T>
+  ParkedCalls::Handle Park(const Scope& scope, std::vector<std::string> keys,
+                           absl::Time deadline,
+                           T (*answer)(const Space&,
+                                       const std::vector<std::string>&),
+                           Reply<T> reply) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a call for `keys` has its answer: all set, or the space is not
+  // live (ended, draining).
+  bool Settled(const Scope& scope, const std::vector<std::string>& keys)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  template <typename T>
+  absl::StatusOr<T> AnswerNow(const Scope& scope,
+                              const std::vector<std::string>& keys,
+                              T (*answer)(const Space&,
+                                          const std::vector<std::string>&))
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  template <typename T>
+  static ParkedCalls::Completion Deliver(Reply<T> reply,
+                                         absl::StatusOr<T> result);
+  template <typename T>
+  struct ParkedKeys;
 
   const RendezvousLimits limits_;
   mutable absl::Mutex mu_;
   std::map<Scope, Space> spaces_ ABSL_GUARDED_BY(mu_);
   size_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  // Gets and waits for keys, by scope. Declared last: destroyed first.
+  ParkedCalls parked_{&mu_, /*completion_threads=*/1};
 };
 
 }  // namespace shard::server

@@ -6,8 +6,9 @@
 //            the time until every join was answered with the formed world.
 //   waiting: W members join a job of world size W + 1, so every join stays
 //            parked; reports the coordinator's threads and RSS while they
-//            wait, then cancels them all and reports how long until the
-//            coordinator counted none waiting.
+//            wait, then cancels them all and reports how long until every
+//            client saw its call end, and the coordinator's threads one
+//            second later (a thread per waiting call would still be there).
 //
 // Each phase reports p50/p99/max of the other job's heartbeat latency.
 // Prints one JSON line.
@@ -236,6 +237,7 @@ int Run(const std::string& address, int pid, int joins) {
   if (!CreateJob(control, wait_job, joins + 1)) return Fail("cannot create");
   const double threads_before = StatusField(pid, "Threads");
   double threads_waiting = 0, rss_waiting_mib = 0, cancel_s = 0;
+  double threads_after_cancel = 0;
   std::vector<double> wait_ms;
   int wait_failures = 0;
   {
@@ -252,15 +254,18 @@ int Run(const std::string& address, int pid, int joins) {
     waiting.CancelAll();
     waiting.AwaitDone();
     cancel_s = absl::ToDoubleSeconds(absl::Now() - cancel_began);
+    absl::SleepFor(absl::Seconds(1));
+    threads_after_cancel = StatusField(pid, "Threads");
   }
   std::printf(
       "{\"joins\":%d,\"formed\":%zu,\"form_s\":%.3f,%s,\"threads_before\":%.0f,"
       "\"threads_waiting\":%.0f,\"rss_waiting_mib\":%.1f,%s,"
-      "\"cancel_all_s\":%.3f}\n",
+      "\"cancel_all_s\":%.3f,\"threads_after_cancel\":%.0f}\n",
       joins, formed, form_s,
       LatencyJson("storm", storm_ms, storm_failures).c_str(), threads_before,
       threads_waiting, rss_waiting_mib,
-      LatencyJson("waiting", wait_ms, wait_failures).c_str(), cancel_s);
+      LatencyJson("waiting", wait_ms, wait_failures).c_str(), cancel_s,
+      threads_after_cancel);
   return formed == static_cast<size_t>(joins) ? 0 : 1;
 }
 
