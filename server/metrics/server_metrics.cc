@@ -83,7 +83,7 @@ class CoordinatorGauges : public prometheus::Collectable {
                     "Global position within the committed epoch.")};
     for (const shard::v1::Job& job : view.jobs) {
       const std::vector<prometheus::ClientMetric::Label> labels = {
-          {"job", job.job_id()}};
+          {"job_id", job.job_id()}};
       families[1].metric.push_back(GaugeValue(labels, job.joined_members()));
       families[2].metric.push_back(
           GaugeValue(labels, job.current_world_size()));

@@ -11,7 +11,9 @@
 #   6. the trainer pods carry the labels the NetworkPolicy admits on the
 #      coordinator's gRPC port;
 #   7. every PromQL expression of the Grafana dashboard parses
-#      (`promtool check rules`).
+#      (`promtool check rules`);
+#   8. the alerts of the PrometheusRule pass `promtool check rules` and
+#      their unit tests (`promtool test rules tests/deploy/alerts.test.yaml`).
 # Usage: manifests_test.sh WORK_DIR. Exit status 0 when all pass.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -108,4 +110,14 @@ json.dump({"groups": [{"name": "dashboard", "rules": rules}]},
 print(f"{len(rules)} expressions")
 PY
 promtool check rules "$work/dashboard-rules.yaml"
+
+echo "== alerts"
+python3 - deploy/base/shardd-prometheusrule.yaml "$work/shardd-alerts.rules.yaml" <<'PY'
+import sys, yaml
+rule = yaml.safe_load(open(sys.argv[1]))
+yaml.safe_dump({"groups": rule["spec"]["groups"]}, open(sys.argv[2], "w"))
+PY
+cp tests/deploy/alerts.test.yaml "$work/"
+promtool check rules "$work/shardd-alerts.rules.yaml"
+promtool test rules "$work/alerts.test.yaml"
 echo "manifests: all checks passed"
