@@ -446,40 +446,56 @@ absl::Status CoordinatorService::CheckStreamStart(
   return absl::OkStatus();
 }
 
-absl::StatusOr<ShardCursor> CoordinatorService::OpenShard(
-    const shard::v1::StreamShardRequest& request, absl::Time call_deadline) {
+absl::StatusOr<CoordinatorService::PreparedShard>
+CoordinatorService::PrepareShard(const shard::v1::StreamShardRequest& request) {
   if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
   if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
-  std::optional<plan::ShardLayout> found_layout;
-  EpochOrderCache::Claim claim;
-  {
-    absl::MutexLock lock(&mu_);
-    if (absl::Status s = CheckServing(); !s.ok()) return s;
-    absl::StatusOr<const JobState*> job =
-        FindFormedJob(request.job_id(), request.generation());
-    if (!job.ok()) return job.status();
-    absl::StatusOr<plan::ShardLayout> layout =
-        LayoutFor(**job, request.epoch());
-    if (!layout.ok()) return layout.status();
-    found_layout = *layout;
-    if (absl::Status s = CheckStreamStart(*layout, request); !s.ok()) return s;
-    // Claimed with the state it was read from: a job deleted and re-created
-    // meanwhile has another incarnation and other orders.
-    claim =
-        orders_.ClaimOrder(IncarnationOf(**job), (*job)->spec, request.epoch());
-  }
-  const plan::ShardLayout& layout = *found_layout;
-  absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> order =
-      orders_.Await(std::move(claim), call_deadline);
-  if (!order.ok()) return order.status();
-  uint32_t chunk =
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  absl::StatusOr<const JobState*> job =
+      FindFormedJob(request.job_id(), request.generation());
+  if (!job.ok()) return job.status();
+  absl::StatusOr<plan::ShardLayout> layout = LayoutFor(**job, request.epoch());
+  if (!layout.ok()) return layout.status();
+  if (absl::Status s = CheckStreamStart(*layout, request); !s.ok()) return s;
+  const uint32_t chunk =
       request.max_chunk_indices() == 0
           ? options_.default_chunk_indices
           : std::min(request.max_chunk_indices(), options_.max_chunk_indices);
-  const uint64_t offset =
-      std::min((request.start_position() - layout.base()) / layout.world_size(),
-               layout.RankShardSize(request.rank()));
-  return ShardCursor(*std::move(order), layout, request.rank(), offset, chunk);
+  const uint64_t offset = std::min(
+      (request.start_position() - layout->base()) / layout->world_size(),
+      layout->RankShardSize(request.rank()));
+  // Claimed with the state it was read from: a job deleted and re-created
+  // meanwhile has another incarnation and other orders.
+  return PreparedShard{
+      orders_.ClaimOrder(IncarnationOf(**job), (*job)->spec, request.epoch()),
+      *layout, request.rank(), offset, chunk};
+}
+
+absl::StatusOr<ShardCursor> CoordinatorService::PreparedShard::Open(
+    absl::StatusOr<EpochOrderCache::Order> order) const {
+  if (!order.ok()) return order.status();
+  return ShardCursor(*std::move(order), layout, rank, offset, chunk);
+}
+
+absl::StatusOr<ShardCursor> CoordinatorService::OpenShard(
+    const shard::v1::StreamShardRequest& request, absl::Time call_deadline) {
+  absl::StatusOr<PreparedShard> prepared = PrepareShard(request);
+  if (!prepared.ok()) return prepared.status();
+  return prepared->Open(
+      orders_.Await(std::move(prepared->claim), call_deadline));
+}
+
+void CoordinatorService::StartOpenShard(
+    const shard::v1::StreamShardRequest& request, Reply<ShardCursor> reply) {
+  absl::StatusOr<PreparedShard> prepared = PrepareShard(request);
+  if (!prepared.ok()) return std::move(reply)(prepared.status());
+  EpochOrderCache::Claim claim = std::move(prepared->claim);
+  orders_.WhenReady(std::move(claim),
+                    [prepared = *std::move(prepared), reply = std::move(reply)](
+                        absl::StatusOr<EpochOrderCache::Order> order) mutable {
+                      std::move(reply)(prepared.Open(std::move(order)));
+                    });
 }
 
 absl::StatusOr<shard::v1::PreviewShardResponse>

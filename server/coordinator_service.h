@@ -111,6 +111,12 @@ class CoordinatorService {
   absl::StatusOr<ShardCursor> OpenShard(
       const shard::v1::StreamShardRequest& request, absl::Time call_deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // OpenShard without blocking: `reply` gets the cursor once the epoch order
+  // is ready (on this thread if it is, or small enough to compute here;
+  // else on the thread that computed it). Never waits behind another job's
+  // order computation.
+  void StartOpenShard(const shard::v1::StreamShardRequest& request,
+                      Reply<ShardCursor> reply) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::PreviewShardResponse> PreviewShard(
       const shard::v1::PreviewShardRequest& request, absl::Time call_deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -222,6 +228,20 @@ class CoordinatorService {
   // caller belongs to a deleted job that had the same id.
   static absl::Status CheckNotFromEarlierJob(const JobState& job,
                                              uint64_t generation);
+  // A validated stream request with its claimed epoch order.
+  struct PreparedShard {
+    EpochOrderCache::Claim claim;
+    plan::ShardLayout layout;
+    uint32_t rank;
+    uint64_t offset;  // In the rank's shard.
+    uint32_t chunk;   // Indices per chunk.
+
+    absl::StatusOr<ShardCursor> Open(
+        absl::StatusOr<EpochOrderCache::Order> order) const;
+  };
+  // Validates a stream request against the state and claims its order.
+  absl::StatusOr<PreparedShard> PrepareShard(
+      const shard::v1::StreamShardRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   // INVALID_ARGUMENT / OUT_OF_RANGE unless the request's rank and start
   // position fit `layout`.
   static absl::Status CheckStreamStart(

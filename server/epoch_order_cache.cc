@@ -8,8 +8,8 @@
 
 namespace shard::server {
 
-EpochOrderCache::EpochOrderCache()
-    : prefetch_thread_([this] { PrefetchLoop(); }) {}
+EpochOrderCache::EpochOrderCache(int compute_threads)
+    : compute_(compute_threads), prefetch_thread_([this] { PrefetchLoop(); }) {}
 
 EpochOrderCache::~EpochOrderCache() { Stop(); }
 
@@ -37,7 +37,12 @@ EpochOrderCache::Claim EpochOrderCache::ClaimOrder(
   std::shared_ptr<Slot>& entry = slots_[key];
   if (entry == nullptr) {
     entry = std::make_shared<Slot>();
-    claim.compute_here_ = true;
+    if (plan::EpochOrderBytes(spec) <= kInlineOrderBytes) {
+      claim.compute_here_ = true;
+    } else {
+      compute_.Schedule(
+          [this, key, slot = entry, spec] { Fill(key, slot, spec); });
+    }
   }
   claim.slot_ = entry;
   EvictOlderThan(job.incarnation, epoch == 0 ? 0 : epoch - 1);
@@ -68,12 +73,33 @@ absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Await(
         "epoch ", claim.epoch_, " order of job ", claim.job_.job_id,
         " was still being computed at the call's deadline"));
   }
-  if (slot->failed) {
+  return Outcome(claim, *slot);
+}
+
+absl::StatusOr<EpochOrderCache::Order> EpochOrderCache::Outcome(
+    const Claim& claim, const Slot& slot) {
+  if (slot.failed) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot allocate the epoch order of job ", claim.job_.job_id, " (",
         plan::EpochOrderBytes(claim.spec_), " bytes)"));
   }
-  return slot->order;
+  return slot.order;
+}
+
+void EpochOrderCache::WhenReady(Claim claim, OrderCallback done) {
+  if (claim.slot_ == nullptr || claim.compute_here_) {
+    std::move(done)(Await(std::move(claim), absl::InfiniteFuture()));
+    return;
+  }
+  std::shared_ptr<Slot> slot = claim.slot_;
+  {
+    absl::MutexLock lock(&mu_);
+    if (slot->order == nullptr && !slot->failed) {
+      slot->waiting.push_back(std::move(done));
+      return;
+    }
+  }
+  std::move(done)(Outcome(claim, *slot));
 }
 
 absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Get(
@@ -91,14 +117,24 @@ void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
   } catch (const std::bad_alloc&) {
     order = nullptr;
   }
-  absl::MutexLock lock(&mu_);
-  if (order == nullptr) {
-    slot->failed = true;
-    auto it = slots_.find(key);
-    if (it != slots_.end() && it->second == slot) slots_.erase(it);
-    return;
+  std::vector<OrderCallback> waiting;
+  absl::StatusOr<Order> outcome;
+  {
+    absl::MutexLock lock(&mu_);
+    if (order == nullptr) {
+      slot->failed = true;
+      auto it = slots_.find(key);
+      if (it != slots_.end() && it->second == slot) slots_.erase(it);
+      outcome = absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate the order of epoch ", key.second, " (",
+                       plan::EpochOrderBytes(spec), " bytes)"));
+    } else {
+      slot->order = std::move(order);
+      outcome = slot->order;
+    }
+    waiting.swap(slot->waiting);
   }
-  slot->order = std::move(order);
+  for (OrderCallback& callback : waiting) std::move(callback)(outcome);
 }
 
 void EpochOrderCache::ReleaseBefore(const JobIncarnation& job,

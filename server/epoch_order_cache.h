@@ -5,10 +5,14 @@
 // reused), not its id, so a job deleted and re-created under the same id
 // never sees the old job's orders. Claim() reserves an order cheaply and is
 // meant to run under the caller's lock, in the same critical section that
-// read the job's state, so the claim matches that state; Await() then
-// computes or waits outside the lock. Get() is Claim() + Await(). The order
-// is computed on the calling thread when nobody has started it; concurrent
-// callers for the same key wait for that one computation. After Get(e) the
+// read the job's state, so the claim matches that state; Await() (blocking)
+// or WhenReady() (a callback) then delivers the order outside the lock.
+// Get() is Claim() + Await(). Each order is computed once; concurrent
+// callers for the same key share that computation. A small order (at most
+// kInlineOrderBytes) is computed by the first caller that needs it, on its
+// own thread; a larger one on the cache's compute threads, started at
+// claim time, so that a stream of a small job never waits behind the
+// computation of another job's large order. After Get(e) the
 // order of e + 1 is prepared on a background thread, unless the cache still
 // holds an epoch older than e (some rank may still read it): so a job holds at
 // most two orders, the current one and the next. Orders older than (requested
@@ -28,12 +32,15 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/plan/epoch_order.h"
+#include "server/work_pool.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
@@ -65,7 +72,14 @@ class EpochOrderCache {
     bool compute_here_ = false;
   };
 
-  EpochOrderCache();
+  using Order = std::shared_ptr<const plan::EpochOrder>;
+  using OrderCallback = absl::AnyInvocable<void(absl::StatusOr<Order>) &&>;
+
+  // Orders up to this size are computed on the thread that needs them.
+  static constexpr uint64_t kInlineOrderBytes = uint64_t{4} << 20;
+
+  // `compute_threads` compute the orders above kInlineOrderBytes.
+  explicit EpochOrderCache(int compute_threads = 2);
   ~EpochOrderCache();
   EpochOrderCache(const EpochOrderCache&) = delete;
   EpochOrderCache& operator=(const EpochOrderCache&) = delete;
@@ -80,6 +94,11 @@ class EpochOrderCache {
   // `deadline`; RESOURCE_EXHAUSTED if the order cannot be allocated.
   absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> Await(
       Claim claim, absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
+  // Calls `done` with the claimed order (or RESOURCE_EXHAUSTED) once it is
+  // ready: at once on this thread if it is (computing a small order here
+  // first), else on the thread that finishes computing it. Never blocks on
+  // another computation; `done` must be cheap.
+  void WhenReady(Claim claim, OrderCallback done) ABSL_LOCKS_EXCLUDED(mu_);
   // ClaimOrder + Await.
   absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> Get(
       const JobIncarnation& job, const shard::v1::JobSpec& spec, uint64_t epoch,
@@ -110,6 +129,8 @@ class EpochOrderCache {
   struct Slot {
     std::shared_ptr<const plan::EpochOrder> order;
     bool failed = false;
+    // WhenReady() callbacks waiting for the computation.
+    std::vector<OrderCallback> waiting;
   };
   struct Prefetch {
     JobIncarnation job;
@@ -117,9 +138,12 @@ class EpochOrderCache {
     uint64_t epoch;
   };
 
-  // Computes the slot's order outside the lock and publishes it.
+  // Computes the slot's order outside the lock, publishes it and runs the
+  // callbacks waiting for it.
   void Fill(const Key& key, const std::shared_ptr<Slot>& slot,
             const shard::v1::JobSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
+  // The slot's outcome once computed (the order or RESOURCE_EXHAUSTED).
+  static absl::StatusOr<Order> Outcome(const Claim& claim, const Slot& slot);
   void EvictOlderThan(uint64_t incarnation, uint64_t epoch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PrefetchLoop() ABSL_LOCKS_EXCLUDED(mu_);
@@ -129,6 +153,7 @@ class EpochOrderCache {
   std::map<Key, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   std::deque<Prefetch> prefetch_queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  WorkPool compute_;
   std::thread prefetch_thread_;
 };
 

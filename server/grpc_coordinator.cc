@@ -36,7 +36,6 @@ GrpcCoordinator::GrpcCoordinator(CoordinatorService* service,
                                  GrpcCoordinatorOptions options)
     : service_(service),
       options_(std::move(options)),
-      stream_openers_(options_.stream_open_threads),
       blocking_calls_(options_.blocking_call_threads) {}
 
 grpc::Status GrpcCoordinator::Authorize(
@@ -132,8 +131,7 @@ grpc::ServerWriteReactor<shard::v1::IndexChunk>* GrpcCoordinator::StreamShard(
   if (grpc::Status denied = Authorize(context); !denied.ok()) {
     return ShardStreamReactor::Refuse(denied);
   }
-  return ShardStreamReactor::Serve(service_, &stream_openers_, *request,
-                                   DeadlineOf(context),
+  return ShardStreamReactor::Serve(service_, *request,
                                    &options_.on_indices_streamed);
 }
 

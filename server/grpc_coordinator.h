@@ -25,8 +25,6 @@ struct GrpcCoordinatorOptions {
   std::function<absl::Duration()> on_drain;
   // Called with the size of every chunk a stream delivered (metrics).
   std::function<void(uint64_t)> on_indices_streamed;
-  // Threads that open streams (waiting for epoch orders being computed).
-  int stream_open_threads = 8;
   // Threads that run calls waiting for the journal's fsync or an epoch
   // order (see GrpcCoordinator).
   int blocking_call_threads = 8;
@@ -36,11 +34,12 @@ struct GrpcCoordinatorOptions {
 // it waits:
 // - calls that only read or change memory (GetJob, Heartbeat, the store's
 //   writes, ...) are answered on gRPC's own threads;
-// - calls that wait for the journal's fsync (CreateJob, JoinJob without a
-//   wait, CommitProgress, Leave, DeleteJob) or for an epoch order
-//   (PreviewShard) run on a small pool of blocking-call threads;
+// - calls that wait for the journal's fsync (CreateJob, CommitProgress,
+//   Leave, DeleteJob) or for an epoch order (PreviewShard) run on a small
+//   pool of blocking-call threads;
 // - joins and store gets/waits that wait are parked (parked_call_reactor.h)
-//   and streams are served chunk by chunk (shard_stream_reactor.h).
+//   and streams wait for their order without a thread, then are served
+//   chunk by chunk (shard_stream_reactor.h).
 // A slow disk therefore delays only the calls that must wait for it.
 class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
  public:
@@ -137,7 +136,6 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
 
   CoordinatorService* service_;
   const GrpcCoordinatorOptions options_;
-  WorkPool stream_openers_;
   WorkPool blocking_calls_;
 };
 

@@ -14,12 +14,18 @@ ShardStreamReactor* ShardStreamReactor::Refuse(const grpc::Status& status) {
 }
 
 ShardStreamReactor* ShardStreamReactor::Serve(
-    CoordinatorService* service, WorkPool* pool,
-    const shard::v1::StreamShardRequest& request, absl::Time deadline,
+    CoordinatorService* service, const shard::v1::StreamShardRequest& request,
     const std::function<void(uint64_t)>* on_indices_streamed) {
   auto* reactor = new ShardStreamReactor(on_indices_streamed);
-  pool->Schedule([reactor, service, request, deadline] {
-    absl::StatusOr<ShardCursor> cursor = service->OpenShard(request, deadline);
+  reactor->opening_ = std::make_shared<Opening>();
+  {
+    absl::MutexLock lock(&reactor->opening_->mu);
+    reactor->opening_->reactor = reactor;
+  }
+  service->StartOpenShard(request, [opening = reactor->opening_](
+                                       absl::StatusOr<ShardCursor> cursor) {
+    ShardStreamReactor* reactor = opening->Take();
+    if (reactor == nullptr) return;  // Cancelled and finished meanwhile.
     if (!cursor.ok()) {
       reactor->Finish(ToGrpcStatus(cursor.status()));
       return;
@@ -28,6 +34,14 @@ ShardStreamReactor* ShardStreamReactor::Serve(
     reactor->WriteNext();
   });
   return reactor;
+}
+
+void ShardStreamReactor::OnCancel() {
+  // Only while opening: once streaming, the failed write finishes the call.
+  if (opening_ != nullptr && opening_->Take() != nullptr) {
+    Finish(grpc::Status(grpc::StatusCode::CANCELLED,
+                        "client went away while the shard was opening"));
+  }
 }
 
 void ShardStreamReactor::WriteNext() {

@@ -1,24 +1,28 @@
 // Serves one StreamShard call on gRPC's callback API: no thread is held per
-// stream. Opening the shard (which may wait for the epoch order) runs on a
-// WorkPool; after that each chunk is produced in OnWriteDone of the previous
-// one, so a stream costs only its cursor and one chunk buffer, and a slow
-// reader simply receives its next chunk later (HTTP/2 flow control).
+// stream. Opening the shard waits for the epoch order without a thread
+// (CoordinatorService::StartOpenShard); after that each chunk is produced
+// in OnWriteDone of the previous one, so a stream costs only its cursor and
+// one chunk buffer, and a slow reader simply receives its next chunk later
+// (HTTP/2 flow control). A client that goes away while the order is still
+// being computed gets its call finished at once.
 //
 // Lifetime: created with new by the service method, deletes itself in
-// OnDone(). Finish() is called exactly once. The service, pool and hook
-// must outlive every reactor (the server is shut down first).
+// OnDone(). Finish() is called exactly once. The service and hook must
+// outlive every reactor (the server is shut down first).
 #ifndef SERVER_SHARD_STREAM_REACTOR_H_
 #define SERVER_SHARD_STREAM_REACTOR_H_
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <utility>
 
-#include "absl/time/time.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/support/server_callback.h"
 #include "server/coordinator_service.h"
 #include "server/shard_cursor.h"
-#include "server/work_pool.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
@@ -28,13 +32,13 @@ class ShardStreamReactor
  public:
   // A reactor that answers `status` at once (e.g. UNAUTHENTICATED).
   static ShardStreamReactor* Refuse(const grpc::Status& status);
-  // Opens the shard on `pool`, then streams it.
+  // Opens the shard, then streams it.
   static ShardStreamReactor* Serve(
-      CoordinatorService* service, WorkPool* pool,
-      const shard::v1::StreamShardRequest& request, absl::Time deadline,
+      CoordinatorService* service, const shard::v1::StreamShardRequest& request,
       const std::function<void(uint64_t)>* on_indices_streamed);
 
   void OnWriteDone(bool ok) override;
+  void OnCancel() override;
   void OnDone() override { delete this; }
 
  private:
@@ -44,7 +48,20 @@ class ShardStreamReactor
   // Writes the next chunk, or finishes with OK at the end of the shard.
   void WriteNext();
 
+  // While the shard is opening, the reactor; taken (set to null) by
+  // whichever comes first: the open's reply or OnCancel. Shared with the
+  // pending reply, which may outlive the reactor.
+  struct Opening {
+    absl::Mutex mu;
+    ShardStreamReactor* reactor ABSL_GUARDED_BY(mu) = nullptr;
+    ShardStreamReactor* Take() ABSL_LOCKS_EXCLUDED(mu) {
+      absl::MutexLock lock(&mu);
+      return std::exchange(reactor, nullptr);
+    }
+  };
+
   const std::function<void(uint64_t)>* on_indices_streamed_;
+  std::shared_ptr<Opening> opening_;
   std::optional<ShardCursor> cursor_;
   shard::v1::IndexChunk chunk_;
 };

@@ -1,0 +1,78 @@
+// Opening a stream never waits behind another job's epoch order: while ten
+// large jobs' first orders are being computed, a small job's stream starts
+// at once.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_cluster.h"
+
+namespace shard::testing {
+namespace {
+
+// Creates a one-rank job, joins it and returns the generation.
+uint64_t OneRankJob(shard::v1::Coordinator::Stub* stub, const std::string& id,
+                    uint64_t size) {
+  shard::v1::JoinJobRequest join;
+  join.set_job_id(id);
+  join.set_member_id("m");
+  join.mutable_spec()->set_dataset_size(size);
+  join.mutable_spec()->set_world_size(1);
+  shard::v1::JoinJobResponse joined;
+  grpc::ClientContext context;
+  const grpc::Status status = stub->JoinJob(&context, join, &joined);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(joined.world_formed());
+  return joined.generation();
+}
+
+// Opens the job's epoch 0 stream and reads its first chunk.
+bool FirstChunk(shard::v1::Coordinator::Stub* stub, const std::string& id,
+                uint64_t generation) {
+  shard::v1::StreamShardRequest request;
+  request.set_job_id(id);
+  request.set_generation(generation);
+  grpc::ClientContext context;
+  auto reader = stub->StreamShard(&context, request);
+  shard::v1::IndexChunk chunk;
+  const bool read = reader->Read(&chunk);
+  context.TryCancel();
+  return read;
+}
+
+TEST(StreamOpenTest, ASmallJobDoesNotWaitForOtherJobsOrders) {
+  TestCluster cluster;
+  auto stub = cluster.NewStub();
+  constexpr int kLargeJobs = 10;
+  constexpr uint64_t kLargeSize = 20000000;  // 80 MB orders, shuffled.
+  std::vector<uint64_t> generations;
+  for (int i = 0; i < kLargeJobs; ++i) {
+    generations.push_back(
+        OneRankJob(stub.get(), absl::StrCat("large-", i), kLargeSize));
+  }
+  const uint64_t small_generation = OneRankJob(stub.get(), "small", 1000);
+
+  std::atomic<int> large_done{0};
+  std::vector<std::thread> large;
+  for (int i = 0; i < kLargeJobs; ++i) {
+    large.emplace_back([&, i] {
+      EXPECT_TRUE(
+          FirstChunk(stub.get(), absl::StrCat("large-", i), generations[i]));
+      ++large_done;
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(100));  // Let the large opens arrive.
+  ASSERT_TRUE(FirstChunk(stub.get(), "small", small_generation));
+  const int large_done_before_small = large_done.load();
+  for (std::thread& thread : large) thread.join();
+  EXPECT_EQ(large_done_before_small, 0)
+      << "the small job's stream waited for other jobs' orders";
+}
+
+}  // namespace
+}  // namespace shard::testing
