@@ -70,8 +70,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   GrpcCoordinatorOptions glue;
   glue.token = server->token_ ? &*server->token_ : nullptr;
   if (opts.metrics != nullptr) {
-    glue.on_indices_streamed = [metrics = opts.metrics](uint64_t count) {
+    glue.stream_hooks.indices_streamed = [metrics =
+                                              opts.metrics](uint64_t count) {
       metrics->AddIndicesStreamed(count);
+    };
+    glue.stream_hooks.active_changed = [metrics = opts.metrics](int delta) {
+      metrics->AddActiveStreams(delta);
     };
   }
   if (opts.on_drain_requested) {

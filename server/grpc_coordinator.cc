@@ -131,8 +131,7 @@ grpc::ServerWriteReactor<shard::v1::IndexChunk>* GrpcCoordinator::StreamShard(
   if (grpc::Status denied = Authorize(context); !denied.ok()) {
     return ShardStreamReactor::Refuse(denied);
   }
-  return ShardStreamReactor::Serve(service_, *request,
-                                   &options_.on_indices_streamed);
+  return ShardStreamReactor::Serve(service_, *request, &options_.stream_hooks);
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::PreviewShard(

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "server/coordinator_service.h"
 #include "server/security/bearer_token.h"
+#include "server/shard_stream_reactor.h"
 #include "server/work_pool.h"
 #include "shard/v1/shard.grpc.pb.h"
 
@@ -23,8 +24,8 @@ struct GrpcCoordinatorOptions {
   // Runs the Drain RPC: starts the daemon's graceful shutdown and returns
   // the grace in-flight calls get. Unset: Drain answers UNIMPLEMENTED.
   std::function<absl::Duration()> on_drain;
-  // Called with the size of every chunk a stream delivered (metrics).
-  std::function<void(uint64_t)> on_indices_streamed;
+  // Stream events (metrics).
+  StreamHooks stream_hooks;
   // Threads that run calls waiting for the journal's fsync or an epoch
   // order (see GrpcCoordinator).
   int blocking_call_threads = 8;

@@ -15,8 +15,9 @@ ShardStreamReactor* ShardStreamReactor::Refuse(const grpc::Status& status) {
 
 ShardStreamReactor* ShardStreamReactor::Serve(
     CoordinatorService* service, const shard::v1::StreamShardRequest& request,
-    const std::function<void(uint64_t)>* on_indices_streamed) {
-  auto* reactor = new ShardStreamReactor(on_indices_streamed);
+    const StreamHooks* hooks) {
+  auto* reactor = new ShardStreamReactor(hooks);
+  if (hooks->active_changed) hooks->active_changed(+1);
   reactor->opening_ = std::make_shared<Opening>();
   {
     absl::MutexLock lock(&reactor->opening_->mu);
@@ -34,6 +35,11 @@ ShardStreamReactor* ShardStreamReactor::Serve(
     reactor->WriteNext();
   });
   return reactor;
+}
+
+void ShardStreamReactor::OnDone() {
+  if (hooks_ != nullptr && hooks_->active_changed) hooks_->active_changed(-1);
+  delete this;
 }
 
 void ShardStreamReactor::OnCancel() {
@@ -58,8 +64,8 @@ void ShardStreamReactor::OnWriteDone(bool ok) {
                         "client went away during the stream"));
     return;
   }
-  if (on_indices_streamed_ != nullptr && *on_indices_streamed_) {
-    (*on_indices_streamed_)(wire::ChunkIndexCount(chunk_));
+  if (hooks_->indices_streamed) {
+    hooks_->indices_streamed(wire::ChunkIndexCount(chunk_));
   }
   WriteNext();
 }

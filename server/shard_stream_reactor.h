@@ -27,24 +27,31 @@
 
 namespace shard::server {
 
+// Stream events, for metrics; unset hooks are skipped. Called on gRPC's
+// or the order cache's threads: keep them cheap and thread-safe.
+struct StreamHooks {
+  // The size of every chunk a stream delivered.
+  std::function<void(uint64_t)> indices_streamed;
+  // +1 when a stream starts, -1 when it ends.
+  std::function<void(int)> active_changed;
+};
+
 class ShardStreamReactor
     : public grpc::ServerWriteReactor<shard::v1::IndexChunk> {
  public:
   // A reactor that answers `status` at once (e.g. UNAUTHENTICATED).
   static ShardStreamReactor* Refuse(const grpc::Status& status);
   // Opens the shard, then streams it.
-  static ShardStreamReactor* Serve(
-      CoordinatorService* service, const shard::v1::StreamShardRequest& request,
-      const std::function<void(uint64_t)>* on_indices_streamed);
+  static ShardStreamReactor* Serve(CoordinatorService* service,
+                                   const shard::v1::StreamShardRequest& request,
+                                   const StreamHooks* hooks);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
-  void OnDone() override { delete this; }
+  void OnDone() override;
 
  private:
-  explicit ShardStreamReactor(
-      const std::function<void(uint64_t)>* on_indices_streamed)
-      : on_indices_streamed_(on_indices_streamed) {}
+  explicit ShardStreamReactor(const StreamHooks* hooks) : hooks_(hooks) {}
   // Writes the next chunk, or finishes with OK at the end of the shard.
   void WriteNext();
 
@@ -60,7 +67,7 @@ class ShardStreamReactor
     }
   };
 
-  const std::function<void(uint64_t)>* on_indices_streamed_;
+  const StreamHooks* hooks_;  // Null for a refused call.
   std::shared_ptr<Opening> opening_;
   std::optional<ShardCursor> cursor_;
   shard::v1::IndexChunk chunk_;

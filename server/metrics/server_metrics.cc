@@ -174,6 +174,12 @@ ServerMetrics::ServerMetrics()
                                   "StreamShard.")
                             .Register(*registry_)
                             .Add({})),
+      active_streams_(prometheus::BuildGauge()
+                          .Name("shard_active_streams")
+                          .Help("StreamShard calls in progress (opening or "
+                                "streaming).")
+                          .Register(*registry_)
+                          .Add({})),
       journal_write_(prometheus::BuildHistogram()
                          .Name("shard_journal_write_duration_seconds")
                          .Help("Writing one group of records to the "
@@ -223,6 +229,10 @@ void ServerMetrics::ObserveRpc(absl::string_view full_method, int grpc_code,
 
 void ServerMetrics::AddIndicesStreamed(uint64_t count) {
   indices_streamed_.Increment(static_cast<double>(count));
+}
+
+void ServerMetrics::AddActiveStreams(int delta) {
+  active_streams_.Increment(delta);
 }
 
 void ServerMetrics::ObserveJournalGroup(absl::Duration write,

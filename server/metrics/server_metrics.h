@@ -23,6 +23,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/exposer.h"
 #include "prometheus/family.h"
+#include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "shard/v1/shard.pb.h"
@@ -41,6 +42,8 @@ class ServerMetrics {
   void ObserveRpc(absl::string_view full_method, int grpc_code,
                   absl::Duration latency);
   void AddIndicesStreamed(uint64_t count);
+  // +1 when a StreamShard call starts, -1 when it ends.
+  void AddActiveStreams(int delta);
   // One group commit: `records` journal records written and fsynced.
   void ObserveJournalGroup(absl::Duration write, absl::Duration sync,
                            size_t records);
@@ -53,6 +56,7 @@ class ServerMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Histogram>& rpc_duration_;
   prometheus::Counter& indices_streamed_;
+  prometheus::Gauge& active_streams_;
   prometheus::Histogram& journal_write_;
   prometheus::Histogram& journal_sync_;
   prometheus::Histogram& journal_group_;

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "prometheus/metric_family.h"
+#include "server/metrics/server_metrics.h"
 #include "tests/support/test_cluster.h"
 
 namespace shard::testing {
@@ -49,7 +51,7 @@ TEST(StreamOpenTest, ASmallJobDoesNotWaitForOtherJobsOrders) {
   TestCluster cluster;
   auto stub = cluster.NewStub();
   constexpr int kLargeJobs = 10;
-  constexpr uint64_t kLargeSize = 20000000;  // 80 MB orders, shuffled.
+  constexpr uint64_t kLargeSize = 10000000;  // 40 MB orders, shuffled.
   std::vector<uint64_t> generations;
   for (int i = 0; i < kLargeJobs; ++i) {
     generations.push_back(
@@ -66,12 +68,51 @@ TEST(StreamOpenTest, ASmallJobDoesNotWaitForOtherJobsOrders) {
       ++large_done;
     });
   }
-  absl::SleepFor(absl::Milliseconds(100));  // Let the large opens arrive.
+  absl::SleepFor(absl::Milliseconds(30));  // Let the large opens arrive.
   ASSERT_TRUE(FirstChunk(stub.get(), "small", small_generation));
   const int large_done_before_small = large_done.load();
   for (std::thread& thread : large) thread.join();
   EXPECT_EQ(large_done_before_small, 0)
       << "the small job's stream waited for other jobs' orders";
+}
+
+double ActiveStreams(const metrics::ServerMetrics& metrics) {
+  for (const prometheus::MetricFamily& family :
+       metrics.registry().lock()->Collect()) {
+    if (family.name == "shard_active_streams") {
+      return family.metric.at(0).gauge.value;
+    }
+  }
+  return -1;
+}
+
+TEST(StreamOpenTest, ActiveStreamsGaugeCountsOpenStreams) {
+  metrics::ServerMetrics metrics;
+  server::CoordinatorServerOptions options;
+  options.metrics = &metrics;
+  TestCluster cluster({}, options);
+  auto stub = cluster.NewStub();
+  const uint64_t generation = OneRankJob(stub.get(), "job", 100000);
+  EXPECT_EQ(ActiveStreams(metrics), 0);
+  {
+    shard::v1::StreamShardRequest request;
+    request.set_job_id("job");
+    request.set_generation(generation);
+    request.set_max_chunk_indices(16);
+    grpc::ClientContext context;
+    auto reader = stub->StreamShard(&context, request);
+    shard::v1::IndexChunk chunk;
+    ASSERT_TRUE(reader->Read(&chunk));
+    EXPECT_EQ(ActiveStreams(metrics), 1);
+    context.TryCancel();
+    while (reader->Read(&chunk)) {
+    }
+  }
+  const absl::Time give_up = absl::Now() + absl::Minutes(1);
+  while (ActiveStreams(metrics) != 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(ActiveStreams(metrics), 0);
 }
 
 }  // namespace

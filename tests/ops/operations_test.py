@@ -144,6 +144,8 @@ def main():
             check((sample(after, name) or 0) > 0, f"{name} is exported")
         check(sample(after, "shard_waiting_calls", method="JoinJob") == 0,
               "shard_waiting_calls{method=JoinJob} is 0 at rest")
+        check(sample(after, "shard_active_streams") == 0,
+              "shard_active_streams is 0 once the streams ended")
         check(sample(after, "shard_waiting_calls_limit") == 10000,
               "shard_waiting_calls_limit is --max-waiting-calls")
         check(sample(after, "shard_store_bytes") == 0 and

@@ -116,26 +116,58 @@ TEST_F(FakeClockLeaseTest, TimeTheCoordinatorWasStalledIsNotCounted) {
   EXPECT_EQ(JoinedMembers(service_), 0u);
 }
 
-// Waits are bounded by the coordinator whatever the request asks for, and
-// past max_waiting_calls a call that would wait is refused at once.
-TEST(WaitLimitsTest, WaitsAreClampedAndCountedAgainstTheLimit) {
+// A one-rank job with a formed world in `service`; returns a store get of
+// a key of its generation.
+shard::v1::StoreGetRequest StoreGetOfOneRankJob(CoordinatorService& service) {
+  shard::v1::CreateJobRequest create = TwoRankJob();
+  create.mutable_spec()->set_world_size(1);
+  EXPECT_TRUE(service.CreateJob(create).ok());
+  absl::StatusOr<shard::v1::JoinJobResponse> joined =
+      service.JoinJob(JoinRequest("a", 0), absl::InfiniteFuture());
+  EXPECT_TRUE(joined.ok()) << joined.status();
+  shard::v1::StoreGetRequest get;
+  get.mutable_scope()->set_job_id("job");
+  get.mutable_scope()->set_generation(joined.ok() ? joined->generation() : 0);
+  get.set_key("key");
+  return get;
+}
+
+// Waits are bounded by the coordinator whatever the request asks for.
+TEST(WaitLimitsTest, WaitsAreClampedToMaxWait) {
   CoordinatorOptions options;
-  options.max_wait = absl::Milliseconds(200);
+  options.max_wait = absl::Milliseconds(100);
+  options.expire_leases_in_background = false;
+  CoordinatorService service(options);
+  shard::v1::StoreGetRequest get = StoreGetOfOneRankJob(service);
+  get.set_wait_ms(UINT32_MAX);  // 49 days.
+  absl::StatusOr<shard::v1::StoreGetResponse> waited =
+      service.StoreGet(get, absl::InfiniteFuture());
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_FALSE(waited->found());
+
+  // A join asking for an hour returns after max_wait; the member stays.
+  shard::v1::CreateJobRequest create = TwoRankJob();
+  create.set_job_id("pair");
+  ASSERT_TRUE(service.CreateJob(create).ok());
+  shard::v1::JoinJobRequest join = JoinRequest("b", 3600000);
+  join.set_job_id("pair");
+  EXPECT_EQ(service.JoinJob(join, absl::InfiniteFuture()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(service.waiting_calls(WaitingCalls::Kind::kJoin), 0u);
+  shard::v1::GetJobRequest get_job;
+  get_job.set_job_id("pair");
+  EXPECT_EQ(service.GetJob(get_job)->joined_members(), 1u);
+}
+
+// Past max_waiting_calls a call that would wait is refused at once; one
+// that does not wait is not limited.
+TEST(WaitLimitsTest, WaitingCallsAreCountedAgainstTheLimit) {
+  CoordinatorOptions options;
   options.max_waiting_calls = 1;
   options.expire_leases_in_background = false;
   CoordinatorService service(options);
-  shard::v1::CreateJobRequest create = TwoRankJob();
-  create.mutable_spec()->set_world_size(1);
-  ASSERT_TRUE(service.CreateJob(create).ok());
-  absl::StatusOr<shard::v1::JoinJobResponse> joined =
-      service.JoinJob(JoinRequest("a", 0), absl::InfiniteFuture());
-  ASSERT_TRUE(joined.ok()) << joined.status();
-
-  shard::v1::StoreGetRequest get;
-  get.mutable_scope()->set_job_id("job");
-  get.mutable_scope()->set_generation(joined->generation());
-  get.set_key("never-set");
-  get.set_wait_ms(UINT32_MAX);  // 49 days, clamped to 200 ms.
+  shard::v1::StoreGetRequest get = StoreGetOfOneRankJob(service);
+  get.set_wait_ms(60000);
   absl::StatusOr<shard::v1::StoreGetResponse> waited;
   std::thread waiter(
       [&] { waited = service.StoreGet(get, absl::InfiniteFuture()); });
@@ -146,22 +178,21 @@ TEST(WaitLimitsTest, WaitsAreClampedAndCountedAgainstTheLimit) {
       service.StoreGet(get, absl::InfiniteFuture());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted)
       << refused.status();
-  get.set_wait_ms(0);  // Does not wait, so not limited.
+  get.set_wait_ms(0);
   EXPECT_TRUE(service.StoreGet(get, absl::InfiniteFuture()).ok());
+
+  // The waiter is answered by the key arriving, and frees its slot.
+  shard::v1::StoreSetRequest set;
+  *set.mutable_scope() = get.scope();
+  set.set_key("key");
+  set.set_value("v");
+  ASSERT_TRUE(service.StoreSet(set).ok());
   waiter.join();
   ASSERT_TRUE(waited.ok()) << waited.status();
-  EXPECT_FALSE(waited->found());
+  EXPECT_EQ(waited->value(), "v");
   EXPECT_EQ(service.waiting_calls(WaitingCalls::Kind::kStoreGet), 0u);
-
-  // A join asking for an hour returns after max_wait; the member stays.
-  create.set_job_id("pair");
-  create.mutable_spec()->set_world_size(2);
-  ASSERT_TRUE(service.CreateJob(create).ok());
-  shard::v1::JoinJobRequest join = JoinRequest("b", 3600000);
-  join.set_job_id("pair");
-  EXPECT_EQ(service.JoinJob(join, absl::InfiniteFuture()).status().code(),
-            absl::StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(service.waiting_calls(WaitingCalls::Kind::kJoin), 0u);
+  get.set_wait_ms(60000);
+  EXPECT_TRUE(service.StoreGet(get, absl::InfiniteFuture()).ok());
 }
 
 // A disk whose fsync takes longer than the lease: heartbeats keep being
