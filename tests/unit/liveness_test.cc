@@ -204,7 +204,7 @@ TEST(SlowDiskTest, FsyncLongerThanTheLeaseEvictsNobody) {
   absl::StatusOr<storage::OpenedLog> opened = storage::StateLog::Open(&fs, dir);
   ASSERT_TRUE(opened.ok()) << opened.status();
   CoordinatorOptions options;
-  options.lease = absl::Milliseconds(500);
+  options.lease = absl::Seconds(1);
   {
     CoordinatorService service(options, *std::move(opened));
     ASSERT_TRUE(service.CreateJob(TwoRankJob()).ok());
@@ -235,7 +235,7 @@ TEST(SlowDiskTest, FsyncLongerThanTheLeaseEvictsNobody) {
         absl::SleepFor(absl::Milliseconds(50));
       }
     });
-    fs.DelaySyncs(absl::Seconds(2));  // Four leases.
+    fs.DelaySyncs(absl::Seconds(3));  // Three leases.
     shard::v1::CommitProgressRequest commit;
     commit.set_job_id("job");
     commit.set_generation(generation);

@@ -370,7 +370,7 @@ TEST_F(StateLogTest, FailedFsyncFailsTheRequestAndEveryLaterCall) {
 TEST_F(StateLogTest, RecordsQueuedDuringAnFsyncShareTheNextOne) {
   absl::StatusOr<OpenedLog> opened = Open();
   ASSERT_TRUE(opened.ok());
-  fs_.DelaySyncs(absl::Milliseconds(300));
+  fs_.DelaySyncs(absl::Seconds(1));
   const int syncs_before = fs_.syncs();
   uint64_t last = 0;
   for (int i = 0; i < 50; ++i) {
