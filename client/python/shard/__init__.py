@@ -1,0 +1,18 @@
+"""Python client of the shard data-sharding coordinator (shardd).
+
+    import shard
+    client = shard.Client("shardd:7070")
+    membership = client.join("my-job", "worker-0", spec={"dataset_size": N,
+                                                         "world_size": W})
+    for chunk in client.stream(membership, epoch=0):
+        ...  # numpy uint64 arrays of this rank's sample indices
+
+`shard.torch` holds the PyTorch pieces: DistributedShardSampler (a
+DistributedSampler drop-in), DistributedEvalSampler, gather_uneven and
+CoordinatorStore.
+"""
+from shard.client import Client, Membership
+from shard.errors import ShardError
+
+__version__ = "0.1.0"
+__all__ = ["Client", "Membership", "ShardError", "__version__"]

@@ -1,0 +1,36 @@
+"""Channel, credentials and bearer token for the coordinator's address."""
+import os
+import stat
+
+import grpc
+
+
+def _read_secret(path, what):
+    """The file's contents; refuses files others may read (a secret)."""
+    mode = os.stat(path).st_mode
+    if what == "token" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ValueError(f"{path}: the token file must not be readable by "
+                         "group or others (chmod 600)")
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def open_channel(address, token_file=None, tls_ca=None, tls_cert=None,
+                 tls_key=None):
+    """A channel to `address` ("host:port"); TLS when any TLS file is given,
+    mutual TLS with tls_cert + tls_key. Returns (channel, call metadata)."""
+    metadata = ()
+    if token_file:
+        token = _read_secret(token_file, "token").decode().strip()
+        metadata = (("authorization", f"Bearer {token}"),)
+    options = [("grpc.max_receive_message_length", 16 << 20)]
+    if tls_ca or tls_cert or tls_key:
+        if bool(tls_cert) != bool(tls_key):
+            raise ValueError("give both tls_cert and tls_key, or neither")
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=_read_secret(tls_ca, "ca") if tls_ca else None,
+            private_key=_read_secret(tls_key, "key") if tls_key else None,
+            certificate_chain=(_read_secret(tls_cert, "cert")
+                               if tls_cert else None))
+        return grpc.secure_channel(address, credentials, options), metadata
+    return grpc.insecure_channel(address, options), metadata

@@ -1,0 +1,120 @@
+"""A rank's shard of one epoch, read ahead on a background thread."""
+import queue
+import threading
+import time
+
+import grpc
+import numpy as np
+
+from shard.errors import RETRYABLE, ShardError
+from shard.v1 import shard_pb2 as pb
+
+_END = object()
+
+
+def chunk_indices(chunk):
+    """The chunk's indices as a numpy uint64 array (either encoding)."""
+    if chunk.packed_indices:
+        dtype = "<u4" if chunk.index_width == 4 else "<u8"
+        return np.frombuffer(chunk.packed_indices, dtype=dtype).astype(
+            np.uint64)
+    return np.asarray(chunk.indices, dtype=np.uint64)
+
+
+class ShardStream:
+    """Iterator of numpy uint64 arrays; see Client.stream()."""
+
+    def __init__(self, client, membership, epoch, start_position,
+                 prefetch_bytes, chunk_indices_limit):
+        self._client = client
+        self._request = pb.StreamShardRequest(
+            job_id=membership.job_id, generation=membership.generation,
+            rank=membership.rank, epoch=epoch, start_position=start_position,
+            max_chunk_indices=chunk_indices_limit)
+        self._world_size = membership.world_size
+        self._prefetch_bytes = prefetch_bytes
+        self._buffered = 0  # Bytes queued and not handed out yet.
+        self._room = threading.Condition()
+        self._queue = queue.Queue()
+        self._closed = threading.Event()
+        self._call = None
+        self._lock = threading.Lock()
+        self.received = 0  # Indices handed out so far.
+        self._thread = threading.Thread(target=self._read, daemon=True,
+                                        name="shard-stream")
+        self._thread.start()
+
+    def _wait_for_room(self):
+        """Blocks while the prefetch window is full; False once closed."""
+        with self._room:
+            self._room.wait_for(lambda: self._closed.is_set() or
+                                self._buffered < self._prefetch_bytes)
+            return not self._closed.is_set()
+
+    def _read(self):
+        consumed = 0  # Indices received since start_position.
+        give_up = None
+        backoff = 0.1
+        while not self._closed.is_set():
+            request = pb.StreamShardRequest()
+            request.CopyFrom(self._request)
+            request.start_position = (self._request.start_position +
+                                      consumed * self._world_size)
+            try:
+                with self._lock:
+                    if self._closed.is_set():
+                        return
+                    self._call = self._client._open_stream(request)
+                for chunk in self._call:
+                    if not self._wait_for_room():
+                        return
+                    array = chunk_indices(chunk)
+                    with self._room:
+                        self._buffered += array.nbytes
+                    self._queue.put(array)
+                    consumed += len(array)
+                    give_up, backoff = None, 0.1
+                self._queue.put(_END)
+                return
+            except grpc.RpcError as error:
+                if self._closed.is_set():
+                    return
+                now = time.monotonic()
+                give_up = give_up or now + self._client._retry_deadline
+                if error.code() not in RETRYABLE or now > give_up:
+                    self._queue.put(ShardError.from_rpc_error("StreamShard",
+                                                              error))
+                    return
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = self._queue.get()
+        if item is _END:
+            self._closed.set()
+            raise StopIteration
+        if isinstance(item, ShardError):
+            self._closed.set()
+            raise item
+        with self._room:
+            self._buffered -= item.nbytes
+            self._room.notify()
+        self.received += len(item)
+        return item
+
+    def close(self):
+        """Stops reading (cancels the call) and ends the thread."""
+        with self._lock:
+            self._closed.set()
+            if self._call is not None:
+                self._call.cancel()
+        with self._room:
+            self._room.notify_all()
+        self._thread.join()
+
+    def __del__(self):
+        if not self._closed.is_set():
+            self.close()

@@ -1,0 +1,260 @@
+"""shard.Client: the coordinator's calls, with retries, streaming and
+heartbeats. Thread-safe (gRPC channels are); one client per process is
+enough."""
+import dataclasses
+import os
+import random
+import threading
+import time
+
+import grpc
+
+from shard import _stream
+from shard._channel import open_channel
+from shard.errors import RETRYABLE, ShardError
+from shard.v1 import shard_pb2 as pb
+from shard.v1 import shard_pb2_grpc as pb_grpc
+
+_TAILS = {"pad": pb.TAIL_POLICY_PAD, "drop": pb.TAIL_POLICY_DROP,
+          "uneven": pb.TAIL_POLICY_UNEVEN}
+
+
+@dataclasses.dataclass(frozen=True)
+class Membership:
+    """A joined member: its rank in the current generation's world."""
+    job_id: str
+    member_id: str
+    rank: int
+    world_size: int
+    generation: int
+    spec: pb.JobSpec
+    # Where the job continues (last committed progress) at join time.
+    committed_epoch: int
+    committed_position: int
+
+
+def job_spec(dataset_size, world_size, *, seed=0, shuffle=True, tail="pad",
+             min_world_size=0, max_world_size=0):
+    """A JobSpec with DistributedSampler's meaning: tail "pad" is
+    drop_last=False, "drop" is drop_last=True, "uneven" splits every sample
+    exactly once (evaluation)."""
+    if tail not in _TAILS:
+        raise ValueError(f"tail must be one of {sorted(_TAILS)}, got {tail!r}")
+    return pb.JobSpec(dataset_size=dataset_size, world_size=world_size,
+                      seed=seed, shuffle=shuffle, tail=_TAILS[tail],
+                      min_world_size=min_world_size,
+                      max_world_size=max_world_size)
+
+
+class Client:
+    """Calls one coordinator ("host:port").
+
+    Unary calls retry UNAVAILABLE with exponential backoff (0.1 s doubling
+    to 5 s, with jitter) until `retry_deadline` seconds passed; every other
+    error raises ShardError at once. Each attempt is bounded by
+    `rpc_timeout` seconds (joins add their wait).
+    """
+
+    def __init__(self, address, *, token_file=None, tls_ca=None,
+                 tls_cert=None, tls_key=None, retry_deadline=60.0,
+                 rpc_timeout=30.0):
+        if not address:
+            raise ValueError("address must be host:port")
+        self._channel, self._metadata = open_channel(
+            address, token_file, tls_ca, tls_cert, tls_key)
+        self._stub = pb_grpc.CoordinatorStub(self._channel)
+        self._retry_deadline = retry_deadline
+        self._rpc_timeout = rpc_timeout
+        # A restarted process joining under the same member id makes the
+        # coordinator end its old generation at once.
+        self._incarnation = random.getrandbits(63) | 1
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- plumbing ---------------------------------------------------------
+
+    def _call(self, name, request, timeout=None, retry=True):
+        method = getattr(self._stub, name)
+        give_up = time.monotonic() + self._retry_deadline
+        backoff = 0.1
+        while True:
+            try:
+                return method(request, timeout=timeout or self._rpc_timeout,
+                              metadata=self._metadata)
+            except grpc.RpcError as error:
+                if (not retry or error.code() not in RETRYABLE or
+                        time.monotonic() + backoff > give_up):
+                    raise ShardError.from_rpc_error(name, error) from None
+            time.sleep(backoff * random.uniform(0.5, 1.0))
+            backoff = min(backoff * 2, 5.0)
+
+    @staticmethod
+    def _scope(membership):
+        return pb.StoreScope(job_id=membership.job_id,
+                             generation=membership.generation)
+
+    # -- jobs and membership ----------------------------------------------
+
+    def create_job(self, job_id, spec):
+        """Creates the job (ALREADY_EXISTS for another spec). `spec` is a
+        JobSpec (see job_spec()). Returns the Job."""
+        return self._call("CreateJob",
+                          pb.CreateJobRequest(job_id=job_id, spec=spec))
+
+    def get_job(self, job_id):
+        return self._call("GetJob", pb.GetJobRequest(job_id=job_id))
+
+    def delete_job(self, job_id, force=False):
+        self._call("DeleteJob", pb.DeleteJobRequest(job_id=job_id,
+                                                    force=force))
+
+    def join(self, job_id, member_id, *, spec=None, wait=600.0):
+        """Joins (creating the job with `spec` if it does not exist; a
+        different stored spec is FAILED_PRECONDITION) and waits up to `wait`
+        seconds for the world. Returns a Membership; DEADLINE_EXCEEDED if
+        the world did not form in time (the member stays joined)."""
+        request = pb.JoinJobRequest(job_id=job_id, member_id=member_id,
+                                    incarnation=self._incarnation)
+        if spec is not None:
+            request.spec.CopyFrom(spec)
+        until = time.monotonic() + wait
+        while True:  # The coordinator bounds one wait (--max-wait).
+            left = max(0.0, until - time.monotonic())
+            request.wait_for_world_ms = int(left * 1000)
+            try:
+                response = self._call("JoinJob", request,
+                                      timeout=self._rpc_timeout + left)
+                break
+            except ShardError as error:
+                if (error.code != grpc.StatusCode.DEADLINE_EXCEEDED or
+                        time.monotonic() >= until):
+                    raise
+        if not response.world_formed:
+            raise ShardError("JoinJob", grpc.StatusCode.DEADLINE_EXCEEDED,
+                             f"job {job_id!r} has no world including "
+                             f"{member_id!r} yet")
+        return Membership(job_id, member_id, response.rank,
+                          response.world_size, response.generation,
+                          response.spec, response.committed_epoch,
+                          response.committed_position)
+
+    def heartbeat(self, membership):
+        """Renews the lease; ABORTED once the generation ended."""
+        return self._call("Heartbeat", pb.HeartbeatRequest(
+            job_id=membership.job_id, member_id=membership.member_id,
+            generation=membership.generation), retry=False)
+
+    def start_heartbeat(self, membership, interval=2.0):
+        """Heartbeats every `interval` seconds on a daemon thread until
+        stop() or the generation ended; returns the Heartbeat."""
+        return Heartbeat(self, membership, interval)
+
+    def leave(self, membership):
+        self._call("Leave", pb.LeaveRequest(job_id=membership.job_id,
+                                            member_id=membership.member_id))
+
+    def commit(self, membership, epoch, position):
+        """Records that every rank consumed `position` entries of `epoch`
+        (a multiple of the world size from the generation's start). Returns
+        the stored (epoch, position): a complete epoch is the next one's
+        start."""
+        response = self._call("CommitProgress", pb.CommitProgressRequest(
+            job_id=membership.job_id, generation=membership.generation,
+            epoch=epoch, position=position))
+        return response.committed_epoch, response.committed_position
+
+    # -- streaming --------------------------------------------------------
+
+    def stream(self, membership, epoch, start_position=0, *,
+               prefetch_bytes=8 << 20, chunk_indices=0):
+        """This rank's indices of `epoch` from global `start_position`, as
+        numpy uint64 arrays (one per chunk), read ahead on a background
+        thread up to `prefetch_bytes`; reconnects after UNAVAILABLE from the
+        first index not yet received. Close the iterator (or exhaust it) to
+        stop the thread."""
+        return _stream.ShardStream(self, membership, epoch, start_position,
+                                   prefetch_bytes, chunk_indices)
+
+    def _open_stream(self, request):
+        return self._stub.StreamShard(request, metadata=self._metadata)
+
+    # -- rendezvous store (the generation's key-value space) --------------
+
+    def store_set(self, membership, key, value):
+        self._call("StoreSet", pb.StoreSetRequest(
+            scope=self._scope(membership), key=key, value=value))
+
+    def store_get(self, membership, key, wait=0.0):
+        """The value, or None if the key is not set within `wait` s."""
+        response = self._call("StoreGet", pb.StoreGetRequest(
+            scope=self._scope(membership), key=key,
+            wait_ms=int(wait * 1000)), timeout=self._rpc_timeout + wait)
+        return response.value if response.found else None
+
+    def store_add(self, membership, key, delta):
+        return self._call("StoreAdd", pb.StoreAddRequest(
+            scope=self._scope(membership), key=key, delta=delta)).value
+
+    def store_compare_set(self, membership, key, expected, desired):
+        return self._call("StoreCompareSet", pb.StoreCompareSetRequest(
+            scope=self._scope(membership), key=key, expected=expected,
+            desired=desired)).value
+
+    def store_wait(self, membership, keys, wait):
+        """True once all keys are set, False if not within `wait` s."""
+        return self._call("StoreWait", pb.StoreWaitRequest(
+            scope=self._scope(membership), keys=list(keys),
+            wait_ms=int(wait * 1000)),
+            timeout=self._rpc_timeout + wait).ready
+
+    def store_delete(self, membership, key):
+        return self._call("StoreDelete", pb.StoreDeleteRequest(
+            scope=self._scope(membership), key=key)).deleted
+
+    def store_count(self, membership):
+        return self._call("StoreCount", pb.StoreCountRequest(
+            scope=self._scope(membership))).count
+
+
+class Heartbeat:
+    """A daemon thread renewing a membership's lease (see
+    Client.start_heartbeat). `error` holds the ShardError that stopped it,
+    if any (ABORTED: the generation ended, re-join)."""
+
+    def __init__(self, client, membership, interval):
+        self.error = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(client, membership, interval),
+            name=f"shard-heartbeat-{membership.member_id}", daemon=True)
+        self._thread.start()
+
+    def _run(self, client, membership, interval):
+        while not self._stop.wait(interval):
+            try:
+                client.heartbeat(membership)
+            except ShardError as error:
+                if error.code in RETRYABLE:
+                    continue
+                self.error = error
+                return
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+
+def default_member_id():
+    """pod/host name plus the local rank (LOCAL_RANK, else RANK, else the
+    process id): stable across restarts of the same worker under torchrun
+    or a Kubernetes Job."""
+    host = os.environ.get("HOSTNAME") or os.uname().nodename
+    local = os.environ.get("LOCAL_RANK") or os.environ.get("RANK")
+    return f"{host}-{local if local is not None else os.getpid()}"

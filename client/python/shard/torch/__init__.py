@@ -1,0 +1,15 @@
+"""PyTorch pieces of the shard client.
+
+DistributedShardSampler is a drop-in for
+torch.utils.data.distributed.DistributedSampler whose indices come from the
+coordinator (the same indices, bit for bit), DistributedEvalSampler splits
+every sample exactly once across ranks (no padding), gather_uneven collects
+variable-length per-rank results, and CoordinatorStore lets
+init_process_group form through the coordinator (no MASTER_ADDR/PORT).
+"""
+from shard.torch.gather import gather_uneven
+from shard.torch.sampler import DistributedEvalSampler, DistributedShardSampler
+from shard.torch.store import CoordinatorStore
+
+__all__ = ["CoordinatorStore", "DistributedEvalSampler",
+           "DistributedShardSampler", "gather_uneven"]

@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""shard.Client errors and the rendezvous store over a real shardd.
+
+- an unknown job, a spec mismatch, a bad token and an ended generation
+  raise ShardError with NOT_FOUND, FAILED_PRECONDITION, UNAUTHENTICATED and
+  ABORTED, carrying the coordinator's message;
+- the store calls of a generation (set/get/add/compare-set/wait/delete/
+  count) behave as c10d expects, and a get with a wait returns None when the
+  key never comes;
+- two processes form a Gloo process group through CoordinatorStore (no
+  MASTER_ADDR/PORT) and all_reduce over it; gather_uneven returns every
+  rank's variable-length tensor in rank order.
+Exit status 0 when every check passes.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+
+import grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
+from shardd_process import ShardDaemon  # noqa: E402
+
+RESULTS = {"passed": 0, "failed": 0}
+
+
+def check(condition, what):
+    RESULTS["passed" if condition else "failed"] += 1
+    print(("ok      " if condition else "FAILED  ") + what, flush=True)
+
+
+def raises(code, call):
+    """Whether `call` raises ShardError with `code` (and a message)."""
+    import shard
+    try:
+        call()
+    except shard.ShardError as error:
+        return error.code == code and bool(error.message)
+    return False
+
+
+# Run as a child process: one rank of the process-group check.
+def rank_main(address, job, world):
+    import torch
+    import torch.distributed as dist
+    import shard.torch
+    sampler = shard.torch.DistributedShardSampler(
+        range(10), coordinator=address, job=job, num_replicas=world,
+        member=f"rank-{os.environ['SHARD_TEST_RANK']}")
+    dist.init_process_group("gloo", store=shard.torch.CoordinatorStore(sampler),
+                            rank=sampler.rank, world_size=sampler.num_replicas)
+    total = torch.tensor([sampler.rank + 1.0])
+    dist.all_reduce(total)
+    parts = shard.torch.gather_uneven(
+        torch.arange(sampler.rank + 1, dtype=torch.int64))
+    print(f"{sampler.rank} {total.item()} "
+          f"{[p.tolist() for p in parts]}", flush=True)
+    dist.destroy_process_group()
+    sampler.close()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin-dir")
+    parser.add_argument("--python-dir", required=True)
+    parser.add_argument("--rank-of", nargs=3, metavar=("ADDRESS", "JOB", "W"))
+    args = parser.parse_args()
+    sys.path.insert(0, args.python_dir)
+    if args.rank_of:
+        rank_main(args.rank_of[0], args.rank_of[1], int(args.rank_of[2]))
+        return 0
+    import shard
+    from shard.client import job_spec
+
+    work = tempfile.mkdtemp(prefix="shard-py-")
+    token_file = os.path.join(work, "token")
+    with open(token_file, "w") as f:
+        f.write("py-token-31b7\n")
+    os.chmod(token_file, 0o600)
+    with ShardDaemon(args.bin_dir, "--auth-token-file", token_file) as daemon:
+        client = shard.Client(daemon.address, token_file=token_file,
+                              retry_deadline=5)
+        check(raises(grpc.StatusCode.NOT_FOUND,
+                     lambda: client.join("nope", "m", wait=0)),
+              "joining an unknown job without a spec: NOT_FOUND")
+        client.create_job("job", job_spec(100, 2, seed=1))
+        check(raises(grpc.StatusCode.FAILED_PRECONDITION,
+                     lambda: client.join("job", "m",
+                                         spec=job_spec(100, 2, seed=2))),
+              "joining with another spec: FAILED_PRECONDITION")
+        anonymous = shard.Client(daemon.address, retry_deadline=5)
+        check(raises(grpc.StatusCode.UNAUTHENTICATED,
+                     lambda: anonymous.get_job("job")),
+              "a call without the token: UNAUTHENTICATED")
+
+        members = [None, None]
+
+        def join(i):
+            members[i] = client.join("job", f"m{i}", wait=60)
+        threads = [threading.Thread(target=join, args=(i,)) for i in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        a, b = sorted(members, key=lambda m: m.rank)
+        check((a.rank, b.rank, a.world_size) == (0, 1, 2), "a world of 2")
+
+        client.store_set(a, "k", b"v")
+        check(client.store_get(b, "k") == b"v", "store get sees a set")
+        check(client.store_get(b, "missing", wait=0.2) is None,
+              "a get of a key that never comes returns None after its wait")
+        check(client.store_add(a, "n", 5) == 5 and
+              client.store_add(b, "n", -2) == 3, "store add")
+        check(client.store_compare_set(a, "k", b"v", b"w") == b"w",
+              "store compare-set")
+        check(client.store_wait(b, ["k", "n"], 1.0), "store wait")
+        check(client.store_count(a) == 2, "store count")
+        check(client.store_delete(a, "n") and client.store_count(a) == 1,
+              "store delete")
+
+        client.leave(b)
+        check(raises(grpc.StatusCode.ABORTED,
+                     lambda: client.commit(a, 0, 2)),
+              "a commit of an ended generation: ABORTED")
+        check(raises(grpc.StatusCode.ABORTED,
+                     lambda: client.store_get(a, "k")),
+              "a store call of an ended generation: ABORTED")
+
+    # Two processes form a Gloo group through the coordinator.
+    with ShardDaemon(args.bin_dir) as daemon:
+        procs = [subprocess.Popen(
+            [sys.executable, __file__, "--python-dir", args.python_dir,
+             "--rank-of", daemon.address, "pg", "2"],
+            env={**os.environ, "SHARD_TEST_RANK": str(i)},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i in range(2)]
+        lines = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            check(proc.returncode == 0, f"rank process exits 0 {err[-300:]}")
+            lines += out.splitlines()
+        check(sorted(lines) == ["0 3.0 [[0], [0, 1]]", "1 3.0 [[0], [0, 1]]"],
+              f"all_reduce and gather_uneven through CoordinatorStore: "
+              f"{sorted(lines)}")
+
+    print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
+    return 1 if RESULTS["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
