@@ -225,8 +225,11 @@ class Client:
 
 class Heartbeat:
     """A daemon thread renewing a membership's lease (see
-    Client.start_heartbeat). `error` holds the ShardError that stopped it,
-    if any (ABORTED: the generation ended, re-join)."""
+    Client.start_heartbeat). A heartbeat answered ABORTED (the generation
+    ended; the lease is still renewed) keeps the thread going until the
+    owner re-joins; `error` holds the last such error, or the one that
+    stopped the thread (the member is gone: NOT_FOUND, FAILED_PRECONDITION,
+    or a refused token)."""
 
     def __init__(self, client, membership, interval):
         self.error = None
@@ -244,7 +247,9 @@ class Heartbeat:
                 if error.code in RETRYABLE:
                     continue
                 self.error = error
-                return
+                if error.code not in (grpc.StatusCode.ABORTED,
+                                      grpc.StatusCode.DEADLINE_EXCEEDED):
+                    return
 
     def stop(self):
         self._stop.set()

@@ -5,11 +5,13 @@ torch.utils.data.distributed.DistributedSampler whose indices come from the
 coordinator (the same indices, bit for bit), DistributedEvalSampler splits
 every sample exactly once across ranks (no padding), gather_uneven collects
 variable-length per-rank results, and CoordinatorStore lets
-init_process_group form through the coordinator (no MASTER_ADDR/PORT).
+init_process_group form through the coordinator (no MASTER_ADDR/PORT);
+shard.torch.init_process_group(sampler) does so and re-joins when the world
+re-forms meanwhile (processes starting or restarting in any order).
 """
 from shard.torch.gather import gather_uneven
 from shard.torch.sampler import DistributedEvalSampler, DistributedShardSampler
-from shard.torch.store import CoordinatorStore
+from shard.torch.store import CoordinatorStore, init_process_group
 
 __all__ = ["CoordinatorStore", "DistributedEvalSampler",
-           "DistributedShardSampler", "gather_uneven"]
+           "DistributedShardSampler", "gather_uneven", "init_process_group"]

@@ -39,21 +39,36 @@ class DistributedShardSampler:
                        else Client(coordinator))
         if num_replicas is None and "WORLD_SIZE" in os.environ:
             num_replicas = int(os.environ["WORLD_SIZE"])
-        spec = None
+        self._spec = None
         if num_replicas is not None:
-            spec = job_spec(self.dataset_size, num_replicas, seed=seed,
-                            shuffle=shuffle, tail=self._tail)
-        self.membership = self.client.join(job, member or default_member_id(),
-                                           spec=spec, wait=wait)
-        self._heartbeat = self.client.start_heartbeat(self.membership,
-                                                      heartbeat_interval)
+            self._spec = job_spec(self.dataset_size, num_replicas, seed=seed,
+                                  shuffle=shuffle, tail=self._tail)
+        self._job = job
+        self._member = member or default_member_id()
+        self._wait = wait
+        self._heartbeat_interval = heartbeat_interval
+        self._heartbeat = None
+        self.rejoin()
+
+    def rejoin(self):
+        """Joins the job's current world again (after ABORTED: a member
+        left, restarted or lost its lease, so the world re-formed): new
+        rank, world size and generation, and the next iter() resumes at the
+        committed position."""
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+        self.membership = self.client.join(self._job, self._member,
+                                           spec=self._spec, wait=self._wait)
+        self._heartbeat = self.client.start_heartbeat(
+            self.membership, self._heartbeat_interval)
         self.rank = self.membership.rank
         self.num_replicas = self.membership.world_size
         self.epoch = self.membership.committed_epoch
         self._next_epoch = self.epoch
         self._resume = (self.membership.committed_epoch,
                         self.membership.committed_position)
-        self._start = 0
+        # Before the first iter(), `position` is where it will start.
+        self._start = self._resume[1]
         self._yielded = 0
 
     def __len__(self):
@@ -87,7 +102,8 @@ class DistributedShardSampler:
     @property
     def position(self):
         """Global position in the epoch after the indices yielded so far
-        (every rank yielding as many makes it a commit point)."""
+        (every rank yielding as many makes it a commit point); before the
+        first iter(), where it will start (the committed position)."""
         return self._start + self._yielded * self.num_replicas
 
     def state_dict(self):
@@ -96,7 +112,8 @@ class DistributedShardSampler:
     def load_state_dict(self, state):
         """The next iter() resumes `state`'s epoch at its position."""
         self._resume = (int(state["epoch"]), int(state["position"]))
-        self._next_epoch = self._resume[0]
+        self.epoch = self._next_epoch = self._resume[0]
+        self._start, self._yielded = self._resume[1], 0
 
     def commit(self, epoch=None, position=None):
         """Records with the coordinator that every rank consumed `position`

@@ -1,6 +1,7 @@
 """torch.distributed.Store over the coordinator's rendezvous space."""
 from datetime import timedelta
 
+import grpc
 import torch.distributed as dist
 
 from shard.errors import ShardError
@@ -68,8 +69,57 @@ class CoordinatorStore(dist.Store):
                                f"{timeout}")
 
 
+def init_process_group(sampler, backend=None, **kwargs):
+    """torch.distributed.init_process_group through the coordinator for
+    the sampler's world (Gloo, or NCCL when CUDA is available, unless
+    `backend` says). Processes of a job start and restart in any order: when
+    the world re-forms during the rendezvous (ABORTED), the sampler joins
+    the new world and the rendezvous starts again."""
+    import torch
+    backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    while True:
+        groups_before = _group_count()
+        try:
+            dist.init_process_group(backend, store=CoordinatorStore(sampler),
+                                    rank=sampler.rank,
+                                    world_size=sampler.num_replicas, **kwargs)
+            return
+        except (ShardError, RuntimeError) as error:
+            aborted = (error.code == grpc.StatusCode.ABORTED
+                       if isinstance(error, ShardError)
+                       else "ABORTED" in str(error))
+            if not aborted:
+                raise
+            if dist.is_initialized():
+                dist.destroy_process_group()
+            # The failed attempt counted a group; the rendezvous keys of the
+            # next one (store_based_barrier_key:N) must match the ranks that
+            # form their group at the first attempt.
+            _set_group_count(groups_before)
+            sampler.rejoin()
+
+
+def _group_count():
+    """torch's count of process groups created (1.13: a module global;
+    2.x: _world.group_count)."""
+    c10d = dist.distributed_c10d
+    world = getattr(c10d, "_world", None)
+    if world is not None and hasattr(world, "group_count"):
+        return world.group_count
+    return c10d._group_count
+
+
+def _set_group_count(count):
+    c10d = dist.distributed_c10d
+    world = getattr(c10d, "_world", None)
+    if world is not None and hasattr(world, "group_count"):
+        world.group_count = count
+    else:
+        c10d._group_count = count
+
+
 def _bytes(value):
     return value.encode() if isinstance(value, str) else bytes(value)
 
 
-__all__ = ["CoordinatorStore", "ShardError"]
+__all__ = ["CoordinatorStore", "init_process_group"]
