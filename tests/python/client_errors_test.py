@@ -7,6 +7,8 @@
 - the store calls of a generation (set/get/add/compare-set/wait/delete/
   count) behave as c10d expects, and a get with a wait returns None when the
   key never comes;
+- a stream continues across a coordinator restart (SIGKILL, same port and
+  data directory) with exactly the indices it was still owed;
 - two processes form a Gloo process group through CoordinatorStore (no
   MASTER_ADDR/PORT) and all_reduce over it; gather_uneven returns every
   rank's variable-length tensor in rank order.
@@ -129,6 +131,24 @@ def main():
         check(raises(grpc.StatusCode.ABORTED,
                      lambda: client.store_get(a, "k")),
               "a store call of an ended generation: ABORTED")
+
+    # A stream rides through a coordinator restart (UNAVAILABLE: reconnect
+    # from the first index not yet received).
+    with ShardDaemon(args.bin_dir) as daemon:
+        from torch.utils.data.distributed import DistributedSampler
+        client = shard.Client(daemon.address, retry_deadline=60)
+        n = 200000
+        member = client.join("restart", "m", spec=job_spec(n, 1, seed=3))
+        stream = client.stream(member, 0, chunk_indices=1024,
+                               prefetch_bytes=16 << 10)
+        got = [int(i) for i in next(stream)]
+        daemon.kill()
+        daemon.restart()
+        for chunk in stream:
+            got += chunk.tolist()
+        ref = DistributedSampler(range(n), num_replicas=1, rank=0, seed=3)
+        check(got == list(ref), f"a stream across a coordinator restart "
+              f"yields every index once, in order ({len(got)} of {n})")
 
     # Two processes form a Gloo group through the coordinator.
     with ShardDaemon(args.bin_dir) as daemon:
