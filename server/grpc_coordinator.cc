@@ -26,12 +26,6 @@ absl::Time DeadlineOf(const grpc::ServerContextBase* context) {
 
 }  // namespace
 
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
-}
-
 GrpcCoordinator::GrpcCoordinator(CoordinatorService* service,
                                  GrpcCoordinatorOptions options)
     : service_(service),

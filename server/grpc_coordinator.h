@@ -11,6 +11,7 @@
 
 #include "absl/time/time.h"
 #include "server/coordinator_service.h"
+#include "server/grpc_status.h"
 #include "server/security/bearer_token.h"
 #include "server/shard_stream_reactor.h"
 #include "server/work_pool.h"
@@ -139,9 +140,6 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
   const GrpcCoordinatorOptions options_;
   WorkPool blocking_calls_;
 };
-
-// absl::Status -> grpc::Status with the same code and message.
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 }  // namespace shard::server
 

@@ -10,11 +10,10 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 #include "server/coordinator_service.h"
+#include "server/grpc_status.h"
 #include "server/parked_calls.h"
 
 namespace shard::server {
-
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 template <typename Response>
 class ParkedCallReactor final : public grpc::ServerUnaryReactor {

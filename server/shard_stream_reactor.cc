@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "proto/index_chunk_codec.h"
-#include "server/grpc_coordinator.h"
+#include "server/grpc_status.h"
 
 namespace shard::server {
 

@@ -32,6 +32,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/storage/file_system.h"
+#include "common/version.h"
 #include "grpcpp/grpcpp.h"
 #include "server/coordinator_server.h"
 #include "server/coordinator_service.h"
@@ -293,6 +294,14 @@ std::vector<std::string> DashesToUnderscores(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // One line, like shardctl and shard-train (Abseil's own --version would
+  // print the build mode too).
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--version") {
+      std::cout << "shardd " << shard::Version() << "\n";
+      return 0;
+    }
+  }
   absl::SetProgramUsageMessage(
       "shardd --listen HOST:PORT (--data-dir DIR | --in-memory) "
       "[--snapshot-every N] [--lease 10s] [--max-order-bytes N] "

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli_flags.h"
 #include "client/security_flags.h"
+#include "common/version.h"
 #include "trainer/trainer.h"
 
 namespace {
@@ -129,6 +130,10 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "--version") {
+    std::printf("shard-train %s\n", shard::Version().c_str());
+    return 0;
+  }
   if (!args.empty() && (args[0] == "--help" || args[0] == "help")) {
     std::fputs(kUsage, stdout);
     return 0;

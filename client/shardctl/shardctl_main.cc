@@ -19,6 +19,7 @@
 #include "client/security_flags.h"
 #include "client/shardctl/admin_commands.h"
 #include "client/shardctl/commands.h"
+#include "common/version.h"
 
 namespace {
 
@@ -53,7 +54,9 @@ int Fail(const std::string& message, int code) {
 int main(int argc, char** argv) {
   std::vector<std::string> global_args;
   int i = 1;
-  while (i < argc && absl::StartsWith(argv[i], "--")) {
+  while (i < argc && absl::StartsWith(argv[i], "--") &&
+         std::string(argv[i]) != "--version" &&
+         std::string(argv[i]) != "--help") {
     global_args.push_back(argv[i++]);
     if (global_args.back().find('=') == std::string::npos && i < argc) {
       global_args.push_back(argv[i++]);
@@ -65,6 +68,10 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[i];
   const std::vector<std::string> command_args(argv + i + 1, argv + argc);
+  if (command == "--version" || command == "version") {
+    std::printf("shardctl %s\n", shard::Version().c_str());
+    return 0;
+  }
   if (command == "help" || command == "--help") {
     std::fputs(kUsage, stdout);
     return 0;

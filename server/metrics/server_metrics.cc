@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/version.h"
 #include "grpcpp/support/status.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/collectable.h"
@@ -202,7 +203,7 @@ ServerMetrics::ServerMetrics()
       .Name("shard_build_info")
       .Help("Always 1; the labels describe the running shardd.")
       .Register(*registry_)
-      .Add({{"version", SHARD_VERSION}})
+      .Add({{"version", shard::Version()}})
       .Set(1);
 }
 

@@ -1,0 +1,7 @@
+#include "common/version.h"
+
+namespace shard {
+
+std::string Version() { return SHARD_VERSION; }
+
+}  // namespace shard

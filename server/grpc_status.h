@@ -1,0 +1,15 @@
+// absl::Status -> grpc::Status for the server's gRPC glue.
+#ifndef SERVER_GRPC_STATUS_H_
+#define SERVER_GRPC_STATUS_H_
+
+#include "absl/status/status.h"
+#include "grpcpp/support/status.h"
+
+namespace shard::server {
+
+// The same code and message (absl and gRPC share the canonical codes).
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace shard::server
+
+#endif  // SERVER_GRPC_STATUS_H_
