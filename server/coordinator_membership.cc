@@ -30,18 +30,20 @@ void CoordinatorService::LeaseLoop() {
   }
 }
 
+absl::Time CoordinatorService::LeaseClock() const {
+  return options_.now() - stalled_;
+}
+
 void CoordinatorService::RenewLease(const std::string& job_id,
                                     const std::string& member_id) {
-  last_seen_[{job_id, member_id}] = options_.now();
+  last_seen_[{job_id, member_id}] = LeaseClock();
 }
 
 void CoordinatorService::ExpireLeases(absl::Duration stalled) {
   absl::MutexLock lock(&mu_);
   if (!CheckServing().ok()) return;
-  const absl::Time now = options_.now();
-  if (stalled > absl::ZeroDuration()) {
-    for (auto& [member, seen] : last_seen_) seen += stalled;
-  }
+  stalled_ += stalled;
+  const absl::Time now = LeaseClock();
   std::vector<std::pair<std::string, std::string>> expired;
   for (const auto& [id, job] : state_.jobs()) {
     for (const std::string& member : job.members) {
@@ -150,16 +152,15 @@ ParkedCalls::Completion CoordinatorService::DurableReply(
 }
 
 absl::Status CoordinatorService::Persist(const StateUpdate& update) {
-  if (absl::Status s = state_.Check(update); !s.ok()) {
+  if (absl::Status s = state_.Apply(update); !s.ok()) {
     return absl::InternalError(
         absl::StrCat("refusing to journal an update that does not fit the "
                      "state: ",
                      s.message()));
   }
+  // A broken journal refuses the record, and from then on CheckServing()
+  // refuses every call: the update applied above is never observed.
   if (absl::Status s = log_->Enqueue(update).status(); !s.ok()) return s;
-  if (absl::Status s = state_.Apply(update); !s.ok()) {
-    return absl::InternalError(s.message());  // Checked above: unreachable.
-  }
   log_->MaybeSnapshot(state_);
   return absl::OkStatus();
 }

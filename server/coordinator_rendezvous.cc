@@ -22,18 +22,6 @@ absl::StatusOr<RendezvousStore::Scope> CoordinatorService::CheckScope(
   return RendezvousStore::Scope(scope.job_id(), scope.generation());
 }
 
-namespace {
-
-// Deadline of a store wait: wait_ms (at most `max_wait`) from now, bounded
-// by the call.
-absl::Time StoreDeadline(uint32_t wait_ms, absl::Duration max_wait,
-                         absl::Time call_deadline) {
-  return std::min(absl::Now() + std::min(absl::Milliseconds(wait_ms), max_wait),
-                  call_deadline);
-}
-
-}  // namespace
-
 absl::StatusOr<shard::v1::StoreSetResponse> CoordinatorService::StoreSet(
     const shard::v1::StoreSetRequest& request) {
   absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
@@ -49,9 +37,8 @@ CoordinatorService::StartStoreWaiting(const shard::v1::StoreScope& scope,
                                       absl::Time call_deadline) {
   absl::StatusOr<RendezvousStore::Scope> checked = CheckScope(scope);
   if (!checked.ok()) return checked.status();
-  StoreWaitStart start{
-      *std::move(checked), std::nullopt,
-      StoreDeadline(wait_ms, options_.max_wait, call_deadline)};
+  StoreWaitStart start{*std::move(checked), std::nullopt,
+                       WaitDeadline(wait_ms, call_deadline)};
   if (wait_ms > 0) {
     absl::StatusOr<WaitingCalls::Slot> entered = waiting_calls_.Enter(kind);
     if (!entered.ok()) return entered.status();

@@ -36,6 +36,13 @@ void EraseJobEntries(
 
 }  // namespace
 
+absl::Time CoordinatorService::WaitDeadline(uint32_t wait_ms,
+                                            absl::Time call_deadline) const {
+  return std::min(
+      absl::Now() + std::min(absl::Milliseconds(wait_ms), options_.max_wait),
+      call_deadline);
+}
+
 JobIncarnation IncarnationOf(const JobState& job) {
   return {job.job_id, job.incarnation};
 }
@@ -266,32 +273,27 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
 ParkedCalls::Handle CoordinatorService::StartJoinJob(
     const shard::v1::JoinJobRequest& request, absl::Time call_deadline,
     Reply<shard::v1::JoinJobResponse> reply) {
-  const absl::Duration wait = std::min(
-      absl::Milliseconds(request.wait_for_world_ms()), options_.max_wait);
-  const absl::Time deadline = std::min(absl::Now() + wait, call_deadline);
+  const absl::Time deadline =
+      WaitDeadline(request.wait_for_world_ms(), call_deadline);
   const std::string& job_id = request.job_id();
   const std::string& member_id = request.member_id();
   const bool wait_asked = request.wait_for_world_ms() > 0;
 
   absl::MutexLock lock(&mu_);
-  if (absl::Status s = AddMember(request); !s.ok()) {
-    parked_.Complete(DurableReply(
-        std::move(reply), absl::StatusOr<shard::v1::JoinJobResponse>(s)));
-    return {};
-  }
+  // Answers without parking (on the completion pool: never under mu_).
+  auto answer_now =
+      [this, &reply](absl::StatusOr<shard::v1::JoinJobResponse> answer)
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            parked_.Complete(DurableReply(std::move(reply), std::move(answer)));
+            return ParkedCalls::Handle();
+          };
+  if (absl::Status s = AddMember(request); !s.ok()) return answer_now(s);
   if (!wait_asked || JoinSettled(job_id, member_id)) {
-    parked_.Complete(DurableReply(std::move(reply),
-                                  JoinAnswer(job_id, member_id, wait_asked)));
-    return {};
+    return answer_now(JoinAnswer(job_id, member_id, wait_asked));
   }
   absl::StatusOr<WaitingCalls::Slot> slot =
       waiting_calls_.Enter(WaitingCalls::Kind::kJoin);
-  if (!slot.ok()) {
-    parked_.Complete(DurableReply(
-        std::move(reply),
-        absl::StatusOr<shard::v1::JoinJobResponse>(slot.status())));
-    return {};
-  }
+  if (!slot.ok()) return answer_now(slot.status());
   // A member waiting for its world is alive: its lease does not run out
   // however long the other ranks take to arrive.
   const auto member_key = std::make_pair(job_id, member_id);

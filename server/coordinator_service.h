@@ -177,11 +177,12 @@ class CoordinatorService {
  private:
   // UNAVAILABLE while draining or once the journal broke.
   absl::Status CheckServing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Checks the update against the state, queues it in the journal, then
-  // applies it; the caller answers only after log_->AwaitDurable() of
-  // log_->last_sequence(), outside the lock. On error nothing is applied
-  // (INTERNAL for an update that does not fit: the caller validated it
-  // wrongly).
+  // Applies the update to the state (CoordinatorState::Apply checks that it
+  // fits: INTERNAL and nothing changed otherwise, the caller validated it
+  // wrongly), then queues it in the journal; the caller answers only after
+  // log_->AwaitDurable() of log_->last_sequence(), outside the lock. When
+  // the journal is broken the update stays applied in memory but is never
+  // observed: CheckServing() refuses every call from then on.
   absl::Status Persist(const shard::state::v1::StateUpdate& update)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Creates the job or checks that the stored spec equals `spec`.
@@ -272,10 +273,16 @@ class CoordinatorService {
   absl::StatusOr<plan::ShardLayout> LayoutFor(const JobState& job,
                                               uint64_t epoch) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The clock leases run on: options_.now() less the time this process
+  // could not run (stalled_), so a stall is nobody's silence.
+  absl::Time LeaseClock() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RenewLease(const std::string& job_id, const std::string& member_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LeaseLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // When a wait of `wait_ms` asked for by a request ends: at most max_wait
+  // from now, and not after the call's deadline.
+  absl::Time WaitDeadline(uint32_t wait_ms, absl::Time call_deadline) const;
   // A store get or wait about to start: its checked scope, its waiting slot
   // (none when it does not ask to wait) and its deadline.
   struct StoreWaitStart {
@@ -310,7 +317,9 @@ class CoordinatorService {
   // coordinator restart the next join records it again).
   std::map<std::pair<std::string, std::string>, uint64_t> incarnations_
       ABSL_GUARDED_BY(mu_);
-  // Last sign of life of each (job, member).
+  // Time the coordinator itself could not run, summed (see LeaseClock).
+  absl::Duration stalled_ ABSL_GUARDED_BY(mu_);
+  // Last sign of life of each (job, member), on the LeaseClock.
   std::map<std::pair<std::string, std::string>, absl::Time> last_seen_
       ABSL_GUARDED_BY(mu_);
   // JoinJob calls of each (job, member) waiting for the world right now.

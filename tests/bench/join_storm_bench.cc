@@ -30,6 +30,7 @@
 #include "grpcpp/grpcpp.h"
 #include "shard/v1/shard.grpc.pb.h"
 #include "tests/bench/bench_report.h"
+#include "tests/support/async_joins.h"
 
 namespace shard::bench {
 namespace {
@@ -117,56 +118,6 @@ class Heartbeater {
   std::thread thread_;
 };
 
-// W joins in flight through the callback client API.
-class Joins {
- public:
-  Joins(const std::vector<std::unique_ptr<shard::v1::Coordinator::Stub>>& stubs,
-        const std::string& job, int count)
-      : calls_(count) {
-    for (int i = 0; i < count; ++i) {
-      Call& call = calls_[i];
-      call.request.set_job_id(job);
-      call.request.set_member_id(absl::StrCat("member-", i));
-      call.request.set_wait_for_world_ms(kJoinWaitMs);
-      stubs[i % stubs.size()]->async()->JoinJob(&call.context, &call.request,
-                                                &call.response,
-                                                [this](grpc::Status status) {
-                                                  absl::MutexLock lock(&mu_);
-                                                  if (status.ok()) ++ok_;
-                                                  if (++done_ == calls_.size())
-                                                    done_cv_.SignalAll();
-                                                });
-    }
-  }
-  ~Joins() {
-    for (Call& call : calls_) call.context.TryCancel();
-    AwaitDone();
-  }
-  void CancelAll() {
-    for (Call& call : calls_) call.context.TryCancel();
-  }
-  void AwaitDone() {
-    absl::MutexLock lock(&mu_);
-    while (done_ < calls_.size()) done_cv_.Wait(&mu_);
-  }
-  size_t ok() {
-    absl::MutexLock lock(&mu_);
-    return ok_;
-  }
-
- private:
-  struct Call {
-    grpc::ClientContext context;
-    shard::v1::JoinJobRequest request;
-    shard::v1::JoinJobResponse response;
-  };
-  std::vector<Call> calls_;
-  absl::Mutex mu_;
-  absl::CondVar done_cv_;
-  size_t done_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t ok_ ABSL_GUARDED_BY(mu_) = 0;
-};
-
 bool CreateJob(shard::v1::Coordinator::Stub* stub, const std::string& id,
                uint32_t world) {
   shard::v1::CreateJobRequest request;
@@ -200,8 +151,10 @@ std::string LatencyJson(const std::string& prefix,
 }
 
 int Run(const std::string& address, int pid, int joins) {
-  auto stubs = Connect(address);
-  shard::v1::Coordinator::Stub* control = stubs[0].get();
+  const auto connections = Connect(address);
+  std::vector<shard::v1::Coordinator::Stub*> stubs;
+  for (const auto& stub : connections) stubs.push_back(stub.get());
+  shard::v1::Coordinator::Stub* control = stubs[0];
   if (!CreateJob(control, "bench-other", 1)) {
     return Fail("cannot create the heartbeating job");
   }
@@ -224,7 +177,7 @@ int Run(const std::string& address, int pid, int joins) {
   const absl::Time storm_began = absl::Now();
   size_t formed = 0;
   {
-    Joins storm(stubs, storm_job, joins);
+    testing::AsyncJoins storm(stubs, storm_job, "member-", joins, kJoinWaitMs);
     storm.AwaitDone();
     formed = storm.ok();
   }
@@ -241,7 +194,7 @@ int Run(const std::string& address, int pid, int joins) {
   std::vector<double> wait_ms;
   int wait_failures = 0;
   {
-    Joins waiting(stubs, wait_job, joins);
+    testing::AsyncJoins waiting(stubs, wait_job, "member-", joins, kJoinWaitMs);
     while (JoinedMembers(control, wait_job) < static_cast<uint32_t>(joins)) {
       absl::SleepFor(absl::Milliseconds(20));
     }

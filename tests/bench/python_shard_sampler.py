@@ -8,11 +8,11 @@ EPOCH > 0 (so the coordinator prepares EPOCH in the background, as during
 training; not timed), then prints the JSON line of python_sampler.py for
 EPOCH: the clock starts when iter() is called.
 """
-import json
-import resource
 import sys
 import threading
 import time
+
+from python_sampler import report
 
 
 def main():
@@ -35,18 +35,7 @@ def main():
         time.sleep(2)  # Stands in for the rest of an epoch of training.
     sampler.set_epoch(epoch)
     start = time.perf_counter()
-    it = iter(sampler)
-    next(it)
-    first = time.perf_counter()
-    total = 1
-    for _ in it:
-        total += 1
-    drain = time.perf_counter()
-    print(json.dumps({
-        "mode": "shard-python", "first_index_s": first - start,
-        "drain_s": drain - start, "indices": total,
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }))
+    report("shard-python", start, iter(sampler))
 
 
 if __name__ == "__main__":

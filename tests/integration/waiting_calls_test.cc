@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/support/async_joins.h"
 #include "tests/support/test_cluster.h"
 
 namespace shard::testing {
@@ -37,62 +38,6 @@ bool Eventually(Predicate done) {
   return true;
 }
 
-// Joins started with gRPC's callback client API: no client thread each.
-class AsyncJoins {
- public:
-  AsyncJoins(shard::v1::Coordinator::Stub* stub, const std::string& job,
-             int count, uint32_t wait_ms)
-      : calls_(count) {
-    for (int i = 0; i < count; ++i) {
-      Call& call = calls_[i];
-      call.request.set_job_id(job);
-      call.request.set_member_id(absl::StrCat("m", i));
-      call.request.set_wait_for_world_ms(wait_ms);
-      stub->async()->JoinJob(&call.context, &call.request, &call.response,
-                             [this, &call](grpc::Status status) {
-                               absl::MutexLock lock(&mu_);
-                               call.status = std::move(status);
-                               ++finished_;
-                             });
-    }
-  }
-  ~AsyncJoins() {
-    CancelAll();
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](AsyncJoins* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
-          return self->finished_ == self->calls_.size();
-        },
-        this));
-  }
-
-  void CancelAll() {
-    for (Call& call : calls_) call.context.TryCancel();
-  }
-  size_t finished() {
-    absl::MutexLock lock(&mu_);
-    return finished_;
-  }
-  grpc::Status status(int i) {
-    absl::MutexLock lock(&mu_);
-    return calls_[i].status;
-  }
-  const shard::v1::JoinJobResponse& response(int i) {
-    return calls_[i].response;
-  }
-
- private:
-  struct Call {
-    grpc::ClientContext context;
-    shard::v1::JoinJobRequest request;
-    shard::v1::JoinJobResponse response;
-    grpc::Status status;
-  };
-  std::vector<Call> calls_;
-  absl::Mutex mu_;
-  size_t finished_ ABSL_GUARDED_BY(mu_) = 0;
-};
-
 void CreateJob(TestCluster& cluster, const std::string& id, uint32_t world) {
   shard::v1::CreateJobRequest create;
   create.set_job_id(id);
@@ -107,7 +52,7 @@ TEST(WaitingCallsTest, WaitingJoinsHoldNoThreadAndCancellingEndsThem) {
   auto stub = cluster.NewStub();
   const int threads_before = ProcessThreads();
   constexpr int kJoins = 200;
-  AsyncJoins joins(stub.get(), "big", kJoins, /*wait_ms=*/600000);
+  AsyncJoins joins({stub.get()}, "big", "m", kJoins, /*wait_ms=*/600000);
   ASSERT_TRUE(Eventually(
       [&] { return cluster.service().waiting_calls(Kind::kJoin) == kJoins; }));
   // A thread per waiting call would add 200.
@@ -131,7 +76,7 @@ TEST(WaitingCallsTest, WaitingJoinsAreAnsweredWhenTheWorldForms) {
   constexpr int kWorld = 64;
   CreateJob(cluster, "job", kWorld);
   auto stub = cluster.NewStub();
-  AsyncJoins joins(stub.get(), "job", kWorld, /*wait_ms=*/600000);
+  AsyncJoins joins({stub.get()}, "job", "m", kWorld, /*wait_ms=*/600000);
   ASSERT_TRUE(Eventually([&] { return joins.finished() == kWorld; }));
   std::vector<bool> ranks(kWorld, false);
   for (int i = 0; i < kWorld; ++i) {

@@ -14,7 +14,6 @@
   rank's variable-length tensor in rank order.
 Exit status 0 when every check passes.
 """
-import argparse
 import os
 import subprocess
 import sys
@@ -23,16 +22,7 @@ import threading
 
 import grpc
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
-from shardd_process import ShardDaemon  # noqa: E402
-
-RESULTS = {"passed": 0, "failed": 0}
-
-
-def check(condition, what):
-    RESULTS["passed" if condition else "failed"] += 1
-    print(("ok      " if condition else "FAILED  ") + what, flush=True)
+from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
 
 
 def raises(code, call):
@@ -66,12 +56,11 @@ def rank_main(address, job, world):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bin-dir")
-    parser.add_argument("--python-dir", required=True)
-    parser.add_argument("--rank-of", nargs=3, metavar=("ADDRESS", "JOB", "W"))
-    args = parser.parse_args()
-    sys.path.insert(0, args.python_dir)
+    args = parse_args(
+        __doc__.splitlines()[0],
+        lambda parser: parser.add_argument(
+            "--rank-of", nargs=3, metavar=("ADDRESS", "JOB", "W")),
+        bin_dir_required=False)
     if args.rank_of:
         rank_main(args.rank_of[0], args.rank_of[1], int(args.rank_of[2]))
         return 0
@@ -167,8 +156,7 @@ def main():
               f"all_reduce and gather_uneven through CoordinatorStore: "
               f"{sorted(lines)}")
 
-    print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
-    return 1 if RESULTS["failed"] else 0
+    return exit_code()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@
    run) holds every index of every epoch exactly once.
 Exit status 0 when every check passes.
 """
-import argparse
 import collections
 import glob
 import os
@@ -26,16 +25,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
                        "train_ddp.py")
-sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
-from shardd_process import ShardDaemon  # noqa: E402
+from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
 
-RESULTS = {"passed": 0, "failed": 0}
 WORLD = 3
-
-
-def check(condition, what):
-    RESULTS["passed" if condition else "failed"] += 1
-    print(("ok      " if condition else "FAILED  ") + what, flush=True)
 
 
 def start(python_dir, address, job, size, epochs, work, attempt):
@@ -79,11 +71,7 @@ def planned(size, epoch, rank):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bin-dir", required=True)
-    parser.add_argument("--python-dir", required=True)
-    args = parser.parse_args()
-    sys.path.insert(0, args.python_dir)
+    args = parse_args(__doc__.splitlines()[0])
     import shard
 
     with ShardDaemon(args.bin_dir) as daemon:
@@ -137,8 +125,7 @@ def main():
                   f"epoch {epoch}: the committed history holds each of "
                   f"{size} indices exactly once ({len(trained)} trained)")
 
-    print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
-    return 1 if RESULTS["failed"] else 0
+    return exit_code()
 
 
 if __name__ == "__main__":

@@ -11,23 +11,16 @@ state_dict taken mid-epoch must resume with exactly the remaining indices,
 and commit() must be recorded by the coordinator.
 Exit status 0 when every check passes.
 """
-import argparse
+import functools
 import itertools
-import os
 import sys
 import threading
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
-from shardd_process import ShardDaemon  # noqa: E402
+from harness import ShardDaemon, exit_code, parse_args  # noqa: E402
+from harness import check as _check  # noqa: E402
 
-RESULTS = {"passed": 0, "failed": 0}
-
-
-def check(condition, what):
-    RESULTS["passed" if condition else "failed"] += 1
-    if not condition:
-        print("FAILED  " + what, flush=True)
+# 1,600 checks: print only the failures.
+check = functools.partial(_check, quiet=True)
 
 
 def grid():
@@ -59,11 +52,7 @@ def join_all(make, world):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bin-dir", required=True)
-    parser.add_argument("--python-dir", required=True)
-    args = parser.parse_args()
-    sys.path.insert(0, args.python_dir)
+    args = parse_args(__doc__.splitlines()[0])
     import shard  # noqa: E402
     import shard.torch  # noqa: E402
     import torch  # noqa: E402
@@ -139,9 +128,7 @@ def main():
         for s in resumable:
             s.close()
 
-    print(f"{cases} cases; {RESULTS['passed']} checks passed, "
-          f"{RESULTS['failed']} failed")
-    return 1 if RESULTS["failed"] else 0
+    return exit_code(f"{cases} cases; checks: ")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,40 @@
+"""Shared by the Python client tests: the command line (--bin-dir with
+shardd, --python-dir with the built package, which goes on sys.path), the
+real shardd (ShardDaemon) and pass/fail bookkeeping."""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "conformance"))
+from shardd_process import ShardDaemon  # noqa: E402
+
+__all__ = ["ShardDaemon", "check", "exit_code", "parse_args"]
+
+RESULTS = {"passed": 0, "failed": 0}
+
+
+def parse_args(description, add_arguments=None, bin_dir_required=True):
+    """Parses --bin-dir, --python-dir (and what `add_arguments(parser)`
+    adds) and puts the package on sys.path."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--bin-dir", required=bin_dir_required)
+    parser.add_argument("--python-dir", required=True)
+    if add_arguments:
+        add_arguments(parser)
+    args = parser.parse_args()
+    sys.path.insert(0, args.python_dir)
+    return args
+
+
+def check(condition, what, quiet=False):
+    """Counts a check; prints it (only a failure when `quiet`)."""
+    RESULTS["passed" if condition else "failed"] += 1
+    if not (quiet and condition):
+        print(("ok      " if condition else "FAILED  ") + what, flush=True)
+
+
+def exit_code(prefix=""):
+    """Prints the tally and returns the process's exit status."""
+    print(f"{prefix}{RESULTS['passed']} passed, {RESULTS['failed']} failed")
+    return 1 if RESULTS["failed"] else 0
