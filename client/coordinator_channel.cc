@@ -1,4 +1,4 @@
-#include "client/coordinator_channel.h"
+#include "shard/client/coordinator_channel.h"
 
 #include <utility>
 #include <vector>

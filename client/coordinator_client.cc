@@ -1,4 +1,4 @@
-#include "client/coordinator_client.h"
+#include "shard/client/coordinator_client.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,9 +6,9 @@
 #include <utility>
 
 #include "absl/time/clock.h"
-#include "client/coordinator_channel.h"
 #include "client/grpc_status.h"
 #include "grpcpp/grpcpp.h"
+#include "shard/client/coordinator_channel.h"
 
 namespace shard::client {
 namespace {

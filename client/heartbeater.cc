@@ -1,4 +1,4 @@
-#include "client/heartbeater.h"
+#include "shard/client/heartbeater.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "client/retry.h"
+#include "shard/client/retry.h"
 
 #include <algorithm>
 #include <random>

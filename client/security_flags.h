@@ -8,7 +8,7 @@
 #include <string>
 
 #include "client/cli_flags.h"
-#include "client/coordinator_channel.h"
+#include "shard/client/coordinator_channel.h"
 
 namespace shard::client {
 

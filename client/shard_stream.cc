@@ -1,4 +1,4 @@
-#include "client/shard_stream.h"
+#include "shard/client/shard_stream.h"
 
 #include <algorithm>
 #include <cstring>

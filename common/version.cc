@@ -1,4 +1,4 @@
-#include "common/version.h"
+#include "shard/version.h"
 
 namespace shard {
 

@@ -32,13 +32,13 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/storage/file_system.h"
-#include "common/version.h"
 #include "grpcpp/grpcpp.h"
 #include "server/coordinator_server.h"
 #include "server/coordinator_service.h"
 #include "server/event_log.h"
 #include "server/metrics/server_metrics.h"
 #include "server/storage/state_log.h"
+#include "shard/version.h"
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:7070",
           "HOST:PORT to serve gRPC on; port 0 picks a free port");

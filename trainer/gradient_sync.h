@@ -19,7 +19,7 @@
 #include <mutex>
 #include <vector>
 
-#include "client/torch/torch_compat.h"
+#include "shard/client/torch/torch_compat.h"
 #include "torch/types.h"
 
 namespace shard::trainer {

@@ -10,21 +10,27 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli_flags.h"
+#include "client/job_spec_flags.h"
 #include "client/security_flags.h"
-#include "common/version.h"
+#include "shard/version.h"
 #include "trainer/trainer.h"
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: shard-train --coordinator HOST:PORT --job ID [--member M]\n"
-    "  [--world-size W] [--dataset-size N] [--backend auto|gloo|nccl]\n"
-    "  [--epochs 1] [--batch-size 32] [--lr 0.05] [--checkpoint-dir DIR]\n"
-    "  [--checkpoint-every STEPS] [--log-indices FILE] [--eval-size 1000]\n"
+    "  [--dataset synthetic|fashion-mnist|records] [--data-path DIR]\n"
+    "  [--dataset-size N] [--eval-size N] [--model linear|mlp|cnn]\n"
+    "  [--backend auto|gloo|nccl] [--epochs 1] [--batch-size 32] [--lr 0.05]\n"
+    "  [--checkpoint-dir DIR] [--checkpoint-every STEPS] [--log-indices FILE]\n"
     "  [--join-wait 10m] [--pg-timeout 5m] [--gloo-interface IFACE]\n"
-    "  [--min-world-size N] [--max-world-size N] [--heartbeat-interval 2s]\n"
-    "  [--max-rejoins 20] [--tls-ca PEM] [--tls-cert PEM --tls-key PEM]\n"
-    "  [--auth-token-file FILE]\n";
+    "  [--heartbeat-interval 2s] [--max-rejoins 20]\n"
+    "  [--tls-ca PEM] [--tls-cert PEM --tls-key PEM] [--auth-token-file FILE]\n"
+    "job spec (creates the job, or must equal the existing job's):\n"
+    "  [--world-size W] [--seed S] [--shuffle true|false]\n"
+    "  [--tail pad|drop|uneven] [--torch-randperm legacy|2.6]\n"
+    "  [--shuffle-algorithm torch|feistel|block] [--block-size B]\n"
+    "  [--window-blocks K] [--min-world-size N] [--max-world-size N]\n";
 
 // Hostname plus the local rank ($LOCAL_RANK, else 0).
 std::string DefaultMember() {
@@ -40,7 +46,11 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
                                     "job",
                                     "member",
                                     "world-size",
+                                    "dataset",
+                                    "data-path",
                                     "dataset-size",
+                                    "eval-size",
+                                    "model",
                                     "backend",
                                     "epochs",
                                     "batch-size",
@@ -48,36 +58,40 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
                                     "checkpoint-dir",
                                     "checkpoint-every",
                                     "log-indices",
-                                    "eval-size",
                                     "join-wait",
                                     "pg-timeout",
                                     "gloo-interface",
-                                    "min-world-size",
-                                    "max-world-size",
                                     "heartbeat-interval",
                                     "max-rejoins"};
   shard::client::AddSecurityFlagNames(accepted);
+  shard::cli::AddJobSpecFlagNames(accepted);
   absl::StatusOr<shard::cli::CliFlags> flags =
       shard::cli::CliFlags::Parse(args, accepted);
   if (!flags.ok()) return flags.status();
   shard::trainer::TrainerOptions options;
   absl::StatusOr<std::string> coordinator = flags->String("coordinator");
   absl::StatusOr<std::string> job = flags->String("job");
+  absl::StatusOr<shard::trainer::DatasetKind> dataset =
+      shard::trainer::ParseDatasetKind(flags->String("dataset", "synthetic"));
+  if (!dataset.ok()) return dataset.status();
+  const bool synthetic = *dataset == shard::trainer::DatasetKind::kSynthetic;
   absl::StatusOr<uint64_t> world = flags->Uint64("world-size", 0);
-  absl::StatusOr<uint64_t> size = flags->Uint64("dataset-size", 4096);
+  // Synthetic data: the size of a new job and of its evaluation set; real
+  // data: the first N samples (0: all).
+  absl::StatusOr<uint64_t> size =
+      flags->Uint64("dataset-size", synthetic ? 4096 : 0);
+  absl::StatusOr<uint64_t> eval =
+      flags->Uint64("eval-size", synthetic ? 1000 : 0);
   absl::StatusOr<shard::trainer::Backend> backend =
       shard::trainer::ParseBackend(flags->String("backend", "auto"));
   absl::StatusOr<uint64_t> epochs = flags->Uint64("epochs", 1);
   absl::StatusOr<uint64_t> batch = flags->Uint64("batch-size", 32);
   absl::StatusOr<double> lr = flags->Double("lr", 0.05);
   absl::StatusOr<uint64_t> every = flags->Uint64("checkpoint-every", 0);
-  absl::StatusOr<uint64_t> eval = flags->Uint64("eval-size", 1000);
   absl::StatusOr<absl::Duration> join_wait =
       flags->Duration("join-wait", absl::Minutes(10));
   absl::StatusOr<absl::Duration> pg_timeout =
       flags->Duration("pg-timeout", absl::Minutes(5));
-  absl::StatusOr<uint64_t> min_world = flags->Uint64("min-world-size", 0);
-  absl::StatusOr<uint64_t> max_world = flags->Uint64("max-world-size", 0);
   absl::StatusOr<absl::Duration> heartbeat =
       flags->Duration("heartbeat-interval", absl::Seconds(2));
   absl::StatusOr<uint64_t> max_rejoins = flags->Uint64("max-rejoins", 20);
@@ -85,17 +99,27 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
        {coordinator.status(), job.status(), world.status(), size.status(),
         backend.status(), epochs.status(), batch.status(), lr.status(),
         every.status(), eval.status(), join_wait.status(), pg_timeout.status(),
-        min_world.status(), max_world.status(), heartbeat.status(),
-        max_rejoins.status()}) {
+        heartbeat.status(), max_rejoins.status()}) {
     if (!s.ok()) return s;
   }
   if (*batch == 0) {
     return absl::InvalidArgumentError("--batch-size must be at least 1");
   }
-  if (*world > 65536 || *min_world > 65536 || *max_world > 65536) {
+  if (*world > 0) {
+    absl::StatusOr<shard::v1::JobSpec> spec =
+        shard::cli::JobSpecFromFlags(*flags, /*dataset_size=*/0, *world);
+    if (!spec.ok()) return spec.status();
+    options.job_spec = *spec;  // dataset_size comes from the data
+  } else if (shard::cli::HasJobSpecFlags(*flags)) {
     return absl::InvalidArgumentError(
-        "--world-size, --min-world-size and --max-world-size must be at most "
-        "65536");
+        "the job-spec flags (--seed, --tail, ...) state the job's spec and "
+        "need --world-size");
+  }
+  if (flags->Has("model")) {
+    absl::StatusOr<shard::trainer::ModelKind> model =
+        shard::trainer::ParseModelKind(flags->String("model", ""));
+    if (!model.ok()) return model.status();
+    options.model = *model;
   }
   if (*heartbeat <= absl::ZeroDuration() || *max_rejoins > 1000) {
     return absl::InvalidArgumentError(
@@ -105,12 +129,12 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
   options.client.security = shard::client::SecurityFromFlags(*flags);
   options.job_id = *job;
   options.member_id = flags->String("member", DefaultMember());
-  options.world_size = static_cast<uint32_t>(*world);
-  options.min_world_size = static_cast<uint32_t>(*min_world);
-  options.max_world_size = static_cast<uint32_t>(*max_world);
   options.heartbeat_interval = *heartbeat;
   options.max_rejoins = static_cast<int>(*max_rejoins);
-  options.dataset_size = *size;
+  options.data.kind = *dataset;
+  options.data.path = flags->String("data-path", "");
+  options.data.train_size = *size;
+  options.data.eval_size = *eval;
   options.process_group.backend = *backend;
   options.process_group.timeout =
       std::chrono::milliseconds(absl::ToInt64Milliseconds(*pg_timeout));
@@ -121,7 +145,6 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
   options.checkpoint_dir = flags->String("checkpoint-dir", "");
   options.checkpoint_every = *every;
   options.log_indices = flags->String("log-indices", "");
-  options.eval_size = *eval;
   options.join_wait = *join_wait;
   return options;
 }

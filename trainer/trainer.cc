@@ -10,26 +10,41 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/heartbeater.h"
-#include "client/torch/coordinator_store.h"
-#include "client/torch/shard_sampler.h"
+#include "shard/client/heartbeater.h"
+#include "shard/client/torch/coordinator_store.h"
+#include "shard/client/torch/shard_sampler.h"
 #include "torch/csrc/distributed/c10d/PrefixStore.hpp"
 #include "torch/torch.h"
 #include "trainer/checkpoint.h"
 #include "trainer/gather_uneven.h"
 #include "trainer/gradient_sync.h"
+#include "trainer/models.h"
 #include "trainer/synthetic_dataset.h"
+#include "trainer/training_data.h"
 
 namespace shard::trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A small regression network: 16 -> 32 -> 1.
-torch::nn::Sequential MakeModel() {
-  return torch::nn::Sequential(
-      torch::nn::Linear(SyntheticRegression::kFeatures, 32), torch::nn::ReLU(),
-      torch::nn::Linear(32, 1));
+// The loss of a batch: cross-entropy of logits for classification, mean
+// squared error for regression.
+torch::Tensor Loss(Task task, const torch::Tensor& output,
+                   const torch::Tensor& target) {
+  if (task == Task::kClassification) {
+    return torch::nn::functional::cross_entropy(output, target);
+  }
+  return torch::mse_loss(output, target);
+}
+
+// Per-sample evaluation scores: 1 for a correct class, 0 otherwise
+// (classification), or the squared error (regression).
+torch::Tensor Scores(Task task, const torch::Tensor& output,
+                     const torch::Tensor& target) {
+  if (task == Task::kClassification) {
+    return output.argmax(1).eq(target).to(torch::kFloat32);
+  }
+  return (output - target).pow(2).reshape({-1});
 }
 
 // FNV-1a over every parameter's bytes, in registration order.
@@ -150,23 +165,28 @@ absl::Status MembershipChanged(absl::string_view what) {
 }
 
 // Evaluates the model on the "<job>-eval" job (uneven tail: every held-out
-// sample exactly once) and gathers the per-sample results on every rank.
-absl::Status Evaluate(const TrainerOptions& options,
+// sample exactly once), gathers the per-sample results on every rank, then
+// leaves the evaluation job.
+absl::Status Evaluate(const TrainerOptions& options, const TrainingData& data,
                       const std::shared_ptr<client::CoordinatorClient>& client,
                       const client::Membership& training,
                       const ProcessGroupPtr& group,
                       torch::nn::Sequential& model, torch::Device device) {
   shard::v1::JobSpec spec;
-  spec.set_dataset_size(options.eval_size);
+  spec.set_dataset_size(data.eval_size());
   spec.set_world_size(training.world_size);
   spec.set_shuffle(false);
   spec.set_tail(shard::v1::TAIL_POLICY_UNEVEN);
   absl::StatusOr<client::Membership> eval =
       JoinJob(*client, options, training.job_id + "-eval", spec);
   if (!eval.ok()) return eval.status();
-  SyntheticRegression held_out(options.eval_size, training.spec.dataset_size());
+  // The evaluation membership needs its own heartbeats: evaluating a large
+  // held-out set may take longer than a lease.
+  client::Heartbeater eval_heartbeater(client, *eval,
+                                       options.heartbeat_interval);
+  SharedDataset held_out = data.Eval(training.spec.dataset_size());
   std::vector<int64_t> indices;
-  std::vector<float> errors;
+  std::vector<float> scores;
   auto stream = client->OpenStream(*eval, 0, 0);
   std::vector<uint64_t> batch(options.batch_size);
   torch::NoGradGuard no_grad;
@@ -178,23 +198,21 @@ absl::Status Evaluate(const TrainerOptions& options,
     for (size_t i = 0; i < *got; ++i)
       examples.push_back(held_out.get(batch[i]));
     auto [x, y] = Collate(examples);
-    torch::Tensor squared = (model->forward(x.to(device)) - y.to(device))
-                                .pow(2)
-                                .reshape({-1})
-                                .cpu();
+    torch::Tensor batch_scores =
+        Scores(data.task(), model->forward(x.to(device)), y.to(device)).cpu();
     for (size_t i = 0; i < *got; ++i) {
       indices.push_back(examples[i].index);
-      errors.push_back(squared[i].item<float>());
+      scores.push_back(batch_scores[i].item<float>());
     }
   }
   // Collectives run on the group's device (CUDA for NCCL).
-  torch::Tensor all_indices, all_errors;
+  torch::Tensor all_indices, all_scores;
   try {
     all_indices =
         GatherUneven(torch::tensor(indices, torch::kInt64).to(device), group)
             .cpu();
-    all_errors =
-        GatherUneven(torch::tensor(errors, torch::kFloat32).to(device), group)
+    all_scores =
+        GatherUneven(torch::tensor(scores, torch::kFloat32).to(device), group)
             .cpu();
   } catch (const std::exception& e) {
     return MembershipChanged(absl::StrCat("evaluation gather: ", e.what()));
@@ -203,10 +221,16 @@ absl::Status Evaluate(const TrainerOptions& options,
       all_indices.data_ptr<int64_t>(),
       all_indices.data_ptr<int64_t>() + all_indices.numel());
   std::printf(
-      "eval rank=%u local_samples=%zu samples=%lld unique=%zu mse=%.6f\n",
+      "eval rank=%u local_samples=%zu samples=%lld unique=%zu %s=%.6f\n",
       training.rank, indices.size(),
       static_cast<long long>(all_indices.numel()), unique.size(),
-      all_errors.numel() > 0 ? all_errors.mean().item<double>() : 0.0);
+      data.task() == Task::kClassification ? "accuracy" : "mse",
+      all_scores.numel() > 0 ? all_scores.mean().item<double>() : 0.0);
+  // Every rank has streamed its whole shard (the gather above needed all
+  // of them), so leaving ends no one's stream, and the evaluation job is
+  // free for the next trainers of this job (a later run, or members that
+  // joined after this one finished).
+  client->Leave(*eval).IgnoreError();
   return absl::OkStatus();
 }
 
@@ -239,21 +263,25 @@ class IndexLog {
 // One membership: join, form the process group, resume from the committed
 // progress, train, evaluate. ABORTED when the membership changes.
 absl::Status RunAttempt(
-    const TrainerOptions& options,
+    const TrainerOptions& options, const TrainingData& data,
     const std::shared_ptr<client::CoordinatorClient>& client,
     IndexLog& index_log, int attempt) {
-  std::optional<shard::v1::JobSpec> spec;
-  if (options.world_size > 0) {
-    spec.emplace();
-    spec->set_dataset_size(options.dataset_size);
-    spec->set_world_size(options.world_size);
-    spec->set_min_world_size(options.min_world_size);
-    spec->set_max_world_size(options.max_world_size);
-  }
+  std::optional<shard::v1::JobSpec> spec = options.job_spec;
+  if (spec) spec->set_dataset_size(data.train_size());
   absl::StatusOr<client::Membership> joined =
       JoinJob(*client, options, options.job_id, spec);
   if (!joined.ok()) return joined.status();
   const client::Membership membership = *joined;
+  if (!data.size_from_job() &&
+      membership.spec.dataset_size() != data.train_size()) {
+    client->Leave(membership).IgnoreError();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", membership.job_id, " has dataset_size ",
+        membership.spec.dataset_size(), " but the training data (",
+        data.description(), ") has ", data.train_size(),
+        " samples; create the job for this dataset or pass a matching "
+        "--dataset-size"));
+  }
   const uint32_t rank = membership.rank;
   const uint64_t world = membership.world_size;
   client::Heartbeater heartbeater(client, membership,
@@ -281,7 +309,12 @@ absl::Status RunAttempt(
   // the shared checkpoint) must make them equal.
   const torch::Device device = DeviceFor(backend, static_cast<int>(rank));
   torch::manual_seed(1000 + rank);
-  torch::nn::Sequential model = MakeModel();
+  const ModelKind model_kind = options.model.value_or(
+      data.task() == Task::kClassification ? ModelKind::kCnn : ModelKind::kMlp);
+  absl::StatusOr<torch::nn::Sequential> made =
+      MakeModel(model_kind, data.example_shape(), data.outputs());
+  if (!made.ok()) return made.status();
+  torch::nn::Sequential model = *made;
   model->to(device);
   torch::optim::SGD optimizer(
       model->parameters(),
@@ -305,7 +338,7 @@ absl::Status RunAttempt(
   auto progress = sampler.progress();
   progress->ResumeAt({start->epoch, start->position});
   auto loader = torch::data::make_data_loader(
-      SyntheticRegression(membership.spec.dataset_size()), std::move(sampler),
+      data.Train(membership.spec.dataset_size()), std::move(sampler),
       torch::data::DataLoaderOptions().batch_size(options.batch_size));
 
   for (uint64_t epoch = start->epoch; epoch < options.epochs; ++epoch) {
@@ -314,6 +347,7 @@ absl::Status RunAttempt(
     uint64_t samples = 0, steps = 0;
     double loss_sum = 0;
     const Clock::time_point began = Clock::now();
+    const absl::Duration index_wait_before = progress->IndexWait();
     // A periodic checkpoint runs before the next step, so the last step of
     // an epoch is covered by the epoch-end checkpoint instead: progress is
     // never recorded as the end of an epoch, only as the next one's start.
@@ -336,7 +370,7 @@ absl::Status RunAttempt(
         y = y.to(device);
         sync.Prepare();
         optimizer.zero_grad();
-        torch::Tensor loss = torch::mse_loss(model->forward(x), y);
+        torch::Tensor loss = Loss(data.task(), model->forward(x), y);
         loss.backward();
         sync.Finish();
         optimizer.step();
@@ -360,21 +394,23 @@ absl::Status RunAttempt(
     }
     const double seconds =
         std::chrono::duration<double>(Clock::now() - began).count();
+    const double index_wait =
+        absl::ToDoubleSeconds(progress->IndexWait() - index_wait_before);
     std::printf(
         "epoch %llu rank=%u steps=%llu samples=%llu loss=%.6f "
-        "samples_per_s=%.0f\n",
+        "samples_per_s=%.0f seconds=%.3f index_wait_s=%.4f\n",
         static_cast<unsigned long long>(epoch), rank,
         static_cast<unsigned long long>(steps),
         static_cast<unsigned long long>(samples),
         steps > 0 ? loss_sum / steps : 0.0,
-        seconds > 0 ? samples / seconds : 0.0);
+        seconds > 0 ? samples / seconds : 0.0, seconds, index_wait);
     std::fflush(stdout);
     if (absl::Status s = checkpointer.Save({epoch + 1, 0}); !s.ok()) return s;
   }
 
-  if (options.eval_size > 0) {
+  if (data.eval_size() > 0) {
     if (absl::Status s =
-            Evaluate(options, client, membership, *group, model, device);
+            Evaluate(options, data, client, membership, *group, model, device);
         !s.ok()) {
       return s;
     }
@@ -388,6 +424,10 @@ absl::Status RunAttempt(
 }  // namespace
 
 absl::Status RunTrainer(const TrainerOptions& options) {
+  absl::StatusOr<TrainingData> data = TrainingData::Load(options.data);
+  if (!data.ok()) return data.status();
+  std::printf("data: %s\n", data->description().c_str());
+  std::fflush(stdout);
   auto connected = client::CoordinatorClient::Connect(options.client);
   if (!connected.ok()) return connected.status();
   std::shared_ptr<client::CoordinatorClient> client = *std::move(connected);
@@ -403,7 +443,7 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   absl::Status status;
   for (int attempt = 0; attempt <= options.max_rejoins; ++attempt) {
     try {
-      status = RunAttempt(options, client, index_log, attempt);
+      status = RunAttempt(options, *data, client, index_log, attempt);
     } catch (const std::exception& e) {
       // libtorch throws; one that escapes the attempt is a bug, reported as
       // an error rather than std::terminate.

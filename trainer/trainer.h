@@ -1,17 +1,20 @@
 // The shard-train loop: join a job by the coordinator's address, form the
-// process group through it, train a small model with data-parallel SGD on
-// the streamed shards, checkpoint + commit progress, evaluate on an uneven
-// held-out split.
+// process group through it, train a model with data-parallel SGD on the
+// streamed shards of its dataset, checkpoint + commit progress, evaluate on
+// the held-out set through an uneven split (every sample exactly once).
 #ifndef TRAINER_TRAINER_H_
 #define TRAINER_TRAINER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "client/coordinator_client.h"
+#include "shard/client/coordinator_client.h"
+#include "trainer/models.h"
 #include "trainer/process_group.h"
+#include "trainer/training_data.h"
 
 namespace shard::trainer {
 
@@ -19,14 +22,16 @@ struct TrainerOptions {
   client::ClientOptions client;
   std::string job_id;
   std::string member_id;
-  // When > 0, the job is created with this world size (and dataset_size)
-  // if it does not exist; when 0 the job must exist.
-  uint32_t world_size = 0;
-  // Samples of the synthetic training set, used to create the job.
-  uint64_t dataset_size = 4096;
-  // Elastic bounds used to create the job (0: world_size).
-  uint32_t min_world_size = 0;
-  uint32_t max_world_size = 0;
+  // The job's spec, as `shardctl create-job` states it (--world-size and the
+  // job-spec flags): the job is created with it if it does not exist and it
+  // must equal an existing job's. Its dataset_size is set from `data`.
+  // Without it the job must exist.
+  std::optional<shard::v1::JobSpec> job_spec;
+  // What to train and evaluate on (--dataset, --data-path, --dataset-size,
+  // --eval-size).
+  DataOptions data;
+  // The network (--model); default: mlp for synthetic data, cnn for images.
+  std::optional<ModelKind> model;
   // Heartbeat period; must be well below the coordinator's --lease.
   absl::Duration heartbeat_interval = absl::Seconds(2);
   // How often the trainer re-joins after membership changes before giving
@@ -44,18 +49,18 @@ struct TrainerOptions {
   uint64_t checkpoint_every = 0;
   // Appends "EPOCH RANK INDEX" for every trained sample; empty: off.
   std::string log_indices;
-  // Held-out samples evaluated after training with an uneven split (job
-  // "<job>-eval"); 0 skips evaluation.
-  uint64_t eval_size = 1000;
   // How long to wait for all ranks to join.
   absl::Duration join_wait = absl::Minutes(10);
 };
 
-// Runs training to completion. Prints one progress line per epoch, the
-// evaluation result, and "final rank=<r> param_checksum=<hex>", then leaves
-// the job. When the membership changes (a member lost or admitted, a
-// collective fails) it re-joins, re-forms the process group and continues
-// from the committed progress, reloading its checkpoint.
+// Runs training to completion. Prints one progress line per epoch (with
+// the time spent waiting for indices), the evaluation result ("eval ...
+// samples=N unique=N accuracy=A" or "mse=E"), and "final rank=<r>
+// param_checksum=<hex>", then leaves the job. FAILED_PRECONDITION when an
+// existing job's dataset size differs from the data's. When the membership
+// changes (a member lost or admitted, a collective fails) it re-joins, re-forms
+// the process group and continues from the committed progress, reloading its
+// checkpoint.
 absl::Status RunTrainer(const TrainerOptions& options);
 
 }  // namespace shard::trainer

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "client/coordinator_client.h"
+#include "shard/client/coordinator_client.h"
 
 namespace shard::shardctl {
 

@@ -15,11 +15,11 @@
 
 #include "absl/strings/match.h"
 #include "client/cli_flags.h"
-#include "client/coordinator_client.h"
 #include "client/security_flags.h"
 #include "client/shardctl/admin_commands.h"
 #include "client/shardctl/commands.h"
-#include "common/version.h"
+#include "shard/client/coordinator_client.h"
+#include "shard/version.h"
 
 namespace {
 

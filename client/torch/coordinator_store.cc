@@ -1,4 +1,4 @@
-#include "client/torch/coordinator_store.h"
+#include "shard/client/torch/coordinator_store.h"
 
 #include <stdexcept>
 #include <utility>

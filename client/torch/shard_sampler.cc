@@ -1,4 +1,4 @@
-#include "client/torch/shard_sampler.h"
+#include "shard/client/torch/shard_sampler.h"
 
 #include <stdexcept>
 #include <string>
@@ -37,6 +37,16 @@ void ShardSamplerProgress::SetPosition(uint64_t position) {
   current_.position = position;
 }
 
+void ShardSamplerProgress::AddIndexWait(absl::Duration waited) {
+  absl::MutexLock lock(&mu_);
+  index_wait_ += waited;
+}
+
+absl::Duration ShardSamplerProgress::IndexWait() const {
+  absl::MutexLock lock(&mu_);
+  return index_wait_;
+}
+
 ShardSampler::ShardSampler(std::shared_ptr<client::CoordinatorClient> client,
                            client::Membership membership,
                            client::StreamOptions stream_options)
@@ -46,17 +56,21 @@ ShardSampler::ShardSampler(std::shared_ptr<client::CoordinatorClient> client,
       progress_(std::make_shared<ShardSamplerProgress>()) {}
 
 void ShardSampler::reset(torch_compat::optional<size_t>) {
+  const absl::Time began = absl::Now();
   const EpochPosition start = progress_->BeginEpoch();
   stream_.reset();  // Cancels the previous epoch's stream first.
   stream_ = client_->OpenStream(membership_, start.epoch, start.position,
                                 stream_options_);
+  progress_->AddIndexWait(absl::Now() - began);
 }
 
 torch_compat::optional<std::vector<size_t>> ShardSampler::next(
     size_t batch_size) {
   if (stream_ == nullptr) reset();
   buffer_.resize(batch_size);
+  const absl::Time began = absl::Now();
   absl::StatusOr<size_t> got = stream_->Next(absl::MakeSpan(buffer_));
+  progress_->AddIndexWait(absl::Now() - began);
   if (!got.ok()) {
     throw std::runtime_error(
         absl::StrCat("ShardSampler: ", got.status().ToString()));

@@ -9,6 +9,8 @@ packages=(
   libabsl-dev zlib1g-dev libssl-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev python3-torch
+  # real data for shard-train (/usr/share/datasets/fashion-mnist)
+  dataset-fashion-mnist
   # the Python client: its runtime and the stub generator
   python3-grpcio python3-protobuf python3-numpy python3-setuptools
   clang-14 libclang-rt-14-dev

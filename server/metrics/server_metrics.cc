@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "common/version.h"
 #include "grpcpp/support/status.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/collectable.h"
@@ -15,6 +14,7 @@
 #include "prometheus/metric_family.h"
 #include "server/bound_address.h"
 #include "server/metrics/process_collector.h"
+#include "shard/version.h"
 
 namespace shard::metrics {
 namespace {

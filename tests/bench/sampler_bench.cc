@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/cli_flags.h"
-#include "client/coordinator_client.h"
+#include "shard/client/coordinator_client.h"
 #include "tests/bench/bench_report.h"
 
 namespace shard::bench {

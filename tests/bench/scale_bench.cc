@@ -27,7 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/barrier.h"
 #include "client/cli_flags.h"
-#include "client/coordinator_client.h"
+#include "shard/client/coordinator_client.h"
 #include "tests/bench/bench_report.h"
 
 namespace shard::bench {

@@ -1,7 +1,7 @@
 // The c10d::Store adapter passes the behaviours c10d relies on, and real
 // Gloo process groups form through it; gather_uneven over such a group
 // returns exactly N results for uneven shards.
-#include "client/torch/coordinator_store.h"
+#include "shard/client/torch/coordinator_store.h"
 
 #include <atomic>
 #include <set>

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "client/coordinator_channel.h"
-#include "client/coordinator_client.h"
 #include "gtest/gtest.h"
+#include "shard/client/coordinator_channel.h"
+#include "shard/client/coordinator_client.h"
 #include "shard/v1/shard.grpc.pb.h"
 #include "tests/support/grpc_probes.h"
 #include "tests/support/test_cluster.h"

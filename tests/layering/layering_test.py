@@ -22,8 +22,27 @@ ALLOWED = {
     "trainer": {"proto", "common", "client", "trainer"},
 }
 PROJECT_FOLDERS = set(ALLOWED)
-INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"/]+)/[^"]*"', re.MULTILINE)
+# Public headers are included by their installed path, which names their
+# layer differently (client/include/shard/client/retry.h is
+# "shard/client/retry.h"): the longest matching prefix wins.
+INSTALLED_PREFIXES = {
+    "shard/client/": "client",
+    "shard/version.h": "common",
+    "shard/v1/": "proto",
+    "shard/state/": "proto",
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 SOURCE_SUFFIXES = {".h", ".cc", ".hpp", ".cpp"}
+
+
+def layer_of(include: str):
+    """The project layer an include path belongs to, or None (third party)."""
+    for prefix, layer in sorted(INSTALLED_PREFIXES.items(),
+                                key=lambda item: -len(item[0])):
+        if include.startswith(prefix):
+            return layer
+    folder = include.split("/", 1)[0]
+    return folder if "/" in include and folder in PROJECT_FOLDERS else None
 
 
 def violations(source_dir: pathlib.Path):
@@ -34,8 +53,8 @@ def violations(source_dir: pathlib.Path):
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
             for match in INCLUDE.finditer(text):
-                folder = match.group(1)
-                if folder in PROJECT_FOLDERS and folder not in allowed:
+                folder = layer_of(match.group(1))
+                if folder is not None and folder not in allowed:
                     line = text.count("\n", 0, match.start()) + 1
                     yield (f"{path.relative_to(source_dir)}:{line}: {layer}/ "
                            f"must not include {folder}/ "

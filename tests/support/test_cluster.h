@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "client/coordinator_client.h"
 #include "grpcpp/grpcpp.h"
 #include "server/coordinator_server.h"
 #include "server/coordinator_service.h"
+#include "shard/client/coordinator_client.h"
 
 namespace shard::testing {
 

@@ -3,8 +3,8 @@
 // --tls-key), and an optional bearer token (--auth-token-file) that an
 // interceptor adds to every call as "authorization: Bearer <token>".
 // Stateless; the returned channel is thread-safe.
-#ifndef CLIENT_COORDINATOR_CHANNEL_H_
-#define CLIENT_COORDINATOR_CHANNEL_H_
+#ifndef SHARD_CLIENT_COORDINATOR_CHANNEL_H_
+#define SHARD_CLIENT_COORDINATOR_CHANNEL_H_
 
 #include <memory>
 #include <string>
@@ -33,4 +33,4 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewCoordinatorChannel(
 
 }  // namespace shard::client
 
-#endif  // CLIENT_COORDINATOR_CHANNEL_H_
+#endif  // SHARD_CLIENT_COORDINATOR_CHANNEL_H_

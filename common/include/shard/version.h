@@ -1,8 +1,8 @@
 // The version of this build of shard (the project version in
 // CMakeLists.txt), as every binary's --version prints it. Installed as
 // <shard/version.h>. Thread-safe.
-#ifndef COMMON_VERSION_H_
-#define COMMON_VERSION_H_
+#ifndef SHARD_VERSION_H_
+#define SHARD_VERSION_H_
 
 #include <string>
 
@@ -13,4 +13,4 @@ std::string Version();
 
 }  // namespace shard
 
-#endif  // COMMON_VERSION_H_
+#endif  // SHARD_VERSION_H_

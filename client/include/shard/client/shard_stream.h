@@ -8,8 +8,8 @@
 // error ends the stream and is returned by Next(). Thread-safety: Next() and
 // the accessors may be called from one consumer thread at a time; destruction
 // cancels the RPC and joins the reader thread.
-#ifndef CLIENT_SHARD_STREAM_H_
-#define CLIENT_SHARD_STREAM_H_
+#ifndef SHARD_CLIENT_SHARD_STREAM_H_
+#define SHARD_CLIENT_SHARD_STREAM_H_
 
 #include <cstdint>
 #include <deque>
@@ -23,8 +23,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "client/retry.h"
 #include "grpcpp/client_context.h"
+#include "shard/client/retry.h"
 #include "shard/v1/shard.grpc.pb.h"
 
 namespace shard::client {
@@ -95,4 +95,4 @@ class ShardStream {
 
 }  // namespace shard::client
 
-#endif  // CLIENT_SHARD_STREAM_H_
+#endif  // SHARD_CLIENT_SHARD_STREAM_H_

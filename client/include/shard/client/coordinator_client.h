@@ -4,8 +4,8 @@
 // is retried on UNAVAILABLE with backoff (RetryPolicy); other errors return
 // at once with the coordinator's message. Thread-safe: one client may be used
 // from many threads; streams it opens hold a reference to its channel.
-#ifndef CLIENT_COORDINATOR_CLIENT_H_
-#define CLIENT_COORDINATOR_CLIENT_H_
+#ifndef SHARD_CLIENT_COORDINATOR_CLIENT_H_
+#define SHARD_CLIENT_COORDINATOR_CLIENT_H_
 
 #include <memory>
 #include <optional>
@@ -14,9 +14,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "client/coordinator_channel.h"
-#include "client/retry.h"
-#include "client/shard_stream.h"
+#include "shard/client/coordinator_channel.h"
+#include "shard/client/retry.h"
+#include "shard/client/shard_stream.h"
 #include "shard/v1/shard.grpc.pb.h"
 
 namespace shard::client {
@@ -140,4 +140,4 @@ class CoordinatorClient {
 
 }  // namespace shard::client
 
-#endif  // CLIENT_COORDINATOR_CLIENT_H_
+#endif  // SHARD_CLIENT_COORDINATOR_CLIENT_H_

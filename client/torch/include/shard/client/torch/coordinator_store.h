@@ -8,8 +8,8 @@
 // libtorch boundary). Thread-safe: every call is one RPC. clone() (declared
 // where libtorch's Store has it) returns a store on the same client and
 // membership, which is all "the same underlying store" means here.
-#ifndef CLIENT_TORCH_COORDINATOR_STORE_H_
-#define CLIENT_TORCH_COORDINATOR_STORE_H_
+#ifndef SHARD_CLIENT_TORCH_COORDINATOR_STORE_H_
+#define SHARD_CLIENT_TORCH_COORDINATOR_STORE_H_
 
 #include <chrono>
 #include <cstdint>
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "client/coordinator_client.h"
+#include "shard/client/coordinator_client.h"
 #include "torch/csrc/distributed/c10d/Store.hpp"
 
 namespace shard::torch_adapter {
@@ -51,4 +51,4 @@ class CoordinatorStore : public c10d::Store {
 
 }  // namespace shard::torch_adapter
 
-#endif  // CLIENT_TORCH_COORDINATOR_STORE_H_
+#endif  // SHARD_CLIENT_TORCH_COORDINATOR_STORE_H_

@@ -2,8 +2,8 @@
 // Differences between libtorch builds rather than versions (Gloo headers,
 // a pure virtual c10d::Store::clone) are detected when CMake configures
 // (SHARD_HAVE_GLOO, SHARD_TORCH_STORE_HAS_CLONE), not here.
-#ifndef CLIENT_TORCH_TORCH_COMPAT_H_
-#define CLIENT_TORCH_TORCH_COMPAT_H_
+#ifndef SHARD_CLIENT_TORCH_TORCH_COMPAT_H_
+#define SHARD_CLIENT_TORCH_TORCH_COMPAT_H_
 
 #include "torch/types.h"
 #include "torch/version.h"
@@ -33,4 +33,4 @@ inline constexpr auto nullopt = torch::nullopt;
 
 }  // namespace shard::torch_compat
 
-#endif  // CLIENT_TORCH_TORCH_COMPAT_H_
+#endif  // SHARD_CLIENT_TORCH_TORCH_COMPAT_H_

@@ -9,8 +9,8 @@
 // Errors from the coordinator are thrown as std::runtime_error (the libtorch
 // boundary). Thread-safety: the sampler is used by one DataLoader thread; the
 // progress handle is thread-safe.
-#ifndef CLIENT_TORCH_SHARD_SAMPLER_H_
-#define CLIENT_TORCH_SHARD_SAMPLER_H_
+#ifndef SHARD_CLIENT_TORCH_SHARD_SAMPLER_H_
+#define SHARD_CLIENT_TORCH_SHARD_SAMPLER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -20,8 +20,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "client/coordinator_client.h"
-#include "client/torch/torch_compat.h"
+#include "absl/time/time.h"
+#include "shard/client/coordinator_client.h"
+#include "shard/client/torch/torch_compat.h"
 #include "torch/data/samplers/base.h"
 
 namespace shard::torch_adapter {
@@ -42,17 +43,23 @@ class ShardSamplerProgress {
   // Makes the next reset() start at (epoch, position) instead of the next
   // epoch; position must be a multiple of the world size.
   void ResumeAt(EpochPosition start) ABSL_LOCKS_EXCLUDED(mu_);
+  // Total time the sampler spent obtaining indices (opening streams and
+  // waiting for the next batch of indices), since it was created: the time
+  // the trainer waited for the coordinator.
+  absl::Duration IndexWait() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   friend class ShardSampler;
   // Returns where the epoch opened by reset() starts and records it.
   EpochPosition BeginEpoch() ABSL_LOCKS_EXCLUDED(mu_);
   void SetPosition(uint64_t position) ABSL_LOCKS_EXCLUDED(mu_);
+  void AddIndexWait(absl::Duration waited) ABSL_LOCKS_EXCLUDED(mu_);
 
   mutable absl::Mutex mu_;
   EpochPosition current_ ABSL_GUARDED_BY(mu_);
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<EpochPosition> resume_ ABSL_GUARDED_BY(mu_);
+  absl::Duration index_wait_ ABSL_GUARDED_BY(mu_);
 };
 
 class ShardSampler : public torch::data::samplers::Sampler<> {
@@ -85,4 +92,4 @@ class ShardSampler : public torch::data::samplers::Sampler<> {
 
 }  // namespace shard::torch_adapter
 
-#endif  // CLIENT_TORCH_SHARD_SAMPLER_H_
+#endif  // SHARD_CLIENT_TORCH_SHARD_SAMPLER_H_

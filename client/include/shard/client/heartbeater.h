@@ -5,8 +5,8 @@
 // was deleted, possibly re-created since), so the owner can re-join or stop.
 // Other errors (UNAVAILABLE while the coordinator restarts) are not an
 // ending: heartbeats go on. Thread-safe.
-#ifndef CLIENT_HEARTBEATER_H_
-#define CLIENT_HEARTBEATER_H_
+#ifndef SHARD_CLIENT_HEARTBEATER_H_
+#define SHARD_CLIENT_HEARTBEATER_H_
 
 #include <memory>
 #include <thread>
@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "client/coordinator_client.h"
+#include "shard/client/coordinator_client.h"
 
 namespace shard::client {
 
@@ -44,4 +44,4 @@ class Heartbeater {
 
 }  // namespace shard::client
 
-#endif  // CLIENT_HEARTBEATER_H_
+#endif  // SHARD_CLIENT_HEARTBEATER_H_

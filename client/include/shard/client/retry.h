@@ -1,7 +1,7 @@
 // Retrying calls that failed with UNAVAILABLE, with capped exponential
 // backoff and jitter, up to an overall deadline.
-#ifndef CLIENT_RETRY_H_
-#define CLIENT_RETRY_H_
+#ifndef SHARD_CLIENT_RETRY_H_
+#define SHARD_CLIENT_RETRY_H_
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -40,4 +40,4 @@ class Backoff {
 
 }  // namespace shard::client
 
-#endif  // CLIENT_RETRY_H_
+#endif  // SHARD_CLIENT_RETRY_H_
