@@ -88,6 +88,11 @@ CoordinatorService::CoordinatorService(CoordinatorOptions options,
     job_ids.push_back(id);
     for (const std::string& member : job.members) RenewLease(id, member);
     if (job.world_formed()) rendezvous_.OpenGeneration({id, job.generation});
+    // A job with members has trainers coming back: prepare where they
+    // continue (jobs nobody trains are left to compute on demand).
+    if (!job.members.empty()) {
+      orders_.Prepare(IncarnationOf(job), job.spec, job.committed_epoch);
+    }
   }
   // Recovery may stop between a membership change and the world it allows.
   for (const std::string& id : job_ids) {
@@ -191,7 +196,10 @@ absl::StatusOr<const JobState*> CoordinatorService::CreateOrMatchJob(
   if (absl::Status s = Persist(update); !s.ok()) return s;
   LogEvent(absl::StrCat("job created job=", job_id, " ",
                         plan::DescribeJobSpec(spec)));
-  return state_.FindJob(job_id);
+  const JobState* created = state_.FindJob(job_id);
+  // Its trainers are about to join: have epoch 0 ready when they stream.
+  orders_.Prepare(IncarnationOf(*created), created->spec, 0);
+  return created;
 }
 
 absl::StatusOr<shard::v1::Job> CoordinatorService::CreateJob(

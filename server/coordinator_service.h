@@ -78,6 +78,9 @@ class CoordinatorService {
   // Stops the lease thread.
   ~CoordinatorService();
 
+  // Epoch orders held or being computed (for tests and metrics).
+  size_t cached_orders() const { return orders_.size(); }
+
   absl::StatusOr<shard::v1::Job> CreateJob(
       const shard::v1::CreateJobRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   // Admin: deletes the job (journaled); see shard.proto for the contract.

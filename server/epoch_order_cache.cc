@@ -137,6 +137,14 @@ void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
   for (OrderCallback& callback : waiting) std::move(callback)(outcome);
 }
 
+void EpochOrderCache::Prepare(const JobIncarnation& job,
+                              const shard::v1::JobSpec& spec, uint64_t epoch) {
+  if (plan::EpochOrderBytes(spec) == 0) return;
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  prefetch_queue_.push_back({job, spec, epoch});
+}
+
 void EpochOrderCache::ReleaseBefore(const JobIncarnation& job,
                                     const shard::v1::JobSpec& spec,
                                     uint64_t epoch) {

@@ -104,6 +104,12 @@ class EpochOrderCache {
       const JobIncarnation& job, const shard::v1::JobSpec& spec, uint64_t epoch,
       absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Computes the order of `epoch` in the background unless it is cached or
+  // queued already: for a job just created, or recovered with members, so
+  // that its trainers find the order ready when they open their streams.
+  void Prepare(const JobIncarnation& job, const shard::v1::JobSpec& spec,
+               uint64_t epoch) ABSL_LOCKS_EXCLUDED(mu_);
+
   // No rank needs epochs before `epoch` any more: drops their orders and
   // prepares `epoch` and `epoch + 1` in the background.
   void ReleaseBefore(const JobIncarnation& job, const shard::v1::JobSpec& spec,

@@ -1,8 +1,12 @@
 // Bit-exact port of CPU torch.randperm with a seeded generator.
 //
 // torch's CPU generator is mt19937 seeded with the low 32 bits of the seed, so
-// std::mt19937 reproduces it without libtorch. Pure functions: no state, no
-// I/O, safe to call from any thread.
+// the MT19937 stream (Mt19937Batch, equal to std::mt19937) reproduces it
+// without libtorch. The shuffles draw their random offsets a few dozen steps
+// ahead and prefetch the elements those steps will swap, so that many cache
+// misses are in flight at once (the data never decides which element a step
+// touches, only the random stream does). Pure functions: no state, no I/O,
+// safe to call from any thread.
 #ifndef COMMON_PLAN_TORCH_RANDPERM_H_
 #define COMMON_PLAN_TORCH_RANDPERM_H_
 

@@ -49,14 +49,14 @@ def run_shard_train(args, env):
             if proc.returncode != 0:
                 sys.exit(f"shard-train exited {proc.returncode}:\n"
                          f"{texts[-1][-3000:]}")
+    # Rank 0's epoch lines (a member's rank is the coordinator's choice).
     epochs = []
-    for rank_text in texts[:1]:
-        for m in re.finditer(r"epoch (\d+) rank=0 steps=\d+ samples=(\d+) "
-                             r".*seconds=([\d.]+) index_wait_s=([\d.]+)",
-                             rank_text):
-            epochs.append({"samples": int(m.group(2)) * args.world_size,
-                           "seconds": float(m.group(3)),
-                           "index_wait": float(m.group(4))})
+    for m in re.finditer(r"epoch (\d+) rank=0 steps=\d+ samples=(\d+) "
+                         r".*seconds=([\d.]+) index_wait_s=([\d.]+)",
+                         "\n".join(texts)):
+        epochs.append({"samples": int(m.group(2)) * args.world_size,
+                       "seconds": float(m.group(3)),
+                       "index_wait": float(m.group(4))})
     accuracy = float(re.search(r"accuracy=([\d.]+)", texts[0]).group(1))
     return epochs, accuracy
 

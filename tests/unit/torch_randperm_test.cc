@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/reference_randperm.h"
 
 namespace shard::plan {
 namespace {
@@ -82,6 +83,32 @@ TEST(TorchRandpermTest, LargeBranchIsADeterministicPermutation) {
   EXPECT_NE(inside_out(4099, 5), Randperm(4099, 5, RandpermVariant::kLegacy));
   // The real threshold: below it both variants take the legacy loop.
   EXPECT_EQ(kRandpermLargeThreshold, 214748364u);
+}
+
+// The prefetching shuffles equal the one-swap-at-a-time port, bit for bit,
+// around every edge of their look-ahead (n below, at and above it, and
+// large), for both algorithms and both storage widths.
+TEST(TorchRandpermTest, EqualsTheReferencePortBitForBit) {
+  for (uint64_t n : {0, 1, 2, 31, 32, 33, 64, 65, 1000, 100003, 3000017}) {
+    for (uint64_t seed : {0ull, 9ull, 4294967297ull}) {
+      std::vector<uint64_t> expected(n), got(n);
+      testing::ReferenceRandperm(seed, false, 0, absl::MakeSpan(expected));
+      TorchRandperm<uint64_t>(seed, RandpermVariant::kLegacy,
+                              absl::MakeSpan(got));
+      ASSERT_EQ(got, expected) << "fisher-yates n=" << n << " seed=" << seed;
+      std::vector<uint32_t> narrow(n);
+      TorchRandperm<uint32_t>(seed, RandpermVariant::kLegacy,
+                              absl::MakeSpan(narrow));
+      ASSERT_TRUE(std::equal(narrow.begin(), narrow.end(), expected.begin()))
+          << "narrow n=" << n;
+
+      testing::ReferenceRandperm(seed, true, 1, absl::MakeSpan(expected));
+      internal::TorchRandpermWithThreshold(seed, RandpermVariant::kTorch26,
+                                           /*large_threshold=*/1,
+                                           absl::MakeSpan(got));
+      ASSERT_EQ(got, expected) << "inside-out n=" << n << " seed=" << seed;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+// The epoch-order permutation alone, side by side in one run: the
+// prefetching torch.randperm port (common/plan/torch_randperm), the
+// one-swap-at-a-time port it replaced (tests/support/reference_randperm.h),
+// and a memcpy of the same number of bytes (the memory-bandwidth limit).
+// Prints one JSON line per size: seconds of each (median of --repeats),
+// whether both ports gave the same permutation, and a checksum of it
+// (sum of (i + 1) * p[i] mod 2^64).
+//
+//   shard-randperm-bench [--sizes 10000000,100000000] [--repeats 3]
+//       [--variant legacy|2.6] [--seed 0]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "client/cli_flags.h"
+#include "common/plan/torch_randperm.h"
+#include "tests/support/reference_randperm.h"
+
+namespace shard::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <typename F>
+double MedianSeconds(int repeats, F&& run) {
+  std::vector<double> seconds;
+  for (int i = 0; i < repeats; ++i) {
+    const Clock::time_point began = Clock::now();
+    run();
+    seconds.push_back(
+        std::chrono::duration<double>(Clock::now() - began).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+int Run(const std::vector<std::string>& args) {
+  absl::StatusOr<cli::CliFlags> flags =
+      cli::CliFlags::Parse(args, {"sizes", "repeats", "variant", "seed"});
+  if (!flags.ok()) {
+    std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
+    return 2;
+  }
+  const int repeats = static_cast<int>(flags->Uint64("repeats", 3).value_or(3));
+  const uint64_t seed = flags->Uint64("seed", 0).value_or(0);
+  const bool torch26 = flags->String("variant", "2.6") == "2.6";
+  const plan::RandpermVariant variant = torch26
+                                            ? plan::RandpermVariant::kTorch26
+                                            : plan::RandpermVariant::kLegacy;
+  for (absl::string_view text :
+       absl::StrSplit(flags->String("sizes", "10000000,100000000"), ',')) {
+    uint64_t n = 0;
+    if (!absl::SimpleAtoi(text, &n) || n == 0 || n > UINT32_MAX) {
+      std::fprintf(stderr, "--sizes: 1 .. 2^32-1, got %s\n",
+                   std::string(text).c_str());
+      return 2;
+    }
+    std::vector<uint32_t> fast(n), reference(n), copy(n);
+    const double fast_s = MedianSeconds(repeats, [&] {
+      plan::TorchRandperm<uint32_t>(seed, variant, absl::MakeSpan(fast));
+    });
+    const double reference_s = MedianSeconds(repeats, [&] {
+      testing::ReferenceRandperm(seed, torch26, plan::kRandpermLargeThreshold,
+                                 absl::MakeSpan(reference));
+    });
+    const double memcpy_s = MedianSeconds(repeats, [&] {
+      std::memcpy(copy.data(), fast.data(), n * sizeof(uint32_t));
+    });
+    // sum of (i + 1) * p[i] mod 2^64, to compare with torch's own output.
+    uint64_t checksum = 0;
+    for (uint64_t i = 0; i < n; ++i) checksum += (i + 1) * fast[i];
+    std::printf(
+        "{\"n\":%llu,\"prefetching_s\":%.4f,\"reference_s\":%.4f,"
+        "\"memcpy_s\":%.4f,\"equal\":%s,\"checksum\":%llu}\n",
+        static_cast<unsigned long long>(n), fast_s, reference_s, memcpy_s,
+        fast == reference ? "true" : "false",
+        static_cast<unsigned long long>(checksum));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace shard::bench
+
+int main(int argc, char** argv) {
+  return shard::bench::Run(std::vector<std::string>(argv + 1, argv + argc));
+}
