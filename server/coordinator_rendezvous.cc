@@ -61,6 +61,7 @@ ParkedCalls::Handle CoordinatorService::StartStoreGet(
       start->scope, request.key(), start->deadline,
       [slot = std::move(start->slot), reply = std::move(reply)](
           absl::StatusOr<std::optional<std::string>> value) mutable {
+        slot.reset();  // Free before answering: the caller may wait again.
         if (!value.ok()) return std::move(reply)(value.status());
         shard::v1::StoreGetResponse response;
         response.set_found(value->has_value());
@@ -117,6 +118,7 @@ ParkedCalls::Handle CoordinatorService::StartStoreWait(
       start->deadline,
       [slot = std::move(start->slot),
        reply = std::move(reply)](absl::StatusOr<bool> ready) mutable {
+        slot.reset();  // Free before answering: the caller may wait again.
         if (!ready.ok()) return std::move(reply)(ready.status());
         shard::v1::StoreWaitResponse response;
         response.set_ready(*ready);

@@ -78,6 +78,7 @@ CoordinatorService::CoordinatorService(CoordinatorOptions options)
 CoordinatorService::CoordinatorService(CoordinatorOptions options,
                                        storage::OpenedLog opened)
     : options_(std::move(options)),
+      orders_(/*compute_threads=*/2, options_.order_cache_bytes),
       rendezvous_(options_.rendezvous),
       waiting_calls_(options_.max_waiting_calls),
       state_(std::move(opened.state)),
@@ -321,6 +322,9 @@ CoordinatorService::ParkedJoin::operator()(ParkedCalls::Why why) {
   if (--service->waiting_joins_[member_key] == 0) {
     service->waiting_joins_.erase(member_key);
   }
+  // The call stops waiting now, before its answer reaches the client, so
+  // that a client which waits again at once finds its slot free.
+  const WaitingCalls::Slot stopped_waiting = std::move(slot);
   absl::StatusOr<shard::v1::JoinJobResponse> answer;
   switch (why) {
     case ParkedCalls::Why::kCancelled:
@@ -501,11 +505,14 @@ void CoordinatorService::StartOpenShard(
   absl::StatusOr<PreparedShard> prepared = PrepareShard(request);
   if (!prepared.ok()) return std::move(reply)(prepared.status());
   EpochOrderCache::Claim claim = std::move(prepared->claim);
-  orders_.WhenReady(std::move(claim),
-                    [prepared = *std::move(prepared), reply = std::move(reply)](
-                        absl::StatusOr<EpochOrderCache::Order> order) mutable {
-                      std::move(reply)(prepared.Open(std::move(order)));
-                    });
+  // Waiting for memory in the order cache is bounded like every other wait.
+  orders_.WhenReady(
+      std::move(claim),
+      [prepared = *std::move(prepared), reply = std::move(reply)](
+          absl::StatusOr<EpochOrderCache::Order> order) mutable {
+        std::move(reply)(prepared.Open(std::move(order)));
+      },
+      absl::Now() + options_.max_wait);
 }
 
 absl::StatusOr<shard::v1::PreviewShardResponse>

@@ -39,6 +39,10 @@ struct CoordinatorOptions {
   // Largest shuffled epoch order one job may hold in memory; CreateJob of a
   // bigger job is refused. The cache may hold two per job (current + next).
   uint64_t max_order_bytes = uint64_t{4} << 30;
+  // All epoch orders together (being computed, cached or read by streams);
+  // see EpochOrderCache. Unlimited by default here; shardd derives its
+  // default from the machine's memory.
+  uint64_t order_cache_bytes = EpochOrderCache::kUnlimited;
   // Indices per streamed chunk when the request does not say.
   uint32_t default_chunk_indices = 16384;
   // Upper clamp for a requested chunk size.
@@ -78,8 +82,12 @@ class CoordinatorService {
   // Stops the lease thread.
   ~CoordinatorService();
 
-  // Epoch orders held or being computed (for tests and metrics).
+  // Epoch orders held or being computed, their bytes (including orders
+  // only streams still read) and the evictions to make room (for tests and
+  // metrics).
   size_t cached_orders() const { return orders_.size(); }
+  uint64_t order_bytes() const { return orders_.bytes(); }
+  uint64_t order_evictions() const { return orders_.evictions(); }
 
   absl::StatusOr<shard::v1::Job> CreateJob(
       const shard::v1::CreateJobRequest& request) ABSL_LOCKS_EXCLUDED(mu_);

@@ -4,22 +4,64 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/plan/job_spec.h"
 
 namespace shard::server {
 
-EpochOrderCache::EpochOrderCache(int compute_threads)
-    : compute_(compute_threads), prefetch_thread_([this] { PrefetchLoop(); }) {}
+namespace {
+// How often claims waiting for memory look again even without a release
+// (a release only wakes Await; WhenReady waiters are served by the
+// background thread).
+constexpr absl::Duration kMemoryRetry = absl::Milliseconds(20);
+}  // namespace
+
+bool EpochOrderCache::Budget::TryReserve(uint64_t bytes) {
+  absl::MutexLock lock(&mu);
+  if (bytes > limit || used > limit - bytes) return false;
+  used += bytes;
+  return true;
+}
+
+void EpochOrderCache::Budget::Release(uint64_t bytes) {
+  absl::MutexLock lock(&mu);
+  used -= bytes;
+  ++releases;
+}
+
+void EpochOrderCache::Budget::AwaitRelease(absl::Time until) {
+  absl::MutexLock lock(&mu);
+  const uint64_t seen = releases;
+  auto released = [this, seen]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return releases != seen;
+  };
+  mu.AwaitWithDeadline(absl::Condition(&released), until);
+}
+
+uint64_t EpochOrderCache::Budget::Used() const {
+  absl::MutexLock lock(&mu);
+  return used;
+}
+
+EpochOrderCache::EpochOrderCache(int compute_threads, uint64_t budget_bytes)
+    : budget_(std::make_shared<Budget>(budget_bytes)),
+      compute_(compute_threads),
+      prefetch_thread_([this] { PrefetchLoop(); }) {}
 
 EpochOrderCache::~EpochOrderCache() { Stop(); }
 
 void EpochOrderCache::Stop() {
+  std::deque<MemoryWaiter> waiters;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     prefetch_queue_.clear();
+    waiters.swap(memory_waiters_);
   }
   if (prefetch_thread_.joinable()) prefetch_thread_.join();
+  for (MemoryWaiter& waiter : waiters) {
+    std::move(waiter.done)(OverBudget(waiter.claim));
+  }
 }
 
 EpochOrderCache::Claim EpochOrderCache::ClaimOrder(
@@ -34,18 +76,22 @@ EpochOrderCache::Claim EpochOrderCache::ClaimOrder(
   }
   const Key key(job.incarnation, epoch);
   absl::MutexLock lock(&mu_);
-  std::shared_ptr<Slot>& entry = slots_[key];
-  if (entry == nullptr) {
-    entry = std::make_shared<Slot>();
-    if (plan::EpochOrderBytes(spec) <= kInlineOrderBytes) {
+  EvictOlderThan(job.incarnation, epoch == 0 ? 0 : epoch - 1);
+  auto found = slots_.find(key);
+  if (found != slots_.end()) {
+    claim.slot_ = found->second;
+    claim.slot_->last_used = ++tick_;
+  } else if (std::shared_ptr<Slot> slot = NewSlot(
+                 key, plan::EpochOrderBytes(spec), /*may_evict=*/true)) {
+    claim.slot_ = slot;
+    if (slot->bytes <= kInlineOrderBytes) {
       claim.compute_here_ = true;
     } else {
-      compute_.Schedule(
-          [this, key, slot = entry, spec] { Fill(key, slot, spec); });
+      compute_.Schedule([this, key, slot, spec] { Fill(key, slot, spec); });
     }
+  } else {
+    claim.over_budget_ = true;  // Await / WhenReady wait for memory.
   }
-  claim.slot_ = entry;
-  EvictOlderThan(job.incarnation, epoch == 0 ? 0 : epoch - 1);
   const bool older_cached =
       slots_.lower_bound(Key(job.incarnation, 0)) != slots_.lower_bound(key);
   if (!stopping_ && epoch < plan::kMaxEpoch && !older_cached) {
@@ -56,6 +102,17 @@ EpochOrderCache::Claim EpochOrderCache::ClaimOrder(
 
 absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Await(
     Claim claim, absl::Time deadline) {
+  while (claim.over_budget_) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (PlaceOverBudgetClaim(claim)) break;
+    }
+    if (plan::EpochOrderBytes(claim.spec_) > budget_->limit ||
+        absl::Now() >= deadline) {
+      return OverBudget(claim);
+    }
+    budget_->AwaitRelease(std::min(deadline, absl::Now() + kMemoryRetry));
+  }
   if (claim.slot_ == nullptr) {
     return std::make_shared<const plan::EpochOrder>(
         plan::BuildEpochOrder(claim.spec_, claim.epoch_));
@@ -86,7 +143,21 @@ absl::StatusOr<EpochOrderCache::Order> EpochOrderCache::Outcome(
   return slot.order;
 }
 
-void EpochOrderCache::WhenReady(Claim claim, OrderCallback done) {
+void EpochOrderCache::WhenReady(Claim claim, OrderCallback done,
+                                absl::Time deadline) {
+  if (claim.over_budget_) {
+    absl::ReleasableMutexLock lock(&mu_);
+    if (!PlaceOverBudgetClaim(claim)) {
+      if (plan::EpochOrderBytes(claim.spec_) > budget_->limit || stopping_) {
+        lock.Release();
+        std::move(done)(OverBudget(claim));
+        return;
+      }
+      memory_waiters_.push_back({std::move(claim), std::move(done), deadline});
+      new_memory_waiter_ = true;  // Wakes the background thread.
+      return;
+    }
+  }
   if (claim.slot_ == nullptr || claim.compute_here_) {
     std::move(done)(Await(std::move(claim), absl::InfiniteFuture()));
     return;
@@ -112,10 +183,17 @@ void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
                            const shard::v1::JobSpec& spec) {
   std::shared_ptr<const plan::EpochOrder> order;
   try {
-    order = std::make_shared<const plan::EpochOrder>(
-        plan::BuildEpochOrder(spec, key.second));
+    // The order gives its reserved bytes back when its last holder (the
+    // cache or a stream) lets it go.
+    order = std::shared_ptr<const plan::EpochOrder>(
+        new plan::EpochOrder(plan::BuildEpochOrder(spec, key.second)),
+        [budget = budget_, bytes = slot->bytes](const plan::EpochOrder* o) {
+          delete o;
+          budget->Release(bytes);
+        });
   } catch (const std::bad_alloc&) {
     order = nullptr;
+    budget_->Release(slot->bytes);
   }
   std::vector<OrderCallback> waiting;
   absl::StatusOr<Order> outcome;
@@ -188,23 +266,130 @@ void EpochOrderCache::PrefetchLoop() {
   while (true) {
     Prefetch next;
     std::shared_ptr<Slot> slot;
+    std::vector<std::pair<OrderCallback, absl::StatusOr<Order>>> answers;
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !prefetch_queue_.empty();
+        return stopping_ || !prefetch_queue_.empty() || new_memory_waiter_;
       };
-      mu_.Await(absl::Condition(&has_work));
+      if (memory_waiters_.empty()) {
+        mu_.Await(absl::Condition(&has_work));
+      } else {
+        mu_.AwaitWithTimeout(absl::Condition(&has_work), kMemoryRetry);
+      }
       if (stopping_) return;
-      next = std::move(prefetch_queue_.front());
-      prefetch_queue_.pop_front();
-      std::shared_ptr<Slot>& entry =
-          slots_[Key(next.job.incarnation, next.epoch)];
-      if (entry != nullptr) continue;  // Already cached or being computed.
-      entry = std::make_shared<Slot>();
-      slot = entry;
+      new_memory_waiter_ = false;
+      answers = ServeMemoryWaiters();
+      if (!prefetch_queue_.empty()) {
+        next = std::move(prefetch_queue_.front());
+        prefetch_queue_.pop_front();
+        const Key key(next.job.incarnation, next.epoch);
+        // Preparations use free budget only; they never evict.
+        if (slots_.count(key) == 0) {
+          slot = NewSlot(key, plan::EpochOrderBytes(next.spec),
+                         /*may_evict=*/false);
+        }
+      }
     }
-    Fill(Key(next.job.incarnation, next.epoch), slot, next.spec);
+    for (auto& [done, outcome] : answers) std::move(done)(std::move(outcome));
+    if (slot != nullptr) {
+      Fill(Key(next.job.incarnation, next.epoch), slot, next.spec);
+    }
   }
+}
+
+std::shared_ptr<EpochOrderCache::Slot> EpochOrderCache::NewSlot(
+    const Key& key, uint64_t bytes, bool may_evict) {
+  while (!budget_->TryReserve(bytes)) {
+    if (!may_evict || bytes > budget_->limit || !EvictIdleOrder()) {
+      return nullptr;
+    }
+  }
+  auto slot = std::make_shared<Slot>();
+  slot->bytes = bytes;
+  slot->last_used = ++tick_;
+  slots_[key] = slot;
+  return slot;
+}
+
+bool EpochOrderCache::EvictIdleOrder() {
+  auto victim = slots_.end();
+  for (auto it = slots_.begin(); it != slots_.end(); ++it) {
+    const std::shared_ptr<Slot>& slot = it->second;
+    // Only the cache holds it: no claim in flight, no stream reading it.
+    const bool idle = slot.use_count() == 1 && slot->order != nullptr &&
+                      slot->order.use_count() == 1;
+    if (idle && (victim == slots_.end() ||
+                 slot->last_used < victim->second->last_used)) {
+      victim = it;
+    }
+  }
+  if (victim == slots_.end()) return false;
+  slots_.erase(victim);  // The order's deleter releases its bytes.
+  ++evictions_;
+  return true;
+}
+
+bool EpochOrderCache::PlaceOverBudgetClaim(Claim& claim) {
+  const Key key(claim.job_.incarnation, claim.epoch_);
+  auto found = slots_.find(key);
+  if (found != slots_.end()) {
+    claim.slot_ = found->second;
+  } else if (std::shared_ptr<Slot> slot = NewSlot(
+                 key, plan::EpochOrderBytes(claim.spec_), /*may_evict=*/true)) {
+    claim.slot_ = slot;
+    compute_.Schedule(
+        [this, key, slot, spec = claim.spec_] { Fill(key, slot, spec); });
+  } else {
+    return false;
+  }
+  claim.slot_->last_used = ++tick_;
+  claim.over_budget_ = false;
+  return true;
+}
+
+absl::Status EpochOrderCache::OverBudget(const Claim& claim) const {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the epoch ", claim.epoch_, " order of job ",
+                   claim.job_.job_id, " (", plan::EpochOrderBytes(claim.spec_),
+                   " bytes) does not fit in the order cache budget (shardd "
+                   "--order-cache-bytes=",
+                   budget_->limit, "; ", budget_->Used(),
+                   " bytes are held by orders in use)"));
+}
+
+std::vector<std::pair<EpochOrderCache::OrderCallback,
+                      absl::StatusOr<EpochOrderCache::Order>>>
+EpochOrderCache::ServeMemoryWaiters() {
+  std::vector<std::pair<OrderCallback, absl::StatusOr<Order>>> answers;
+  const absl::Time now = absl::Now();
+  std::deque<MemoryWaiter> still_waiting;
+  while (!memory_waiters_.empty()) {
+    MemoryWaiter waiter = std::move(memory_waiters_.front());
+    memory_waiters_.pop_front();
+    if (PlaceOverBudgetClaim(waiter.claim)) {
+      Slot& slot = *waiter.claim.slot_;
+      if (slot.order != nullptr || slot.failed) {
+        answers.emplace_back(std::move(waiter.done),
+                             Outcome(waiter.claim, slot));
+      } else {
+        slot.waiting.push_back(std::move(waiter.done));
+      }
+    } else if (now >= waiter.deadline) {
+      answers.emplace_back(std::move(waiter.done), OverBudget(waiter.claim));
+    } else {
+      still_waiting.push_back(std::move(waiter));
+    }
+  }
+  memory_waiters_.swap(still_waiting);
+  return answers;
+}
+
+uint64_t EpochOrderCache::bytes() const { return budget_->Used(); }
+
+uint64_t EpochOrderCache::evictions() const {
+  absl::MutexLock lock(&mu_);
+  return evictions_;
 }
 
 }  // namespace shard::server

@@ -19,9 +19,18 @@
 // epoch - 1) are dropped, and ReleaseBefore() (a commit reached a new epoch)
 // drops all older ones and prepares what follows. Streams still reading a
 // dropped order keep it alive through their shared_ptr. Forget() drops a
-// deleted job's orders and its queued preparations. Thread-safety: all methods
-// are thread-safe. Stop() (also run by the destructor) ends the background
-// thread; Get() keeps working without it.
+// deleted job's orders and its queued preparations.
+//
+// Memory budget: every order counts against `budget_bytes` from the moment
+// its computation is reserved until its last holder (the cache or a stream)
+// lets it go. A claim that does not fit first evicts cached orders nobody
+// holds, least recently claimed first; if it still does not fit, the claim
+// waits for memory to be released (Await: until its deadline; WhenReady:
+// until the deadline given to it) and then fails with RESOURCE_EXHAUSTED
+// naming the budget; an order larger than the whole budget fails at once.
+// Preparations (next epochs, Prepare) only use free budget and never
+// evict. Thread-safety: all methods are thread-safe. Stop() (also run by the
+// destructor) ends the background thread; Get() keeps working without it.
 #ifndef SERVER_EPOCH_ORDER_CACHE_H_
 #define SERVER_EPOCH_ORDER_CACHE_H_
 
@@ -67,9 +76,11 @@ class EpochOrderCache {
     JobIncarnation job_;
     shard::v1::JobSpec spec_;
     uint64_t epoch_ = 0;
-    // Null for orders that hold no memory (identity, keyed): built in Await.
+    // Null for orders that hold no memory (identity, keyed): built in Await;
+    // and while over_budget_: no memory could be reserved at claim time.
     std::shared_ptr<Slot> slot_;
     bool compute_here_ = false;
+    bool over_budget_ = false;
   };
 
   using Order = std::shared_ptr<const plan::EpochOrder>;
@@ -78,8 +89,12 @@ class EpochOrderCache {
   // Orders up to this size are computed on the thread that needs them.
   static constexpr uint64_t kInlineOrderBytes = uint64_t{4} << 20;
 
-  // `compute_threads` compute the orders above kInlineOrderBytes.
-  explicit EpochOrderCache(int compute_threads = 2);
+  static constexpr uint64_t kUnlimited = UINT64_MAX;
+
+  // `compute_threads` compute the orders above kInlineOrderBytes; all
+  // orders together hold at most `budget_bytes`.
+  explicit EpochOrderCache(int compute_threads = 2,
+                           uint64_t budget_bytes = kUnlimited);
   ~EpochOrderCache();
   EpochOrderCache(const EpochOrderCache&) = delete;
   EpochOrderCache& operator=(const EpochOrderCache&) = delete;
@@ -91,14 +106,18 @@ class EpochOrderCache {
                    uint64_t epoch) ABSL_LOCKS_EXCLUDED(mu_);
   // The claimed order: computed here if nobody started it, else waited for.
   // DEADLINE_EXCEEDED if another thread's computation is not done by
-  // `deadline`; RESOURCE_EXHAUSTED if the order cannot be allocated.
+  // `deadline`; RESOURCE_EXHAUSTED if the order cannot be allocated or does
+  // not fit in the budget by `deadline`.
   absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> Await(
       Claim claim, absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
   // Calls `done` with the claimed order (or RESOURCE_EXHAUSTED) once it is
   // ready: at once on this thread if it is (computing a small order here
-  // first), else on the thread that finishes computing it. Never blocks on
-  // another computation; `done` must be cheap.
-  void WhenReady(Claim claim, OrderCallback done) ABSL_LOCKS_EXCLUDED(mu_);
+  // first), else on the thread that finishes computing it, or that finds
+  // memory for it (RESOURCE_EXHAUSTED if none is found by `deadline`). Never
+  // blocks on another computation; `done` must be cheap.
+  void WhenReady(Claim claim, OrderCallback done,
+                 absl::Time deadline = absl::InfiniteFuture())
+      ABSL_LOCKS_EXCLUDED(mu_);
   // ClaimOrder + Await.
   absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> Get(
       const JobIncarnation& job, const shard::v1::JobSpec& spec, uint64_t epoch,
@@ -124,6 +143,11 @@ class EpochOrderCache {
 
   // Number of cached orders (ready or being computed), for tests and metrics.
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Bytes of orders being computed or alive (cached or held by streams).
+  uint64_t bytes() const;
+  uint64_t budget_bytes() const { return budget_->limit; }
+  // Cached orders evicted to make room for a claim, since the start.
+  uint64_t evictions() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops the prefetch thread; pending prefetches are dropped.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
@@ -135,14 +159,57 @@ class EpochOrderCache {
   struct Slot {
     std::shared_ptr<const plan::EpochOrder> order;
     bool failed = false;
+    // Bytes reserved for the order (released by its deleter, or by Fill
+    // when the computation fails).
+    uint64_t bytes = 0;
+    // When it was last claimed (the cache's tick), for LRU eviction.
+    uint64_t last_used = 0;
     // WhenReady() callbacks waiting for the computation.
     std::vector<OrderCallback> waiting;
+  };
+  // The byte count all orders share; outlives the cache (orders held by
+  // streams release into it), hence its own lock and shared ownership.
+  struct Budget {
+    explicit Budget(uint64_t limit_bytes) : limit(limit_bytes) {}
+    bool TryReserve(uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu);
+    void Release(uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu);
+    // Returns once some bytes were released or at `until`.
+    void AwaitRelease(absl::Time until) ABSL_LOCKS_EXCLUDED(mu);
+    uint64_t Used() const ABSL_LOCKS_EXCLUDED(mu);
+
+    const uint64_t limit;
+    mutable absl::Mutex mu;
+    uint64_t used ABSL_GUARDED_BY(mu) = 0;
+    uint64_t releases ABSL_GUARDED_BY(mu) = 0;
+  };
+  // A WhenReady() claim waiting for memory.
+  struct MemoryWaiter {
+    Claim claim;
+    OrderCallback done;
+    absl::Time deadline;
   };
   struct Prefetch {
     JobIncarnation job;
     shard::v1::JobSpec spec;
     uint64_t epoch;
   };
+
+  // A new slot for `key` with `bytes` reserved, evicting idle orders if
+  // `may_evict`; null when the budget cannot hold it.
+  std::shared_ptr<Slot> NewSlot(const Key& key, uint64_t bytes, bool may_evict)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evicts the least recently claimed order that only the cache holds;
+  // false when there is none.
+  bool EvictIdleOrder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives an over-budget claim a slot (an existing one, or a new one
+  // reserved now); false if the budget still cannot hold it.
+  bool PlaceOverBudgetClaim(Claim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The error of a claim that found no memory.
+  absl::Status OverBudget(const Claim& claim) const;
+  // Retries the WhenReady() claims waiting for memory; returns the
+  // callbacks to run (outside the lock) with their outcome.
+  std::vector<std::pair<OrderCallback, absl::StatusOr<Order>>>
+  ServeMemoryWaiters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Computes the slot's order outside the lock, publishes it and runs the
   // callbacks waiting for it.
@@ -158,7 +225,12 @@ class EpochOrderCache {
   // Slot contents are guarded by mu_ as well.
   std::map<Key, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   std::deque<Prefetch> prefetch_queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<MemoryWaiter> memory_waiters_ ABSL_GUARDED_BY(mu_);
+  bool new_memory_waiter_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  const std::shared_ptr<Budget> budget_;
   WorkPool compute_;
   std::thread prefetch_thread_;
 };

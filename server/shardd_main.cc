@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -52,6 +53,10 @@ ABSL_FLAG(uint64_t, snapshot_every, 10000,
 ABSL_FLAG(uint64_t, max_order_bytes, uint64_t{4} << 30,
           "largest shuffled epoch order (bytes) one job may hold; jobs that "
           "need more are refused");
+ABSL_FLAG(uint64_t, order_cache_bytes, 0,
+          "memory all epoch orders together may take (bytes; orders nobody "
+          "reads are evicted, streams wait for the rest); 0: half of the "
+          "memory available (the machine's, or the cgroup limit if lower)");
 ABSL_FLAG(absl::Duration, lease, absl::Seconds(10),
           "a member without a heartbeat for this long is removed and its "
           "generation ends");
@@ -92,6 +97,21 @@ ABSL_FLAG(std::string, check_data_dir, "",
 namespace {
 
 using shard::server::LogEvent;
+
+// The memory shardd may use: the machine's, or its cgroup's limit (v2
+// memory.max, v1 memory.limit_in_bytes) where that is lower, as in a
+// container with a memory limit.
+uint64_t AvailableMemoryBytes() {
+  uint64_t available = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                       static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE));
+  for (const char* path : {"/sys/fs/cgroup/memory.max",
+                           "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream file(path);
+    uint64_t limit = 0;
+    if (file >> limit && limit > 0) available = std::min(available, limit);
+  }
+  return available;
+}
 
 constexpr int kExitRuntimeError = 1;
 constexpr int kExitUsage = 2;
@@ -186,6 +206,12 @@ int Run() {
   }
   shard::server::CoordinatorOptions options;
   options.max_order_bytes = absl::GetFlag(FLAGS_max_order_bytes);
+  options.order_cache_bytes = absl::GetFlag(FLAGS_order_cache_bytes);
+  if (options.order_cache_bytes == 0) {
+    options.order_cache_bytes = AvailableMemoryBytes() / 2;
+  }
+  LogEvent(
+      absl::StrCat("order cache budget ", options.order_cache_bytes, " bytes"));
   options.lease = absl::GetFlag(FLAGS_lease);
   options.max_wait = absl::GetFlag(FLAGS_max_wait);
   options.max_waiting_calls = absl::GetFlag(FLAGS_max_waiting_calls);
@@ -220,6 +246,9 @@ int Run() {
           view.max_waiting_calls = options.max_waiting_calls;
           view.store_bytes = service.rendezvous_bytes();
           view.store_max_bytes = options.rendezvous.max_total_bytes;
+          view.order_bytes = service.order_bytes();
+          view.order_bytes_limit = options.order_cache_bytes;
+          view.order_evictions = service.order_evictions();
           return view;
         });
     if (!started.ok()) {

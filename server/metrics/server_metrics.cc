@@ -117,6 +117,23 @@ class CoordinatorGauges : public prometheus::Collectable {
         SingleGauge("shard_store_bytes_limit",
                     "Rendezvous store budget (shardd --store-max-bytes).",
                     static_cast<double>(view.store_max_bytes)));
+    families.push_back(SingleGauge(
+        "shard_order_cache_bytes",
+        "Bytes of epoch orders being computed, cached or read by streams.",
+        static_cast<double>(view.order_bytes)));
+    families.push_back(
+        SingleGauge("shard_order_cache_bytes_limit",
+                    "Epoch order budget (shardd --order-cache-bytes).",
+                    static_cast<double>(view.order_bytes_limit)));
+    prometheus::MetricFamily evictions;
+    evictions.name = "shard_order_cache_evictions_total";
+    evictions.help =
+        "Cached epoch orders nobody read that were evicted to make room.";
+    evictions.type = prometheus::MetricType::Counter;
+    prometheus::ClientMetric evicted;
+    evicted.counter.value = static_cast<double>(view.order_evictions);
+    evictions.metric.push_back(evicted);
+    families.push_back(std::move(evictions));
     return families;
   }
 

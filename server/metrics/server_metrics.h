@@ -71,6 +71,11 @@ struct CoordinatorView {
   // Rendezvous store bytes held and their budget.
   size_t store_bytes = 0;
   size_t store_max_bytes = 0;
+  // Epoch order memory (cached or read by streams), its budget, and the
+  // orders evicted to make room so far.
+  uint64_t order_bytes = 0;
+  uint64_t order_bytes_limit = 0;
+  uint64_t order_evictions = 0;
 };
 
 // The HTTP endpoint Prometheus scrapes (GET /metrics).

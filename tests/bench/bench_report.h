@@ -1,6 +1,6 @@
 // Shared by the sampler benchmarks: timing and the JSON report line
 //   {"mode":..., "first_index_s":..., "drain_s":..., "indices":...,
-//    "peak_rss_mib":...}
+//    "peak_rss_mib":..., "checksum":...}
 #ifndef TESTS_BENCH_BENCH_REPORT_H_
 #define TESTS_BENCH_BENCH_REPORT_H_
 
@@ -26,13 +26,15 @@ inline double PeakRssMib() {
   return usage.ru_maxrss / 1024.0;
 }
 
+// `checksum`: sum of (i + 1) * index_i mod 2^64 over the indices received,
+// in order (0 where not computed).
 inline void Report(const std::string& mode, double first, double drain,
-                   uint64_t indices) {
+                   uint64_t indices, uint64_t checksum = 0) {
   std::printf(
       "{\"mode\":\"%s\",\"first_index_s\":%.6f,\"drain_s\":%.6f,"
-      "\"indices\":%llu,\"peak_rss_mib\":%.1f}\n",
+      "\"indices\":%llu,\"peak_rss_mib\":%.1f,\"checksum\":%llu}\n",
       mode.c_str(), first, drain, static_cast<unsigned long long>(indices),
-      PeakRssMib());
+      PeakRssMib(), static_cast<unsigned long long>(checksum));
 }
 
 inline int Fail(const std::string& message) {

@@ -47,15 +47,17 @@ int Run(const std::string& address, const std::string& job, uint32_t world,
   stream_options.chunk_indices = chunk_indices;
   auto stream = (*client)->OpenStream(rank0, epoch, 0, stream_options);
   Clock::time_point first;
-  uint64_t total = 0;
+  uint64_t total = 0, checksum = 0;
   while (true) {
     absl::StatusOr<size_t> got = stream->Next(absl::MakeSpan(batch));
     if (!got.ok()) return Fail(got.status().ToString());
     if (total == 0) first = Clock::now();
     if (*got == 0) break;
+    for (size_t i = 0; i < *got; ++i) checksum += (total + i + 1) * batch[i];
     total += *got;
   }
-  Report("shard", Seconds(start, first), Seconds(start, Clock::now()), total);
+  Report("shard", Seconds(start, first), Seconds(start, Clock::now()), total,
+         checksum);
   // Leave, so that the next run's members (same ids, new process) form a
   // new world instead of being taken for restarts of these.
   for (const client::Membership& m : members) {

@@ -151,6 +151,19 @@ def main():
         check(sample(after, "shard_store_bytes") == 0 and
               sample(after, "shard_store_bytes_limit") == 256 << 20,
               "rendezvous store bytes and budget are exported")
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        for path in ("/sys/fs/cgroup/memory.max",
+                     "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+            try:
+                memory = min(memory, int(open(path).read()))
+            except (OSError, ValueError):
+                pass  # absent, or "max"
+        half_memory = memory // 2
+        check(0 < (sample(after, "shard_order_cache_bytes") or 0) and
+              sample(after, "shard_order_cache_bytes_limit") == half_memory
+              and sample(after, "shard_order_cache_evictions_total") == 0,
+              "epoch order bytes, their budget (half the memory by default) "
+              "and evictions are exported")
         check((sample(after, "shard_journal_group_records_sum") or 0) >= 4,
               "journal groups account for the job, 2 joins and the world")
         # Idle connections that never send a request must not hold off a

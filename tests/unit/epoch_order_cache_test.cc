@@ -3,7 +3,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/plan/job_spec.h"
 #include "gtest/gtest.h"
 
 namespace shard::server {
@@ -132,6 +134,115 @@ TEST(EpochOrderCacheTest, ForgetDropsQueuedPreparations) {
   absl::SleepFor(absl::Milliseconds(100));
   EXPECT_EQ(cache.queued(), 0u);
   EXPECT_EQ(cache.size(), 2u);
+}
+
+// The memory budget. Orders of 250,000 entries take 1,000,000 bytes; the
+// budget holds two of them.
+constexpr uint64_t kOrderBytes = 250000 * 4;
+const shard::v1::JobSpec kBudgetSpec = ShuffledSpec(250000);
+// The last epoch has no next one, so no preparation competes for memory.
+constexpr uint64_t kLast = plan::kMaxEpoch;
+
+TEST(EpochOrderBudgetTest, AnIdleOrderIsEvictedLeastRecentlyUsedFirst) {
+  EpochOrderCache cache(2, 2 * kOrderBytes + 1000);
+  ASSERT_TRUE(cache.Get({"a", 1}, kBudgetSpec, kLast, Soon()).ok());
+  ASSERT_TRUE(cache.Get({"b", 2}, kBudgetSpec, kLast, Soon()).ok());
+  ASSERT_TRUE(
+      cache.Get({"a", 1}, kBudgetSpec, kLast, Soon()).ok());  // a: recent
+  // Nobody holds a or b now; c needs room: b (least recently used) goes.
+  ASSERT_TRUE(cache.Get({"c", 3}, kBudgetSpec, kLast, Soon()).ok());
+  EXPECT_EQ(cache.evictions(), 1u);
+  EXPECT_LE(cache.bytes(), cache.budget_bytes());
+  const uint64_t evicted = cache.evictions();
+  ASSERT_TRUE(cache.Get({"a", 1}, kBudgetSpec, kLast, Soon()).ok());
+  EXPECT_EQ(cache.evictions(), evicted);  // a was still cached
+}
+
+TEST(EpochOrderBudgetTest, OrdersInUseAreNeverEvictedAClaimWaitsThenFails) {
+  EpochOrderCache cache(2, 2 * kOrderBytes + 1000);
+  auto a = cache.Get({"a", 1}, kBudgetSpec, kLast, Soon());
+  auto b = cache.Get({"b", 2}, kBudgetSpec, kLast, Soon());
+  ASSERT_TRUE(a.ok() && b.ok());
+  const absl::Time began = absl::Now();
+  auto c = cache.Get({"c", 3}, kBudgetSpec, kLast,
+                     absl::Now() + absl::Milliseconds(300));
+  EXPECT_GE(absl::Now() - began, absl::Milliseconds(250));  // it waited
+  ASSERT_TRUE(absl::IsResourceExhausted(c.status())) << c.status();
+  EXPECT_NE(c.status().message().find("--order-cache-bytes"),
+            std::string::npos);
+  EXPECT_EQ(cache.evictions(), 0u);
+  EXPECT_EQ((*a)->size(), 250000u);  // still intact
+  EXPECT_LE(cache.bytes(), cache.budget_bytes());
+}
+
+TEST(EpochOrderBudgetTest, AWaitingClaimProceedsWhenAStreamLetsGo) {
+  EpochOrderCache cache(2, 2 * kOrderBytes + 1000);
+  auto a = cache.Get({"a", 1}, kBudgetSpec, kLast, Soon());
+  auto b = cache.Get({"b", 2}, kBudgetSpec, kLast, Soon());
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Blocking claim.
+  std::thread release([&] {
+    absl::SleepFor(absl::Milliseconds(200));
+    a->reset();  // The only other holder: a becomes idle, hence evictable.
+  });
+  auto c = cache.Get({"c", 3}, kBudgetSpec, kLast, Soon());
+  release.join();
+  ASSERT_TRUE(c.ok()) << c.status();
+  // Callback claim (the stream path): answered once b is let go.
+  absl::Notification answered;
+  absl::StatusOr<EpochOrderCache::Order> got;
+  cache.WhenReady(cache.ClaimOrder({"d", 4}, kBudgetSpec, kLast),
+                  [&](absl::StatusOr<EpochOrderCache::Order> order) {
+                    got = std::move(order);
+                    answered.Notify();
+                  });
+  EXPECT_FALSE(
+      answered.WaitForNotificationWithTimeout(absl::Milliseconds(200)));
+  b->reset();
+  ASSERT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)->size(), 250000u);
+  EXPECT_LE(cache.bytes(), cache.budget_bytes());
+}
+
+TEST(EpochOrderBudgetTest, ACallbackClaimFailsAtItsDeadline) {
+  EpochOrderCache cache(2, kOrderBytes + 1000);
+  auto a = cache.Get({"a", 1}, kBudgetSpec, kLast, Soon());
+  ASSERT_TRUE(a.ok());
+  absl::Notification answered;
+  absl::Status status;
+  cache.WhenReady(
+      cache.ClaimOrder({"b", 2}, kBudgetSpec, kLast),
+      [&](absl::StatusOr<EpochOrderCache::Order> order) {
+        status = order.status();
+        answered.Notify();
+      },
+      absl::Now() + absl::Milliseconds(100));
+  ASSERT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(absl::IsResourceExhausted(status)) << status;
+}
+
+TEST(EpochOrderBudgetTest, PreparationsNeverExceedTheBudget) {
+  // Room for one order: the next epoch's preparation must not be computed
+  // while the current order is in use.
+  EpochOrderCache cache(2, kOrderBytes + 1000);
+  auto current = cache.Get({"a", 1}, kBudgetSpec, kLast, Soon());
+  ASSERT_TRUE(current.ok());
+  cache.Prepare({"b", 2}, kBudgetSpec, 0);
+  for (int i = 0; i < 100 && cache.queued() > 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.bytes(), kOrderBytes);
+}
+
+TEST(EpochOrderBudgetTest, AnOrderLargerThanTheBudgetFailsAtOnce) {
+  EpochOrderCache cache(2, kOrderBytes / 2);
+  const absl::Time began = absl::Now();
+  auto order = cache.Get({"a", 1}, kBudgetSpec, kLast, Soon());
+  EXPECT_TRUE(absl::IsResourceExhausted(order.status())) << order.status();
+  EXPECT_LT(absl::Now() - began, absl::Seconds(5));
 }
 
 }  // namespace
