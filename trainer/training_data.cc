@@ -24,6 +24,23 @@ absl::StatusOr<uint64_t> Subset(const char* flag, uint64_t requested,
   return requested == 0 ? available : requested;
 }
 
+// The first `requested` samples (all when 0) of `source`, which holds
+// `available`, as a Dataset (InMemoryImages or RecordImages).
+struct FirstSamples {
+  std::shared_ptr<IndexedDataset> dataset;
+  uint64_t size = 0;
+};
+template <typename Dataset, typename Source>
+absl::StatusOr<FirstSamples> TakeFirst(std::shared_ptr<const Source> source,
+                                       uint64_t available, const char* flag,
+                                       uint64_t requested,
+                                       const std::string& what) {
+  absl::StatusOr<uint64_t> size = Subset(flag, requested, available, what);
+  if (!size.ok()) return size.status();
+  return FirstSamples{std::make_shared<Dataset>(std::move(source), *size),
+                      *size};
+}
+
 }  // namespace
 
 absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& name) {
@@ -63,20 +80,18 @@ absl::StatusOr<TrainingData> TrainingData::Load(const DataOptions& options) {
     cols = train->cols;
     train_available = train->size();
     eval_available = test->size();
-    auto train_split =
-        std::make_shared<const data::ImageSplit>(*std::move(train));
-    auto test_split =
-        std::make_shared<const data::ImageSplit>(*std::move(test));
-    absl::StatusOr<uint64_t> train_size = Subset(
-        "--dataset-size", options.train_size, train_available, dir + " train");
-    absl::StatusOr<uint64_t> eval_size =
-        Subset("--eval-size", options.eval_size, eval_available, dir + " test");
-    if (!train_size.ok()) return train_size.status();
-    if (!eval_size.ok()) return eval_size.status();
-    data.train_size_ = *train_size;
-    data.eval_size_ = *eval_size;
-    data.train_ = std::make_shared<InMemoryImages>(train_split, *train_size);
-    data.eval_ = std::make_shared<InMemoryImages>(test_split, *eval_size);
+    absl::StatusOr<FirstSamples> train_set = TakeFirst<InMemoryImages>(
+        std::make_shared<const data::ImageSplit>(*std::move(train)),
+        train_available, "--dataset-size", options.train_size, dir + " train");
+    if (!train_set.ok()) return train_set.status();
+    absl::StatusOr<FirstSamples> eval_set = TakeFirst<InMemoryImages>(
+        std::make_shared<const data::ImageSplit>(*std::move(test)),
+        eval_available, "--eval-size", options.eval_size, dir + " test");
+    if (!eval_set.ok()) return eval_set.status();
+    data.train_ = train_set->dataset;
+    data.train_size_ = train_set->size;
+    data.eval_ = eval_set->dataset;
+    data.eval_size_ = eval_set->size;
   } else {
     if (options.path.empty()) {
       return absl::InvalidArgumentError(
@@ -93,14 +108,13 @@ absl::StatusOr<TrainingData> TrainingData::Load(const DataOptions& options) {
     rows = train->rows();
     cols = train->cols();
     train_available = train->size();
-    auto train_records =
-        std::make_shared<const data::RecordSet>(*std::move(train));
-    absl::StatusOr<uint64_t> train_size =
-        Subset("--dataset-size", options.train_size, train_available,
-               options.path + "/train");
-    if (!train_size.ok()) return train_size.status();
-    data.train_size_ = *train_size;
-    data.train_ = std::make_shared<RecordImages>(train_records, *train_size);
+    absl::StatusOr<FirstSamples> train_set = TakeFirst<RecordImages>(
+        std::make_shared<const data::RecordSet>(*std::move(train)),
+        train_available, "--dataset-size", options.train_size,
+        options.path + "/train");
+    if (!train_set.ok()) return train_set.status();
+    data.train_ = train_set->dataset;
+    data.train_size_ = train_set->size;
     std::error_code error;
     if (std::filesystem::exists(options.path + "/test", error)) {
       absl::StatusOr<data::RecordSet> test =
@@ -111,14 +125,13 @@ absl::StatusOr<TrainingData> TrainingData::Load(const DataOptions& options) {
             options.path, "/test: image shape differs from train/"));
       }
       eval_available = test->size();
-      auto test_records =
-          std::make_shared<const data::RecordSet>(*std::move(test));
-      absl::StatusOr<uint64_t> eval_size =
-          Subset("--eval-size", options.eval_size, eval_available,
-                 options.path + "/test");
-      if (!eval_size.ok()) return eval_size.status();
-      data.eval_size_ = *eval_size;
-      data.eval_ = std::make_shared<RecordImages>(test_records, *eval_size);
+      absl::StatusOr<FirstSamples> eval_set = TakeFirst<RecordImages>(
+          std::make_shared<const data::RecordSet>(*std::move(test)),
+          eval_available, "--eval-size", options.eval_size,
+          options.path + "/test");
+      if (!eval_set.ok()) return eval_set.status();
+      data.eval_ = eval_set->dataset;
+      data.eval_size_ = eval_set->size;
     }
   }
   data.shape_ = {1, rows, cols};

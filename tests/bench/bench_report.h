@@ -1,4 +1,4 @@
-// Shared by the sampler benchmarks: timing and the JSON report line
+// Shared by the benchmarks: timing, and the sampler benchmarks' JSON line
 //   {"mode":..., "first_index_s":..., "drain_s":..., "indices":...,
 //    "peak_rss_mib":..., "checksum":...}
 #ifndef TESTS_BENCH_BENCH_REPORT_H_

@@ -9,7 +9,6 @@
 //   shard-randperm-bench [--sizes 10000000,100000000] [--repeats 3]
 //       [--variant legacy|2.6] [--seed 0]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -19,12 +18,11 @@
 #include "absl/strings/str_split.h"
 #include "client/cli_flags.h"
 #include "common/plan/torch_randperm.h"
+#include "tests/bench/bench_report.h"
 #include "tests/support/reference_randperm.h"
 
 namespace shard::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 template <typename F>
 double MedianSeconds(int repeats, F&& run) {
@@ -32,8 +30,7 @@ double MedianSeconds(int repeats, F&& run) {
   for (int i = 0; i < repeats; ++i) {
     const Clock::time_point began = Clock::now();
     run();
-    seconds.push_back(
-        std::chrono::duration<double>(Clock::now() - began).count());
+    seconds.push_back(Seconds(began, Clock::now()));
   }
   std::sort(seconds.begin(), seconds.end());
   return seconds[seconds.size() / 2];

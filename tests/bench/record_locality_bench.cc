@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -21,12 +20,11 @@
 #include "client/cli_flags.h"
 #include "common/plan/job_spec.h"
 #include "common/plan/rank_indices.h"
+#include "tests/bench/bench_report.h"
 #include "trainer/data/record_file.h"
 
 namespace shard::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Bytes this process has caused to be fetched from storage.
 uint64_t ReadBytesFromDisk() {
@@ -131,8 +129,7 @@ int Run(const std::vector<std::string>& args) {
         return 1;
       }
     }
-    const double seconds =
-        std::chrono::duration<double>(Clock::now() - began).count();
+    const double seconds = Seconds(began, Clock::now());
     const uint64_t disk = ReadBytesFromDisk() - disk_before;
     std::printf(
         "{\"order\":\"%s\",\"records\":%zu,\"record_bytes\":%u,"

@@ -1,6 +1,7 @@
 #include "trainer/data/record_file.h"
 
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -196,19 +197,19 @@ absl::Status RecordFile::Read(uint64_t local_index,
   const uint64_t offset =
       kRecordHeaderBytes +
       local_index * (uint64_t{header_.record_size} + kCrcBytes);
+  // Payload and checksum in one system call (the file's size was checked
+  // at Open, so a short read means the file changed under us).
   uint8_t crc[kCrcBytes];
-  uint64_t done = 0;
-  while (done < out.size()) {
-    const ssize_t got = ::pread(fd_, out.data() + done, out.size() - done,
-                                static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return ErrnoError(path_, "read");
-    if (got == 0) return Damaged(path_, offset + done, "unexpected end");
-    done += static_cast<uint64_t>(got);
-  }
-  if (::pread(fd_, crc, sizeof(crc), static_cast<off_t>(offset + done)) !=
-      static_cast<ssize_t>(sizeof(crc))) {
-    return Damaged(path_, offset + done, "unreadable record checksum");
+  iovec parts[2] = {{out.data(), out.size()}, {crc, sizeof(crc)}};
+  const size_t wanted = out.size() + sizeof(crc);
+  ssize_t got;
+  do {
+    got = ::preadv(fd_, parts, 2, static_cast<off_t>(offset));
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) return ErrnoError(path_, "read");
+  if (static_cast<size_t>(got) != wanted) {
+    return Damaged(path_, offset + static_cast<uint64_t>(got),
+                   "unexpected end");
   }
   if (Get<uint32_t>(crc) != Crc32(out.data(), out.size())) {
     return Damaged(
