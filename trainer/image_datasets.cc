@@ -47,7 +47,9 @@ IndexedExample RecordImages::get(size_t index) {
     throw std::out_of_range(
         absl::StrCat("record ", index, " of a dataset of ", size_));
   }
-  std::vector<uint8_t> record(records_->record_size());
+  // One buffer per loading thread, not an allocation per sample.
+  thread_local std::vector<uint8_t> record;
+  record.resize(records_->record_size());
   if (absl::Status s = records_->Read(index, absl::MakeSpan(record)); !s.ok()) {
     throw std::runtime_error(std::string(s.message()));
   }
