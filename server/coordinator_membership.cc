@@ -65,6 +65,37 @@ void CoordinatorService::ExpireLeases(absl::Duration stalled) {
                             ": ", status.message()));
     }
   }
+  ExpireIdleJobs(now);
+}
+
+void CoordinatorService::ExpireIdleJobs(absl::Time now) {
+  if (options_.idle_job_ttl <= absl::ZeroDuration()) return;
+  std::vector<std::string> idle;
+  for (const auto& [id, job] : state_.jobs()) {
+    auto [activity, first_seen] = job_activity_.try_emplace(id, now);
+    if (!job.members.empty()) {
+      activity->second = now;  // Idle time counts from the last member.
+    } else if (!first_seen && now - activity->second >= options_.idle_job_ttl) {
+      idle.push_back(id);
+    }
+  }
+  for (const std::string& job_id : idle) {
+    absl::Status status = EraseJob(
+        job_id, absl::StrCat("idle (no member and no call for ",
+                             absl::FormatDuration(options_.idle_job_ttl),
+                             ", --idle-job-ttl)"));
+    if (!status.ok()) {
+      LogEvent(absl::StrCat("cannot delete idle job=", job_id, ": ",
+                            status.message()));
+      return;
+    }
+    ++idle_jobs_expired_;
+  }
+}
+
+uint64_t CoordinatorService::idle_jobs_expired() const {
+  absl::MutexLock lock(&mu_);
+  return idle_jobs_expired_;
 }
 
 absl::Status CoordinatorService::RemoveMember(const std::string& job_id,

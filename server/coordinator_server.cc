@@ -98,6 +98,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
+  // Without SO_REUSEPORT a busy port fails to bind ("address already in
+  // use") instead of a second server sharing it with the first.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(opts.listen, *credentials, &port);
   builder.RegisterService(server->grpc_service_.get());
   builder.SetMaxReceiveMessageSize(opts.max_request_bytes);
@@ -112,11 +115,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", opts.listen,
-                     " (expected HOST:PORT that is free to bind)"));
+                     ": address already in use, or not an address of this "
+                     "host (expected a free HOST:PORT)"));
   }
   server->address_ = BoundAddress(opts.listen, port);
   if (!opts.health_listen.empty()) {
     grpc::ServerBuilder health_builder;
+    health_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     int health_port = 0;
     health_builder.AddListeningPort(
         opts.health_listen, grpc::InsecureServerCredentials(), &health_port);

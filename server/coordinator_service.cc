@@ -128,6 +128,7 @@ absl::Status CoordinatorService::CheckServing() const {
 absl::StatusOr<const JobState*> CoordinatorService::FindJob(
     const std::string& job_id) const {
   const JobState* job = state_.FindJob(job_id);
+  if (job != nullptr) job_activity_[job_id] = LeaseClock();
   if (job == nullptr) {
     return absl::NotFoundError(absl::StrCat("job \"", job_id,
                                             "\" does not exist; create it "
@@ -234,20 +235,29 @@ absl::StatusOr<shard::v1::DeleteJobResponse> CoordinatorService::DeleteJob(
         "job \"", request.job_id(), "\" has ", (*job)->members.size(),
         " joined members; stop them first or delete with force"));
   }
-  const uint64_t incarnation = (*job)->incarnation;
-  shard::state::v1::StateUpdate update;
-  update.mutable_job_deleted()->set_job_id(request.job_id());
-  if (absl::Status s = Persist(update); !s.ok()) return s;
-  EraseJobEntries(request.job_id(), incarnations_);
-  EraseJobEntries(request.job_id(), last_seen_);
-  rendezvous_.EndJob(request.job_id());
-  orders_.Forget(incarnation);
-  parked_.Wake(request.job_id());
-  LogEvent(absl::StrCat("job ", request.job_id(), " deleted"));
+  if (absl::Status s = EraseJob(request.job_id(), "DeleteJob"); !s.ok()) {
+    return s;
+  }
   const uint64_t journaled = log_->last_sequence();
   lock.Release();
   if (absl::Status s = log_->AwaitDurable(journaled); !s.ok()) return s;
   return shard::v1::DeleteJobResponse();
+}
+
+absl::Status CoordinatorService::EraseJob(const std::string& job_id,
+                                          absl::string_view reason) {
+  const uint64_t incarnation = state_.FindJob(job_id)->incarnation;
+  shard::state::v1::StateUpdate update;
+  update.mutable_job_deleted()->set_job_id(job_id);
+  if (absl::Status s = Persist(update); !s.ok()) return s;
+  EraseJobEntries(job_id, incarnations_);
+  EraseJobEntries(job_id, last_seen_);
+  job_activity_.erase(job_id);
+  rendezvous_.EndJob(job_id);
+  orders_.Forget(incarnation);
+  parked_.Wake(job_id);
+  LogEvent(absl::StrCat("job ", job_id, " deleted reason=", reason));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<shard::v1::Job> CoordinatorService::GetJob(
@@ -518,16 +528,33 @@ void CoordinatorService::StartOpenShard(
 absl::StatusOr<shard::v1::PreviewShardResponse>
 CoordinatorService::PreviewShard(const shard::v1::PreviewShardRequest& request,
                                  absl::Time call_deadline) {
-  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
-  if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
-  if (request.limit() > kMaxPreviewLimit) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "limit must be at most ", kMaxPreviewLimit, ", got ", request.limit()));
-  }
-  std::optional<plan::ShardLayout> found_layout;
-  uint64_t shard_size = 0;
-  EpochOrderCache::Claim claim;
-  {
+  return AwaitReply<shard::v1::PreviewShardResponse>(
+      [&](Reply<shard::v1::PreviewShardResponse> reply) {
+        StartPreviewShard(request, call_deadline, std::move(reply));
+      });
+}
+
+void CoordinatorService::StartPreviewShard(
+    const shard::v1::PreviewShardRequest& request, absl::Time call_deadline,
+    Reply<shard::v1::PreviewShardResponse> reply) {
+  // What the answer needs once the order is ready.
+  struct Page {
+    EpochOrderCache::Claim claim;
+    plan::ShardLayout layout;
+    uint64_t shard_size;
+  };
+  auto claim_page = [&]() -> absl::StatusOr<Page> {
+    if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) {
+      return s;
+    }
+    if (request.limit() > kMaxPreviewLimit) {
+      return absl::InvalidArgumentError(absl::StrCat("limit must be at most ",
+                                                     kMaxPreviewLimit, ", got ",
+                                                     request.limit()));
+    }
     absl::MutexLock lock(&mu_);
     if (absl::Status s = CheckServing(); !s.ok()) return s;
     absl::StatusOr<const JobState*> job = FindJob(request.job_id());
@@ -538,30 +565,42 @@ CoordinatorService::PreviewShard(const shard::v1::PreviewShardRequest& request,
           absl::StrCat("rank ", request.rank(),
                        " is out of range for world size ", spec.world_size()));
     }
-    found_layout = plan::LayoutOf(spec);
-    shard_size = found_layout->RankShardSize(request.rank());
+    const plan::ShardLayout layout = plan::LayoutOf(spec);
+    const uint64_t shard_size = layout.RankShardSize(request.rank());
     if (request.offset() > shard_size) {
       return absl::OutOfRangeError(
           absl::StrCat("offset ", request.offset(), " is past the end of rank ",
                        request.rank(), "'s shard (", shard_size, " indices)"));
     }
-    claim = orders_.ClaimOrder(IncarnationOf(**job), spec, request.epoch());
-  }
-  const plan::ShardLayout& layout = *found_layout;
-  absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> order =
-      orders_.Await(std::move(claim), call_deadline);
-  if (!order.ok()) return order.status();
+    return Page{orders_.ClaimOrder(IncarnationOf(**job), spec, request.epoch()),
+                layout, shard_size};
+  };
+  absl::StatusOr<Page> page = claim_page();
+  if (!page.ok()) return std::move(reply)(page.status());
   const uint32_t limit =
       request.limit() == 0 ? kDefaultPreviewLimit : request.limit();
   const uint64_t count =
-      std::min<uint64_t>(limit, shard_size - request.offset());
-  shard::v1::PreviewShardResponse response;
-  response.mutable_indices()->Resize(static_cast<int>(count), 0);
-  plan::CopyRankIndices(
-      **order, layout, request.rank(), request.offset(),
-      absl::MakeSpan(response.mutable_indices()->mutable_data(), count));
-  response.set_rank_shard_size(shard_size);
-  return response;
+      std::min<uint64_t>(limit, page->shard_size - request.offset());
+  // No thread waits for the order: the answer is built where it becomes
+  // ready (at most kMaxPreviewLimit entries). Waiting for memory is bounded
+  // by --max-wait like every other wait, so a read-only call never holds
+  // anything mutations need.
+  orders_.WhenReady(
+      std::move(page->claim),
+      [layout = page->layout, shard_size = page->shard_size,
+       rank = request.rank(), offset = request.offset(), count,
+       reply = std::move(reply)](
+          absl::StatusOr<EpochOrderCache::Order> order) mutable {
+        if (!order.ok()) return std::move(reply)(order.status());
+        shard::v1::PreviewShardResponse response;
+        response.mutable_indices()->Resize(static_cast<int>(count), 0);
+        plan::CopyRankIndices(
+            **order, layout, rank, offset,
+            absl::MakeSpan(response.mutable_indices()->mutable_data(), count));
+        response.set_rank_shard_size(shard_size);
+        std::move(reply)(std::move(response));
+      },
+      std::min(call_deadline, absl::Now() + options_.max_wait));
 }
 
 absl::StatusOr<shard::v1::CommitProgressResponse>

@@ -58,6 +58,10 @@ struct CoordinatorOptions {
   // A member that sends no heartbeat (or other member call) for this long
   // is removed and its generation ends.
   absl::Duration lease = absl::Seconds(10);
+  // A job with no member and no call naming it for this long is deleted
+  // (journaled like DeleteJob); zero keeps jobs forever. A job with a
+  // member never expires. Checked by ExpireLeases().
+  absl::Duration idle_job_ttl = absl::Hours(7 * 24);
   // Run ExpireLeases() on a background thread every lease / 4. Tests with a
   // fake clock turn this off and call ExpireLeases() themselves.
   bool expire_leases_in_background = true;
@@ -88,6 +92,8 @@ class CoordinatorService {
   size_t cached_orders() const { return orders_.size(); }
   uint64_t order_bytes() const { return orders_.bytes(); }
   uint64_t order_evictions() const { return orders_.evictions(); }
+  // Jobs deleted because they stayed idle for idle_job_ttl (metrics).
+  uint64_t idle_jobs_expired() const ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::StatusOr<shard::v1::Job> CreateJob(
       const shard::v1::CreateJobRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
@@ -128,6 +134,16 @@ class CoordinatorService {
   // order computation.
   void StartOpenShard(const shard::v1::StreamShardRequest& request,
                       Reply<ShardCursor> reply) ABSL_LOCKS_EXCLUDED(mu_);
+  // A page of a rank's shard as the job's spec plans it, without waiting
+  // on a thread: `reply` runs once the epoch order is ready (see
+  // StartOpenShard). Waiting for order memory ends at `call_deadline` or
+  // after max_wait, whichever comes first, with RESOURCE_EXHAUSTED naming
+  // the budget.
+  void StartPreviewShard(const shard::v1::PreviewShardRequest& request,
+                         absl::Time call_deadline,
+                         Reply<shard::v1::PreviewShardResponse> reply)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // StartPreviewShard, blocking until the answer.
   absl::StatusOr<shard::v1::PreviewShardResponse> PreviewShard(
       const shard::v1::PreviewShardRequest& request, absl::Time call_deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -136,10 +152,11 @@ class CoordinatorService {
       const shard::v1::HeartbeatRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::LeaveResponse> Leave(
       const shard::v1::LeaveRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
-  // Removes every member whose lease ran out (journaled like a Leave).
-  // Members waiting in JoinJob are alive. `stalled`: time since the last
-  // check during which this process itself could not run; it is not
-  // counted against members (their heartbeats could not be served).
+  // Removes every member whose lease ran out (journaled like a Leave),
+  // then deletes the jobs idle for idle_job_ttl. Members waiting in JoinJob
+  // are alive. `stalled`: time since the last check during which this
+  // process itself could not run; it is not counted against members (their
+  // heartbeats could not be served) nor against idle jobs.
   void ExpireLeases(absl::Duration stalled = absl::ZeroDuration())
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -201,8 +218,16 @@ class CoordinatorService {
   absl::StatusOr<const JobState*> CreateOrMatchJob(
       const std::string& job_id, const shard::v1::JobSpec& spec,
       absl::StatusCode conflict_code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job, NOT_FOUND if there is none; a call that finds a job keeps it
+  // from expiring as idle for another idle_job_ttl.
   absl::StatusOr<const JobState*> FindJob(const std::string& job_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes the job (journaled), ends its waits, store and orders; the
+  // caller awaits durability.
+  absl::Status EraseJob(const std::string& job_id, absl::string_view reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes the jobs without members whose last call is idle_job_ttl ago.
+  void ExpireIdleJobs(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // JoinJob up to its wait: validates, creates or matches the job, adds the
   // member (re-joining a restarted one), forms the world if it can, renews
   // the lease.
@@ -333,6 +358,11 @@ class CoordinatorService {
   // Last sign of life of each (job, member), on the LeaseClock.
   std::map<std::pair<std::string, std::string>, absl::Time> last_seen_
       ABSL_GUARDED_BY(mu_);
+  // Last call naming each job, or the moment its last member went, on the
+  // LeaseClock (not journaled: a restart starts every job's idle time
+  // again). Mutable: reads (FindJob) count as activity.
+  mutable std::map<std::string, absl::Time> job_activity_ ABSL_GUARDED_BY(mu_);
+  uint64_t idle_jobs_expired_ ABSL_GUARDED_BY(mu_) = 0;
   // JoinJob calls of each (job, member) waiting for the world right now.
   std::map<std::pair<std::string, std::string>, int> waiting_joins_
       ABSL_GUARDED_BY(mu_);

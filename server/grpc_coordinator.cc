@@ -135,10 +135,16 @@ grpc::ServerUnaryReactor* GrpcCoordinator::PreviewShard(
   if (grpc::Status denied = Authorize(context); !denied.ok()) {
     return Finished(context, denied);
   }
+  // Never on the blocking-call threads: waiting for order memory must not
+  // hold a thread that mutations need.
   const absl::Time deadline = DeadlineOf(context);
-  return AnswerOffThread(context, response, [this, request, deadline] {
-    return service_->PreviewShard(*request, deadline);
-  });
+  return ParkedCallReactor<shard::v1::PreviewShardResponse>::Run(
+      response,
+      [this, request, deadline](
+          CoordinatorService::Reply<shard::v1::PreviewShardResponse> reply) {
+        service_->StartPreviewShard(*request, deadline, std::move(reply));
+        return ParkedCalls::Handle();  // Bounded by --max-wait, not parked.
+      });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Heartbeat(

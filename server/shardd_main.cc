@@ -38,6 +38,7 @@
 #include "server/coordinator_service.h"
 #include "server/event_log.h"
 #include "server/metrics/server_metrics.h"
+#include "server/storage/data_dir_lock.h"
 #include "server/storage/state_log.h"
 #include "shard/version.h"
 
@@ -60,6 +61,10 @@ ABSL_FLAG(uint64_t, order_cache_bytes, 0,
 ABSL_FLAG(absl::Duration, lease, absl::Seconds(10),
           "a member without a heartbeat for this long is removed and its "
           "generation ends");
+ABSL_FLAG(absl::Duration, idle_job_ttl, absl::Hours(7 * 24),
+          "a job with no member and no call naming it for this long is "
+          "deleted (journaled, logged, counted in "
+          "shard_jobs_expired_total); 0 keeps jobs forever");
 ABSL_FLAG(absl::Duration, max_wait, absl::Minutes(5),
           "longest wait one call may ask for (JoinJob's wait for the world, "
           "store gets and waits); clients join again to wait longer");
@@ -169,7 +174,17 @@ int Run() {
   auto metrics = std::make_unique<shard::metrics::ServerMetrics>();
   shard::storage::OpenedLog opened{
       shard::storage::StateLog::InMemory(), {}, {}};
+  // Held until the process exits: a second shardd on this directory (or
+  // on the same directory through a symlink) refuses to start.
+  std::optional<shard::storage::DataDirLock> data_dir_lock;
   if (!data_dir.empty()) {
+    absl::StatusOr<shard::storage::DataDirLock> locked =
+        shard::storage::LockDataDir(data_dir);
+    if (!locked.ok()) {
+      std::cerr << "shardd: " << locked.status().message() << "\n";
+      return kExitRuntimeError;
+    }
+    data_dir_lock = *std::move(locked);
     const absl::Time began = absl::Now();
     shard::storage::StateLogOptions log_options;
     log_options.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
@@ -214,12 +229,14 @@ int Run() {
       absl::StrCat("order cache budget ", options.order_cache_bytes, " bytes"));
   options.lease = absl::GetFlag(FLAGS_lease);
   options.max_wait = absl::GetFlag(FLAGS_max_wait);
+  options.idle_job_ttl = absl::GetFlag(FLAGS_idle_job_ttl);
   options.max_waiting_calls = absl::GetFlag(FLAGS_max_waiting_calls);
   options.rendezvous.max_total_bytes = absl::GetFlag(FLAGS_store_max_bytes);
   if (options.lease <= absl::ZeroDuration() ||
-      options.max_wait < absl::ZeroDuration()) {
-    std::cerr << "shardd: --lease must be positive and --max-wait not "
-                 "negative\n";
+      options.max_wait < absl::ZeroDuration() ||
+      options.idle_job_ttl < absl::ZeroDuration()) {
+    std::cerr << "shardd: --lease must be positive, --max-wait and "
+                 "--idle-job-ttl not negative\n";
     return kExitUsage;
   }
   shard::server::CoordinatorService service(options, std::move(opened));
@@ -249,6 +266,7 @@ int Run() {
           view.order_bytes = service.order_bytes();
           view.order_bytes_limit = options.order_cache_bytes;
           view.order_evictions = service.order_evictions();
+          view.idle_jobs_expired = service.idle_jobs_expired();
           return view;
         });
     if (!started.ok()) {
@@ -334,7 +352,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "shardd --listen HOST:PORT (--data-dir DIR | --in-memory) "
       "[--snapshot-every N] [--lease 10s] [--max-order-bytes N] "
-      "[--max-wait 5m] [--max-waiting-calls N] [--store-max-bytes N] "
+      "[--max-wait 5m] [--idle-job-ttl 168h] [--max-waiting-calls N] "
+      "[--store-max-bytes N] "
       "[--shutdown-grace 10s] [--metrics-listen HOST:PORT] "
       "[--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] "
       "[--auth-token-file FILE] [--health-listen HOST:PORT] "

@@ -135,6 +135,15 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
       normal.window_blocks() == 0) {
     normal.set_window_blocks(8);
   }
+  // A window spans block_size * window_blocks indices; the block order
+  // divides by that span, so it must not wrap. A block (or window) larger
+  // than the dataset is fine.
+  if (normal.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_BLOCK &&
+      normal.block_size() > UINT64_MAX / normal.window_blocks()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "block_size * window_blocks must fit in 64 bits, got block_size ",
+        normal.block_size(), " * window_blocks ", normal.window_blocks()));
+  }
   if (EpochOrderBytes(normal) > max_order_bytes) {
     return absl::FailedPreconditionError(
         absl::StrCat("a shuffled epoch order of dataset_size ",

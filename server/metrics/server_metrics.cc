@@ -62,6 +62,18 @@ prometheus::MetricFamily SingleGauge(std::string name, std::string help,
   return family;
 }
 
+prometheus::MetricFamily SingleCounter(std::string name, std::string help,
+                                       double value) {
+  prometheus::MetricFamily family;
+  family.name = std::move(name);
+  family.help = std::move(help);
+  family.type = prometheus::MetricType::Counter;
+  prometheus::ClientMetric metric;
+  metric.counter.value = value;
+  family.metric.push_back(metric);
+  return family;
+}
+
 // Job and coordinator gauges, built from the coordinator at scrape time.
 class CoordinatorGauges : public prometheus::Collectable {
  public:
@@ -125,15 +137,15 @@ class CoordinatorGauges : public prometheus::Collectable {
         SingleGauge("shard_order_cache_bytes_limit",
                     "Epoch order budget (shardd --order-cache-bytes).",
                     static_cast<double>(view.order_bytes_limit)));
-    prometheus::MetricFamily evictions;
-    evictions.name = "shard_order_cache_evictions_total";
-    evictions.help =
-        "Cached epoch orders nobody read that were evicted to make room.";
-    evictions.type = prometheus::MetricType::Counter;
-    prometheus::ClientMetric evicted;
-    evicted.counter.value = static_cast<double>(view.order_evictions);
-    evictions.metric.push_back(evicted);
-    families.push_back(std::move(evictions));
+    families.push_back(SingleCounter(
+        "shard_order_cache_evictions_total",
+        "Cached epoch orders nobody read that were evicted to make room.",
+        static_cast<double>(view.order_evictions)));
+    families.push_back(
+        SingleCounter("shard_jobs_expired_total",
+                      "Jobs deleted because they had no member and no call for "
+                      "shardd --idle-job-ttl.",
+                      static_cast<double>(view.idle_jobs_expired)));
     return families;
   }
 

@@ -76,6 +76,8 @@ struct CoordinatorView {
   uint64_t order_bytes = 0;
   uint64_t order_bytes_limit = 0;
   uint64_t order_evictions = 0;
+  // Jobs deleted for staying idle (--idle-job-ttl) so far.
+  uint64_t idle_jobs_expired = 0;
 };
 
 // The HTTP endpoint Prometheus scrapes (GET /metrics).
