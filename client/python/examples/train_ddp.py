@@ -22,7 +22,7 @@ import os
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import TensorDataset
 
 import shard.torch
 
@@ -66,6 +66,8 @@ def main():
     parser.add_argument("--batch-size", type=int, default=10)
     parser.add_argument("--checkpoint-every", type=int, default=20,
                         help="steps between checkpoint + commit")
+    parser.add_argument("--loader-workers", type=int, default=2,
+                        help="DataLoader worker processes")
     parser.add_argument("--checkpoint-dir", required=True)
     parser.add_argument("--record", default=None)
     args = parser.parse_args()
@@ -95,11 +97,15 @@ def main():
         print(f"rank {rank}: resuming epoch {start[0]} at position "
               f"{start[1]}", flush=True)
     ddp = DistributedDataParallel(model)
-    loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler)
+    # shard.torch.DataLoader: sampler.position counts the batches this loop
+    # received, also with worker processes prefetching ahead of it.
+    loader = shard.torch.DataLoader(train, batch_size=args.batch_size,
+                                    sampler=sampler,
+                                    num_workers=args.loader_workers)
     record = open(args.record, "a") if args.record else None
 
     for epoch in range(sampler.epoch, args.epochs):
-        sampler.set_epoch(epoch)  # Optional: iter() would advance anyway.
+        sampler.set_epoch(epoch)  # Optional: a finished pass advances it.
         steps = 0
         for x, y, indices in loader:
             loss = torch.nn.functional.mse_loss(ddp(x.to(device)),

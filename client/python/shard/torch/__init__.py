@@ -8,10 +8,13 @@ variable-length per-rank results, and CoordinatorStore lets
 init_process_group form through the coordinator (no MASTER_ADDR/PORT);
 shard.torch.init_process_group(sampler) does so and re-joins when the world
 re-forms meanwhile (processes starting or restarting in any order).
+DataLoader is torch's DataLoader that tells the sampler which samples the
+training loop received, so that positions stay exact with worker processes.
 """
 from shard.torch.gather import gather_uneven
+from shard.torch.loader import DataLoader
 from shard.torch.sampler import DistributedEvalSampler, DistributedShardSampler
 from shard.torch.store import CoordinatorStore, init_process_group
 
-__all__ = ["CoordinatorStore", "DistributedEvalSampler",
+__all__ = ["CoordinatorStore", "DataLoader", "DistributedEvalSampler",
            "DistributedShardSampler", "gather_uneven", "init_process_group"]

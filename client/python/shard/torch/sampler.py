@@ -1,8 +1,39 @@
 """DistributedSampler drop-ins fed by the coordinator."""
 import math
 import os
+import sys
+import warnings
 
 from shard.client import Client, default_member_id, job_spec
+
+
+class _Pass:
+    """One iteration over a sampler: its epoch, the position it started
+    from, the indices handed out, and (with shard.torch.DataLoader) the
+    samples the training loop received."""
+
+    def __init__(self, epoch, start, tracked):
+        self.epoch = epoch
+        self.start = start
+        self.yielded = 0
+        self.consumed = 0
+        self.tracked = tracked  # Consumption reported by a shard DataLoader.
+        self.ended = False
+
+
+def _iterated_by_worker_loader():
+    """Whether a torch DataLoader with worker processes is pulling indices
+    from the sampler (it prefetches batches ahead of the training loop)."""
+    from torch.utils.data import dataloader
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            return False
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, dataloader._MultiProcessingDataLoaderIter):
+            return True
+        frame = frame.f_back
+    return False
 
 
 class DistributedShardSampler:
@@ -14,13 +45,24 @@ class DistributedShardSampler:
     exist (with num_replicas=None the job must exist or WORLD_SIZE gives the
     world size). `rank` and `num_replicas` come from the coordinator.
 
-    Each iter() yields the next epoch's indices for this rank as Python ints,
-    exactly DistributedSampler's after set_epoch(epoch); the first epoch is
-    the job's committed one (a restarted job resumes where it committed).
-    set_epoch(e) selects the epoch the next iter() yields; it is never
-    required. state_dict()/load_state_dict() capture and restore (epoch,
-    position) for mid-epoch resume; commit() records the position with the
-    coordinator. A heartbeat thread keeps the membership alive.
+    Epochs follow DistributedSampler: iter() yields this rank's indices of
+    the current epoch as Python ints, exactly DistributedSampler's after
+    set_epoch(epoch). The first epoch is the job's committed one (a
+    restarted job resumes where it committed). Every iterator started in an
+    epoch yields that epoch from its last committed (or loaded) position:
+    a peek such as next(iter(loader)) does not move to another epoch, and
+    what an abandoned iterator consumed is forgotten. The epoch advances
+    when a pass was consumed to its end (the next iter() starts the next
+    epoch; `epoch` names the last pass's until then, as DistributedSampler
+    does), or by set_epoch()/load_state_dict(); set_epoch is never
+    required.
+
+    `position`, state_dict() and commit() count the samples the training
+    loop received: with shard.torch.DataLoader exactly (its workers may
+    prefetch batches ahead of the loop); with a plain DataLoader, the
+    indices handed to it, which is exact only with num_workers=0 (a
+    warning says so otherwise). A heartbeat thread keeps the membership
+    alive.
     """
 
     _tail_for_drop_last = {False: "pad", True: "drop"}
@@ -48,6 +90,8 @@ class DistributedShardSampler:
         self._wait = wait
         self._heartbeat_interval = heartbeat_interval
         self._heartbeat = None
+        self._tracker = None  # Set by shard.torch.DataLoader for one iter().
+        self._warned_untracked = False
         self.rejoin()
 
     def rejoin(self):
@@ -63,13 +107,10 @@ class DistributedShardSampler:
             self.membership, self._heartbeat_interval)
         self.rank = self.membership.rank
         self.num_replicas = self.membership.world_size
-        self.epoch = self.membership.committed_epoch
-        self._next_epoch = self.epoch
         self._resume = (self.membership.committed_epoch,
                         self.membership.committed_position)
-        # Before the first iter(), `position` is where it will start.
-        self._start = self._resume[1]
-        self._yielded = 0
+        self.epoch = self._resume[0]
+        self._pass = None
 
     def __len__(self):
         """This rank's samples per epoch (as DistributedSampler counts)."""
@@ -81,47 +122,98 @@ class DistributedShardSampler:
         return math.ceil(n / w)
 
     def set_epoch(self, epoch):
-        self._next_epoch = epoch
+        """The next iter() yields `epoch` (from its committed or loaded
+        position, if that is in `epoch`)."""
+        self.epoch = epoch
+        self._pass = None
+
+    def _start_position(self):
+        return self._resume[1] if self.epoch == self._resume[0] else 0
 
     def __iter__(self):
-        epoch = self._next_epoch
-        self._next_epoch = epoch + 1
-        self.epoch = epoch
-        self._start = self._resume[1] if epoch == self._resume[0] else 0
-        self._yielded = 0
-        stream = self.client.stream(self.membership, epoch, self._start,
+        finished = self._pass
+        if finished is not None and finished.ended:
+            self.epoch = finished.epoch + 1
+        tracker, self._tracker = self._tracker, None
+        current = _Pass(self.epoch, self._start_position(),
+                        tracked=tracker is not None)
+        if tracker is not None:
+            tracker.shard_pass = current
+        elif not self._warned_untracked and _iterated_by_worker_loader():
+            self._warned_untracked = True
+            warnings.warn(
+                "DistributedShardSampler in a torch DataLoader with "
+                "num_workers > 0: the workers prefetch batches ahead of the "
+                "training loop, so the sampler cannot know which samples "
+                "were consumed and state_dict()/commit() would skip the "
+                "prefetched ones on resume. Use shard.torch.DataLoader (same "
+                "arguments), which counts what the loop received.",
+                RuntimeWarning, stacklevel=2)
+        self._pass = current
+        return self._indices(current)
+
+    def _indices(self, current):
+        stream = self.client.stream(self.membership, current.epoch,
+                                    current.start,
                                     prefetch_bytes=self._prefetch_bytes)
         try:
             for chunk in stream:
                 for index in chunk.tolist():
-                    self._yielded += 1
+                    current.yielded += 1
                     yield index
         finally:
             stream.close()
+        if not current.tracked:
+            self._end_pass(current)
+
+    def _consumed(self, current, samples):
+        """shard.torch.DataLoader: the loop received `samples` more."""
+        current.consumed += samples
+
+    def _end_pass(self, current):
+        """The pass was consumed to its end (the loop is done with every
+        index handed out, including any its DataLoader dropped): the next
+        iter() starts the next epoch, unless the pass was abandoned for a
+        newer one or set_epoch moved on."""
+        if current is self._pass:
+            current.ended = True
+            current.consumed = current.yielded
 
     @property
     def position(self):
-        """Global position in the epoch after the indices yielded so far
-        (every rank yielding as many makes it a commit point); before the
-        first iter(), where it will start (the committed position)."""
-        return self._start + self._yielded * self.num_replicas
+        """Global position in `epoch` after the samples consumed so far
+        (every rank consuming as many makes it a commit point; the epoch's
+        length once a pass ended); before the epoch's first iter(), where it
+        will start."""
+        current = self._pass
+        if current is None:
+            return self._start_position()
+        samples = current.consumed if current.tracked else current.yielded
+        return current.start + samples * self.num_replicas
 
     def state_dict(self):
+        """{"epoch", "position"} to resume from: after a finished pass, the
+        next epoch's start."""
+        if self._pass is not None and self._pass.ended:
+            return {"epoch": self._pass.epoch + 1, "position": 0}
         return {"epoch": self.epoch, "position": self.position}
 
     def load_state_dict(self, state):
         """The next iter() resumes `state`'s epoch at its position."""
         self._resume = (int(state["epoch"]), int(state["position"]))
-        self.epoch = self._next_epoch = self._resume[0]
-        self._start, self._yielded = self._resume[1], 0
+        self.epoch = self._resume[0]
+        self._pass = None
 
     def commit(self, epoch=None, position=None):
         """Records with the coordinator that every rank consumed `position`
         (default: this sampler's) of `epoch` (default: the current one).
-        Returns the stored (epoch, position)."""
-        return self.client.commit(
+        Returns the stored (epoch, position), which a new iterator of that
+        epoch then starts from."""
+        stored = self.client.commit(
             self.membership, self.epoch if epoch is None else epoch,
             self.position if position is None else position)
+        self._resume = stored
+        return stored
 
     def close(self, leave=True):
         """Stops the heartbeat and (by default) leaves the job."""
