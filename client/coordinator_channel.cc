@@ -69,7 +69,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
         security::ReadPemFile(security.tls_cert_file, "--tls-cert");
     if (!cert.ok()) return cert.status();
     absl::StatusOr<std::string> key =
-        security::ReadPemFile(security.tls_key_file, "--tls-key");
+        security::ReadPrivateKeyFile(security.tls_key_file, "--tls-key");
     if (!key.ok()) return key.status();
     ssl.pem_cert_chain = *std::move(cert);
     ssl.pem_private_key = *std::move(key);

@@ -29,7 +29,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
       security::ReadPemFile(options.tls_cert_file, "--tls-cert");
   if (!cert.ok()) return cert.status();
   absl::StatusOr<std::string> key =
-      security::ReadPemFile(options.tls_key_file, "--tls-key");
+      security::ReadPrivateKeyFile(options.tls_key_file, "--tls-key");
   if (!key.ok()) return key.status();
   grpc::SslServerCredentialsOptions ssl(
       GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);

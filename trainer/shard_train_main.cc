@@ -22,6 +22,7 @@ constexpr char kUsage[] =
     "  [--dataset synthetic|fashion-mnist|records] [--data-path DIR]\n"
     "  [--dataset-size N] [--eval-size N] [--model linear|mlp|cnn]\n"
     "  [--backend auto|gloo|nccl] [--epochs 1] [--batch-size 32] [--lr 0.05]\n"
+    "  [--loader-workers 0]\n"
     "  [--checkpoint-dir DIR] [--checkpoint-every STEPS] [--log-indices FILE]\n"
     "  [--join-wait 10m] [--pg-timeout 5m] [--gloo-interface IFACE]\n"
     "  [--heartbeat-interval 2s] [--max-rejoins 20]\n"
@@ -54,6 +55,7 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
                                     "backend",
                                     "epochs",
                                     "batch-size",
+                                    "loader-workers",
                                     "lr",
                                     "checkpoint-dir",
                                     "checkpoint-every",
@@ -86,6 +88,7 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
       shard::trainer::ParseBackend(flags->String("backend", "auto"));
   absl::StatusOr<uint64_t> epochs = flags->Uint64("epochs", 1);
   absl::StatusOr<uint64_t> batch = flags->Uint64("batch-size", 32);
+  absl::StatusOr<uint64_t> loader_workers = flags->Uint64("loader-workers", 0);
   absl::StatusOr<double> lr = flags->Double("lr", 0.05);
   absl::StatusOr<uint64_t> every = flags->Uint64("checkpoint-every", 0);
   absl::StatusOr<absl::Duration> join_wait =
@@ -99,11 +102,14 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
        {coordinator.status(), job.status(), world.status(), size.status(),
         backend.status(), epochs.status(), batch.status(), lr.status(),
         every.status(), eval.status(), join_wait.status(), pg_timeout.status(),
-        heartbeat.status(), max_rejoins.status()}) {
+        heartbeat.status(), max_rejoins.status(), loader_workers.status()}) {
     if (!s.ok()) return s;
   }
   if (*batch == 0) {
     return absl::InvalidArgumentError("--batch-size must be at least 1");
+  }
+  if (*loader_workers > 256) {
+    return absl::InvalidArgumentError("--loader-workers must be at most 256");
   }
   if (*world > 0) {
     absl::StatusOr<shard::v1::JobSpec> spec =
@@ -141,6 +147,7 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
   options.process_group.gloo_interface = flags->String("gloo-interface", "");
   options.epochs = *epochs;
   options.batch_size = *batch;
+  options.loader_workers = static_cast<size_t>(*loader_workers);
   options.learning_rate = *lr;
   options.checkpoint_dir = flags->String("checkpoint-dir", "");
   options.checkpoint_every = *every;

@@ -339,11 +339,11 @@ absl::Status RunAttempt(
   progress->ResumeAt({start->epoch, start->position});
   auto loader = torch::data::make_data_loader(
       data.Train(membership.spec.dataset_size()), std::move(sampler),
-      torch::data::DataLoaderOptions().batch_size(options.batch_size));
+      torch::data::DataLoaderOptions()
+          .batch_size(options.batch_size)
+          .workers(options.loader_workers));
 
   for (uint64_t epoch = start->epoch; epoch < options.epochs; ++epoch) {
-    const uint64_t epoch_start =
-        epoch == start->epoch ? start->position : uint64_t{0};
     uint64_t samples = 0, steps = 0;
     double loss_sum = 0;
     const Clock::time_point began = Clock::now();
@@ -359,8 +359,8 @@ absl::Status RunAttempt(
         }
         if (checkpoint_due) {
           checkpoint_due = false;
-          if (absl::Status s =
-                  checkpointer.Save({epoch, epoch_start + world * samples});
+          const torch_adapter::EpochPosition at = progress->Current();
+          if (absl::Status s = checkpointer.Save({at.epoch, at.position});
               !s.ok()) {
             return s;
           }
@@ -375,6 +375,9 @@ absl::Status RunAttempt(
         sync.Finish();
         optimizer.step();
         samples += batch.size();
+        // Loader workers run ahead of this loop: the position counts what
+        // it received.
+        progress->Consumed(batch.size());
         ++steps;
         loss_sum += loss.item<double>();
         index_log.Write(epoch, rank, batch);

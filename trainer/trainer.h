@@ -41,6 +41,10 @@ struct TrainerOptions {
   // Train until this many epochs are complete (counting resumed ones).
   uint64_t epochs = 1;
   uint64_t batch_size = 32;
+  // DataLoader threads assembling batches ahead of the training loop
+  // (--loader-workers; 0: in the loop's thread). Commits stay exact: the
+  // loop reports what it received (ShardSamplerProgress::Consumed).
+  size_t loader_workers = 0;
   double learning_rate = 0.05;
   // Checkpoints go here (shared by all ranks); empty: no checkpoints and no
   // commits, so a restart begins at the coordinator's committed progress.

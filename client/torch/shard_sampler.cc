@@ -9,32 +9,47 @@
 
 namespace shard::torch_adapter {
 
+EpochPosition ShardSamplerProgress::RestartPoint() const {
+  return restart_.epoch == epoch_ ? restart_ : EpochPosition{epoch_, 0};
+}
+
 EpochPosition ShardSamplerProgress::Current() const {
   absl::MutexLock lock(&mu_);
-  if (!started_ && resume_) return *resume_;
-  return current_;
+  if (!pass_) return RestartPoint();
+  const uint64_t samples = pass_->tracked ? pass_->consumed : pass_->handed;
+  return {pass_->start.epoch,
+          pass_->start.position + samples * uint64_t{world_size_}};
 }
 
 void ShardSamplerProgress::ResumeAt(EpochPosition start) {
   absl::MutexLock lock(&mu_);
-  resume_ = start;
+  restart_ = start;
+  epoch_ = start.epoch;
+  pass_.reset();
 }
 
-EpochPosition ShardSamplerProgress::BeginEpoch() {
+void ShardSamplerProgress::Consumed(size_t samples) {
   absl::MutexLock lock(&mu_);
-  if (resume_) {
-    current_ = *resume_;
-    resume_.reset();
-  } else if (started_) {
-    current_ = EpochPosition{current_.epoch + 1, 0};
-  }
-  started_ = true;
-  return current_;
+  if (!pass_) return;
+  pass_->tracked = true;
+  pass_->consumed += samples;
 }
 
-void ShardSamplerProgress::SetPosition(uint64_t position) {
+EpochPosition ShardSamplerProgress::BeginPass() {
   absl::MutexLock lock(&mu_);
-  current_.position = position;
+  if (pass_ && pass_->Ended()) epoch_ = pass_->start.epoch + 1;
+  pass_ = Pass{RestartPoint()};
+  return pass_->start;
+}
+
+void ShardSamplerProgress::Handed(size_t indices) {
+  absl::MutexLock lock(&mu_);
+  if (pass_) pass_->handed += indices;
+}
+
+void ShardSamplerProgress::Exhausted() {
+  absl::MutexLock lock(&mu_);
+  if (pass_) pass_->exhausted = true;
 }
 
 void ShardSamplerProgress::AddIndexWait(absl::Duration waited) {
@@ -53,11 +68,12 @@ ShardSampler::ShardSampler(std::shared_ptr<client::CoordinatorClient> client,
     : client_(std::move(client)),
       membership_(std::move(membership)),
       stream_options_(stream_options),
-      progress_(std::make_shared<ShardSamplerProgress>()) {}
+      progress_(
+          std::make_shared<ShardSamplerProgress>(membership_.world_size)) {}
 
 void ShardSampler::reset(torch_compat::optional<size_t>) {
   const absl::Time began = absl::Now();
-  const EpochPosition start = progress_->BeginEpoch();
+  const EpochPosition start = progress_->BeginPass();
   stream_.reset();  // Cancels the previous epoch's stream first.
   stream_ = client_->OpenStream(membership_, start.epoch, start.position,
                                 stream_options_);
@@ -75,8 +91,11 @@ torch_compat::optional<std::vector<size_t>> ShardSampler::next(
     throw std::runtime_error(
         absl::StrCat("ShardSampler: ", got.status().ToString()));
   }
-  progress_->SetPosition(stream_->position());
-  if (*got == 0) return torch_compat::nullopt;
+  if (*got == 0) {
+    progress_->Exhausted();
+    return torch_compat::nullopt;
+  }
+  progress_->Handed(*got);
   return std::vector<size_t>(buffer_.begin(), buffer_.begin() + *got);
 }
 

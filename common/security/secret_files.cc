@@ -1,10 +1,13 @@
 #include "common/security/secret_files.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace shard::security {
 namespace {
@@ -25,6 +28,22 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path,
 
 }  // namespace
 
+absl::Status CheckSecretFileMode(const std::string& path,
+                                 absl::string_view what) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": cannot read ", path));
+  }
+  if ((info.st_mode & S_IRWXO) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s is a secret but others may read it (mode %04o); allow its "
+        "owner and group only (chmod 600 or 640)",
+        what, path, info.st_mode & 07777));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateToken(absl::string_view token) {
   if (token.empty()) return absl::InvalidArgumentError("the token is empty");
   if (token.size() > kMaxTokenBytes) {
@@ -41,6 +60,10 @@ absl::Status ValidateToken(absl::string_view token) {
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  if (absl::Status s = CheckSecretFileMode(path, "--auth-token-file");
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::string> content =
       ReadWholeFile(path, "--auth-token-file");
   if (!content.ok()) return content.status();
@@ -61,6 +84,12 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path,
         absl::StrCat(what, ": ", path, " holds no PEM block"));
   }
   return content;
+}
+
+absl::StatusOr<std::string> ReadPrivateKeyFile(const std::string& path,
+                                               absl::string_view what) {
+  if (absl::Status s = CheckSecretFileMode(path, what); !s.ok()) return s;
+  return ReadPemFile(path, what);
 }
 
 }  // namespace shard::security

@@ -14,7 +14,8 @@
    committed history (reconstructed from each attempt's generation, rank,
    world size and resume point) covers every index exactly once, plus
    exactly the padding the final layout adds.
-4. Crash and resume: 3 trainers checkpoint every few steps; one is
+4. Crash and resume: 3 trainers (--loader-workers 2, so batches are
+   assembled ahead of the training loop) checkpoint every few steps; one is
    SIGKILLed mid-epoch, the rest are killed too, all restart from the
    checkpoint. The committed history of the epoch (what each rank trained
    before the committed position, plus everything after the restart) holds
@@ -271,8 +272,10 @@ def crash_and_resume(bin_dir, address, work):
     job = "crash"
     members = [f"{job}-m{i}" for i in range(world)]
     ckpt = os.path.join(work, "ckpt")
+    # Loader threads assemble batches ahead of the loop: the committed
+    # position must still count only what the loop trained.
     common = ["--epochs", "1", "--batch-size", "8", "--checkpoint-dir", ckpt,
-              "--checkpoint-every", "25"]
+              "--checkpoint-every", "25", "--loader-workers", "2"]
     run1_dir = os.path.join(work, "run1")
     run2_dir = os.path.join(work, "run2")
     os.makedirs(run1_dir)

@@ -32,6 +32,11 @@ class Secrets {
     if (std::system(command.c_str()) != 0) std::abort();
     std::ofstream(Path("token")) << kToken << "\n";
     std::ofstream(Path("wrong-token")) << "not-the-token\n";
+    for (const char* secret : {"token", "wrong-token"}) {
+      std::filesystem::permissions(Path(secret),
+                                   std::filesystem::perms::owner_read |
+                                       std::filesystem::perms::owner_write);
+    }
   }
   ~Secrets() { std::filesystem::remove_all(dir_); }
   std::string Path(const std::string& name) const {

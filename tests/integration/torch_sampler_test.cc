@@ -1,6 +1,8 @@
-// The libtorch sampler adapter inside a real DataLoader: each pass over the
-// loader is the next epoch, the progress handle survives the move into the
-// loader, and ResumeAt / save+load continue mid-epoch.
+// The libtorch sampler adapter inside a real DataLoader: each finished pass
+// over the loader is the next epoch while an abandoned one restarts its
+// epoch, the progress handle survives the move into the loader, positions
+// with DataLoader workers count what the loop reported, and ResumeAt /
+// save+load continue mid-epoch.
 #include <algorithm>
 #include <vector>
 
@@ -73,6 +75,73 @@ TEST_F(TorchSamplerTest, EachPassOverTheLoaderIsTheNextEpoch) {
   EXPECT_EQ(OnePass(*loader), Expected(1));
   EXPECT_EQ(progress->Current().epoch, 1u);
   EXPECT_NE(Expected(0), Expected(1));
+}
+
+// The pattern of PyTorch's DDP tutorial: peek a batch, then the epoch's
+// loop. The peek must not move to another epoch.
+TEST_F(TorchSamplerTest, AnAbandonedPassRestartsTheSameEpoch) {
+  torch_adapter::ShardSampler sampler(client_, membership_);
+  auto progress = sampler.progress();
+  auto loader = torch::data::make_data_loader(
+      IndexDataset(kSize), std::move(sampler),
+      torch::data::DataLoaderOptions().batch_size(64));
+  for (uint64_t epoch = 0; epoch < 3; ++epoch) {
+    const std::vector<uint64_t> expected = Expected(epoch);
+    auto peek = loader->begin();
+    ASSERT_NE(peek, loader->end());
+    EXPECT_EQ((*peek)[0].data.item<int64_t>(),
+              static_cast<int64_t>(expected[0]));
+    EXPECT_EQ(OnePass(*loader), expected) << "epoch " << epoch;
+    EXPECT_EQ(progress->Current().epoch, epoch);
+  }
+}
+
+TEST_F(TorchSamplerTest, AnAbandonedPassRestartsAtTheResumePoint) {
+  torch_adapter::ShardSampler sampler(client_, membership_);
+  sampler.progress()->ResumeAt({2, 300});
+  auto loader = torch::data::make_data_loader(
+      IndexDataset(kSize), std::move(sampler),
+      torch::data::DataLoaderOptions().batch_size(50));
+  ASSERT_NE(loader->begin(), loader->end());
+  const std::vector<uint64_t> expected = Expected(2);
+  EXPECT_EQ(OnePass(*loader),
+            std::vector<uint64_t>(expected.begin() + 300, expected.end()));
+  EXPECT_EQ(OnePass(*loader), Expected(3));
+}
+
+// DataLoader workers fetch batches ahead of the loop: a loop that reports
+// what it received gets exact positions; one that does not sees the
+// indices handed to the workers.
+TEST_F(TorchSamplerTest, WorkersNeedTheLoopToReportConsumedSamples) {
+  for (bool report : {true, false}) {
+    torch_adapter::ShardSampler sampler(client_, membership_);
+    auto progress = sampler.progress();
+    auto loader = torch::data::make_data_loader(
+        IndexDataset(kSize), std::move(sampler),
+        torch::data::DataLoaderOptions().batch_size(32).workers(2));
+    std::vector<uint64_t> trained;
+    for (auto& batch : *loader) {
+      for (auto& example : batch) {
+        trained.push_back(example.data.item<int64_t>());
+      }
+      if (report) progress->Consumed(batch.size());
+      if (trained.size() == 5 * 32) break;
+    }
+    if (report) {
+      EXPECT_EQ(progress->Current().position, 5u * 32);
+      // A resume from there trains exactly the rest of the epoch.
+      torch_adapter::ShardSampler resumed(client_, membership_);
+      resumed.progress()->ResumeAt(progress->Current());
+      auto rest = torch::data::make_data_loader(
+          IndexDataset(kSize), std::move(resumed),
+          torch::data::DataLoaderOptions().batch_size(32).workers(2));
+      for (uint64_t index : OnePass(*rest)) trained.push_back(index);
+      EXPECT_EQ(trained, Expected(0));
+    } else {
+      EXPECT_GT(progress->Current().position, 5u * 32)
+          << "the workers prefetched nothing: this case shows nothing";
+    }
+  }
 }
 
 TEST_F(TorchSamplerTest, ResumeAtContinuesMidEpoch) {

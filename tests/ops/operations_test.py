@@ -67,6 +67,8 @@ def main():
         f.write(TOKEN + "\n")
     with open(wrong_file, "w") as f:
         f.write("not-" + TOKEN + "\n")
+    for secret in (token_file, wrong_file):
+        os.chmod(secret, 0o600)
     log_path = os.path.join(work, "shardd.log")
     shardctl = f"{args.bin_dir}/shardctl"
     outputs = []

@@ -27,3 +27,4 @@ sign() {  # name subject extensions
 sign server "/CN=localhost" "subjectAltName=DNS:localhost,IP:127.0.0.1
 extendedKeyUsage=serverAuth"
 sign client "/CN=trainer" "extendedKeyUsage=clientAuth"
+chmod 600 ./*.key

@@ -6,11 +6,18 @@ import grpc
 
 
 def _read_secret(path, what):
-    """The file's contents; refuses files others may read (a secret)."""
-    mode = os.stat(path).st_mode
-    if what == "token" and mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ValueError(f"{path}: the token file must not be readable by "
-                         "group or others (chmod 600)")
+    """The file's contents. A secret (the token, a private key) that others
+    may read is refused; owner- and group-readable files are accepted
+    (Kubernetes mounts Secrets group-readable for the pod's fsGroup). The
+    mode is the one of the file behind symlinks, as in a Secret volume. The
+    same rule as the C++ programs' (common/security/secret_files.h)."""
+    if what in ("token", "key"):
+        mode = os.stat(path).st_mode
+        if mode & stat.S_IRWXO:
+            raise ValueError(
+                f"{path}: the {what} file is a secret but others may read "
+                f"it (mode {stat.S_IMODE(mode):04o}); allow its owner and "
+                "group only (chmod 600 or 640)")
     with open(path, "rb") as f:
         return f.read()
 

@@ -1,14 +1,28 @@
 // libtorch adapter: a torch::data::samplers::Sampler<> that yields this
 // rank's indices streamed from the coordinator.
 //
-// Epochs come from the coordinator, not from the caller: every reset() (the
-// DataLoader calls it at each begin()) moves to the next epoch, the first one
-// to epoch 0 or to the point given by ResumeAt(). make_data_loader moves the
-// sampler in, so the sampler shares its progress through a
-// ShardSamplerProgress handle that the trainer keeps (progress()).
-// Errors from the coordinator are thrown as std::runtime_error (the libtorch
-// boundary). Thread-safety: the sampler is used by one DataLoader thread; the
-// progress handle is thread-safe.
+// Epochs follow torch's DistributedSampler: every reset() (the DataLoader
+// calls it at each begin()) starts the current epoch from its restart point
+// (ResumeAt()/load(), or the epoch's start), so an iteration abandoned
+// half-way is forgotten and the next one yields the same epoch again; once
+// a pass was consumed to its end, the next reset() starts the next epoch.
+// The first epoch is 0 or the one ResumeAt() names.
+//
+// Positions count the samples the training loop received. A DataLoader
+// with workers(n) > 0 fetches batches ahead of the loop, so the loop must
+// report each batch it received with progress->Consumed(batch size); then
+// Current().position counts exactly those, and a pass ends when the loop
+// received everything the sampler handed out. Without Consumed() the
+// position counts the indices handed to the DataLoader, which is exact
+// only with workers(0). (libtorch's drop_last does not combine with
+// Consumed(): the dropped batch is never received, so the pass never ends;
+// drop samples with the job's tail policy instead.)
+//
+// make_data_loader moves the sampler in, so the sampler shares its progress
+// through a ShardSamplerProgress handle that the trainer keeps
+// (progress()). Errors from the coordinator are thrown as
+// std::runtime_error (the libtorch boundary). Thread-safety: the sampler is
+// used by one DataLoader thread; the progress handle is thread-safe.
 #ifndef SHARD_CLIENT_TORCH_SHARD_SAMPLER_H_
 #define SHARD_CLIENT_TORCH_SHARD_SAMPLER_H_
 
@@ -37,12 +51,21 @@ struct EpochPosition {
 
 class ShardSamplerProgress {
  public:
-  // The epoch being served and how far into it; before the first reset(),
-  // the point the first reset() will start from.
+  explicit ShardSamplerProgress(uint32_t world_size)
+      : world_size_(world_size) {}
+
+  // The epoch being served and the global position after the samples
+  // consumed so far (the epoch's length once a pass ended); before an
+  // epoch's first reset(), the point it will start from.
   EpochPosition Current() const ABSL_LOCKS_EXCLUDED(mu_);
-  // Makes the next reset() start at (epoch, position) instead of the next
-  // epoch; position must be a multiple of the world size.
+  // Makes `start.epoch` the current epoch and every reset() in it start at
+  // `start` (call it again with the committed point after a commit so that
+  // a restarted pass resumes there); position must be a multiple of the
+  // world size.
   void ResumeAt(EpochPosition start) ABSL_LOCKS_EXCLUDED(mu_);
+  // The training loop received a batch of `samples` (see the file
+  // comment): needed with DataLoader workers, harmless without.
+  void Consumed(size_t samples) ABSL_LOCKS_EXCLUDED(mu_);
   // Total time the sampler spent obtaining indices (opening streams and
   // waiting for the next batch of indices), since it was created: the time
   // the trainer waited for the coordinator.
@@ -50,15 +73,27 @@ class ShardSamplerProgress {
 
  private:
   friend class ShardSampler;
-  // Returns where the epoch opened by reset() starts and records it.
-  EpochPosition BeginEpoch() ABSL_LOCKS_EXCLUDED(mu_);
-  void SetPosition(uint64_t position) ABSL_LOCKS_EXCLUDED(mu_);
+  // One reset() of the sampler and what became of it.
+  struct Pass {
+    EpochPosition start;
+    uint64_t handed = 0;     // Indices handed to the DataLoader.
+    uint64_t consumed = 0;   // Samples the loop reported (Consumed()).
+    bool tracked = false;    // Consumed() was called in this pass.
+    bool exhausted = false;  // The stream ended.
+    bool Ended() const { return exhausted && (!tracked || consumed == handed); }
+  };
+  // Starts a pass (see the file comment) and returns where it starts.
+  EpochPosition BeginPass() ABSL_LOCKS_EXCLUDED(mu_);
+  void Handed(size_t indices) ABSL_LOCKS_EXCLUDED(mu_);
+  void Exhausted() ABSL_LOCKS_EXCLUDED(mu_);
   void AddIndexWait(absl::Duration waited) ABSL_LOCKS_EXCLUDED(mu_);
+  EpochPosition RestartPoint() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const uint32_t world_size_;
   mutable absl::Mutex mu_;
-  EpochPosition current_ ABSL_GUARDED_BY(mu_);
-  bool started_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<EpochPosition> resume_ ABSL_GUARDED_BY(mu_);
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  EpochPosition restart_ ABSL_GUARDED_BY(mu_);
+  std::optional<Pass> pass_ ABSL_GUARDED_BY(mu_);
   absl::Duration index_wait_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -71,7 +106,8 @@ class ShardSampler : public torch::data::samplers::Sampler<> {
   // Shared progress; stays valid after the sampler moved into a DataLoader.
   std::shared_ptr<ShardSamplerProgress> progress() const { return progress_; }
 
-  // Starts the next epoch (see the file comment). new_size is ignored: the
+  // Starts a pass over the current epoch, or over the next one when the
+  // last pass ended (see the file comment). new_size is ignored: the
   // coordinator's job spec fixes the dataset size.
   void reset(
       torch_compat::optional<size_t> new_size = torch_compat::nullopt) override;
