@@ -108,6 +108,9 @@ absl::Status ShardStream::ReadOnce() {
     mu_.Await(absl::Condition(&has_room));
     if (cancelled_) break;
     shard_size_ = chunk.rank_shard_size();
+    if (chunk.epoch_positions() != 0) {
+      epoch_positions_ = chunk.epoch_positions();
+    }
     const size_t count = wire::ChunkIndexCount(chunk);
     if (count == 0) continue;
     received_ += count;
@@ -152,6 +155,7 @@ absl::StatusOr<size_t> ShardStream::Next(absl::Span<uint64_t> out) {
   }
   consumed_ += copied;
   if (copied == 0 && finished_ && !error_.ok()) return error_;
+  if (copied == 0 && out.size() > 0 && finished_) end_reported_ = true;
   return copied;
 }
 
@@ -162,6 +166,7 @@ std::optional<uint64_t> ShardStream::rank_shard_size() const {
 
 uint64_t ShardStream::position() const {
   absl::MutexLock lock(&mu_);
+  if (end_reported_ && epoch_positions_) return *epoch_positions_;
   return request_.start_position() + consumed_ * world_size_;
 }
 

@@ -28,6 +28,7 @@ bool ShardCursor::Next(shard::v1::IndexChunk* chunk) {
       std::min<uint64_t>(chunk_indices_, shard_size_ - next_offset_);
   chunk->set_rank_offset(next_offset_);
   chunk->set_rank_shard_size(shard_size_);
+  chunk->set_epoch_positions(layout_.total());
   // Gathered in small pieces, so a stream holds one packed chunk, not a
   // 64-bit copy of it as well (this matters with a thousand streams).
   char* packed = wire::ResizePackedIndices(count, index_width_, chunk);

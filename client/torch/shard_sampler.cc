@@ -16,6 +16,9 @@ EpochPosition ShardSamplerProgress::RestartPoint() const {
 EpochPosition ShardSamplerProgress::Current() const {
   absl::MutexLock lock(&mu_);
   if (!pass_) return RestartPoint();
+  // A finished pass is at the epoch's end, also on a rank that held fewer
+  // indices of an uneven epoch.
+  if (pass_->Ended()) return {pass_->start.epoch, pass_->end_position};
   const uint64_t samples = pass_->tracked ? pass_->consumed : pass_->handed;
   return {pass_->start.epoch,
           pass_->start.position + samples * uint64_t{world_size_}};
@@ -47,9 +50,11 @@ void ShardSamplerProgress::Handed(size_t indices) {
   if (pass_) pass_->handed += indices;
 }
 
-void ShardSamplerProgress::Exhausted() {
+void ShardSamplerProgress::Exhausted(uint64_t end_position) {
   absl::MutexLock lock(&mu_);
-  if (pass_) pass_->exhausted = true;
+  if (!pass_) return;
+  pass_->exhausted = true;
+  pass_->end_position = end_position;
 }
 
 void ShardSamplerProgress::AddIndexWait(absl::Duration waited) {
@@ -92,7 +97,7 @@ torch_compat::optional<std::vector<size_t>> ShardSampler::next(
         absl::StrCat("ShardSampler: ", got.status().ToString()));
   }
   if (*got == 0) {
-    progress_->Exhausted();
+    progress_->Exhausted(stream_->position());
     return torch_compat::nullopt;
   }
   progress_->Handed(*got);

@@ -79,6 +79,39 @@ TEST(ClientStreamTest, StreamsEqualThePreviewForEveryRank) {
   }
 }
 
+// Evaluation (tail uneven): ranks hold ceil or floor of N / W indices.
+// Once its shard is exhausted every rank is at the epoch's length, so each
+// one's commit completes the epoch; a mid-epoch position stays a round
+// boundary to resume from.
+TEST(ClientStreamTest, UnevenShardsEndAtTheEpochLength) {
+  testing::TestCluster cluster;
+  auto client = cluster.NewClient();
+  constexpr uint32_t kWorld = 4;
+  for (uint64_t n : {12, 13, 15, 10, 3}) {  // N % W: 0, 1, W-1, 2; N < W.
+    SCOPED_TRACE(n);
+    shard::v1::JobSpec spec = Spec(n, kWorld);
+    spec.set_tail(shard::v1::TAIL_POLICY_UNEVEN);
+    const std::string job = "eval-" + std::to_string(n);
+    std::vector<client::Membership> members = JoinAll(cluster, job, spec);
+    for (const client::Membership& m : members) {
+      auto head = client->OpenStream(m, 0, 0);
+      std::vector<uint64_t> one(1);
+      ASSERT_TRUE(head->Next(absl::MakeSpan(one)).ok());
+      if (n >= kWorld) EXPECT_EQ(head->position(), kWorld);
+
+      auto stream = client->OpenStream(m, 0, 0);
+      Drain(*stream, 5);
+      EXPECT_EQ(stream->position(), n) << "rank " << m.rank;
+      absl::StatusOr<shard::v1::CommitProgressResponse> committed =
+          client->CommitProgress(m, 0, stream->position());
+      ASSERT_TRUE(committed.ok()) << "rank " << m.rank << ": "
+                                  << committed.status();
+      EXPECT_EQ(committed->committed_epoch(), 1u) << "rank " << m.rank;
+      EXPECT_EQ(committed->committed_position(), 0u) << "rank " << m.rank;
+    }
+  }
+}
+
 TEST(ClientStreamTest, ResumesFromAGlobalPosition) {
   testing::TestCluster cluster;
   auto client = cluster.NewClient();

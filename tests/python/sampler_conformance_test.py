@@ -6,7 +6,8 @@ For a grid of (N, W, seed, shuffle, drop_last), N < W included, W samplers
 (threads of this process, one member each) join a job, and for epochs 0-2
 every rank's indices and len() must equal DistributedSampler's (half of the
 cases call set_epoch, the others rely on iter() advancing the epoch).
-DistributedEvalSampler must give order[r::W] (every sample once), a
+DistributedEvalSampler must give order[r::W] (every sample once) and commit
+an epoch to its end from every rank whatever N % W, a
 state_dict taken mid-epoch must resume with exactly the remaining indices,
 and commit() must be recorded by the coordinator.
 Exit status 0 when every check passes.
@@ -102,6 +103,31 @@ def main():
             seen += got
             sampler.close(leave=False)
         check(sorted(seen) == list(range(n)), "eval covers 0..N-1 once")
+
+        # Evaluation epochs commit to their end from every rank, whatever
+        # N % W (ranks hold ceil or floor of N / W samples).
+        for n in (12, 13, 15, 10, 3):
+            w = 4
+            evals = join_all(lambda i: shard.torch.DistributedEvalSampler(
+                range(n), coordinator=client, job=f"eval-commit-{n}",
+                member=f"c{i}", num_replicas=w, seed=seed), w)
+            for sampler in evals:
+                iterator = iter(sampler)
+                first = next(iterator, None)
+                mid = sampler.position
+                check(first is None or mid == w,
+                      f"eval N={n} rank {sampler.rank}: position {mid} "
+                      f"after one sample")
+                got = []
+                if first is not None:  # Else the rank's epoch is over.
+                    iterator.close()
+                    got = list(sampler)
+                check(sampler.position == n and
+                      sampler.commit() == (1, 0),
+                      f"eval N={n} rank {sampler.rank}: after its "
+                      f"{len(got)} samples the position is {n} and the "
+                      f"commit completes the epoch")
+                sampler.close(leave=False)
 
         # Mid-epoch state_dict: the resumed iterator yields the rest.
         n, w = 1000, 4

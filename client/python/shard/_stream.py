@@ -40,6 +40,9 @@ class ShardStream:
         self._call = None
         self._lock = threading.Lock()
         self.received = 0  # Indices handed out so far.
+        # The epoch's length in positions (IndexChunk.epoch_positions):
+        # where a rank is once its shard is exhausted.
+        self.epoch_positions = None
         self._thread = threading.Thread(target=self._read, daemon=True,
                                         name="shard-stream")
         self._thread.start()
@@ -69,6 +72,8 @@ class ShardStream:
                     if not self._wait_for_room():
                         return
                     array = chunk_indices(chunk)
+                    if chunk.epoch_positions:
+                        self.epoch_positions = chunk.epoch_positions
                     with self._room:
                         self._buffered += array.nbytes
                     self._queue.put(array)

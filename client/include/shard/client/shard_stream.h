@@ -60,7 +60,10 @@ class ShardStream {
   std::optional<uint64_t> rank_shard_size() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Global position the next index belongs to, counted in whole rounds:
-  // start_position + W * (indices handed out by Next).
+  // start_position + W * (indices handed out by Next); once Next() handed
+  // out the whole shard and reported its end, the epoch's length (a rank
+  // holding fewer indices of an uneven epoch is done too), so a finished
+  // epoch commits as complete from any rank.
   uint64_t position() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -84,6 +87,9 @@ class ShardStream {
   uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;  // Rank indices received.
   uint64_t consumed_ ABSL_GUARDED_BY(mu_) = 0;  // Rank indices handed out.
   std::optional<uint64_t> shard_size_ ABSL_GUARDED_BY(mu_);
+  // The epoch's length in positions (IndexChunk.epoch_positions).
+  std::optional<uint64_t> epoch_positions_ ABSL_GUARDED_BY(mu_);
+  bool end_reported_ ABSL_GUARDED_BY(mu_) = false;  // Next() returned 0.
   // Rank offset of the first chunk of the first call.
   std::optional<uint64_t> first_offset_ ABSL_GUARDED_BY(mu_);
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Reader thread is done.

@@ -19,6 +19,8 @@ class _Pass:
         self.consumed = 0
         self.tracked = tracked  # Consumption reported by a shard DataLoader.
         self.ended = False
+        # The epoch's length in positions, once the stream was exhausted.
+        self.end_position = None
 
 
 def _iterated_by_worker_loader():
@@ -161,6 +163,7 @@ class DistributedShardSampler:
                 for index in chunk.tolist():
                     current.yielded += 1
                     yield index
+            current.end_position = stream.epoch_positions
         finally:
             stream.close()
         if not current.tracked:
@@ -188,6 +191,9 @@ class DistributedShardSampler:
         current = self._pass
         if current is None:
             return self._start_position()
+        if current.ended and current.end_position is not None:
+            # Also on a rank holding fewer samples of an uneven epoch.
+            return current.end_position
         samples = current.consumed if current.tracked else current.yielded
         return current.start + samples * self.num_replicas
 

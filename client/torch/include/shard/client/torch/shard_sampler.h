@@ -80,12 +80,14 @@ class ShardSamplerProgress {
     uint64_t consumed = 0;   // Samples the loop reported (Consumed()).
     bool tracked = false;    // Consumed() was called in this pass.
     bool exhausted = false;  // The stream ended.
+    uint64_t end_position = 0;  // The epoch's length, once exhausted.
     bool Ended() const { return exhausted && (!tracked || consumed == handed); }
   };
   // Starts a pass (see the file comment) and returns where it starts.
   EpochPosition BeginPass() ABSL_LOCKS_EXCLUDED(mu_);
   void Handed(size_t indices) ABSL_LOCKS_EXCLUDED(mu_);
-  void Exhausted() ABSL_LOCKS_EXCLUDED(mu_);
+  // The stream ended; `end_position` is the epoch's length.
+  void Exhausted(uint64_t end_position) ABSL_LOCKS_EXCLUDED(mu_);
   void AddIndexWait(absl::Duration waited) ABSL_LOCKS_EXCLUDED(mu_);
   EpochPosition RestartPoint() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
