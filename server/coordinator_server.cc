@@ -8,6 +8,9 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/bound_address.h"
+#include "server/event_log.h"
+#include "server/listen_failure.h"
+#include "server/security/tls_material.h"
 
 namespace shard::server {
 namespace {
@@ -31,14 +34,29 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
   absl::StatusOr<std::string> key =
       security::ReadPrivateKeyFile(options.tls_key_file, "--tls-key");
   if (!key.ok()) return key.status();
-  grpc::SslServerCredentialsOptions ssl(
-      GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  security::TlsFiles files;
+  files.cert_file = options.tls_cert_file;
+  files.cert_pem = *cert;
+  files.key_file = options.tls_key_file;
+  files.key_pem = *key;
   if (!options.tls_client_ca_file.empty()) {
     absl::StatusOr<std::string> ca =
         security::ReadPemFile(options.tls_client_ca_file, "--tls-client-ca");
     if (!ca.ok()) return ca.status();
-    ssl.pem_root_certs = *ca;
+    files.client_ca_file = options.tls_client_ca_file;
+    files.client_ca_pem = *ca;
+  }
+  // A pair that does not belong together, or an expired certificate, is a
+  // bad flag: say so now instead of failing to listen.
+  absl::StatusOr<std::vector<std::string>> warnings =
+      security::CheckServerTls(files, absl::Now());
+  if (!warnings.ok()) return warnings.status();
+  for (const std::string& warning : *warnings) LogEvent(warning);
+  grpc::SslServerCredentialsOptions ssl(
+      GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  ssl.pem_key_cert_pairs.push_back({files.key_pem, files.cert_pem});
+  if (!files.client_ca_file.empty()) {
+    ssl.pem_root_certs = files.client_ca_pem;
     ssl.client_certificate_request =
         GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
@@ -113,10 +131,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   }
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", opts.listen,
-                     ": address already in use, or not an address of this "
-                     "host (expected a free HOST:PORT)"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", opts.listen, ": ", ListenFailure(opts.listen)));
   }
   server->address_ = BoundAddress(opts.listen, port);
   if (!opts.health_listen.empty()) {
@@ -127,8 +143,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
         opts.health_listen, grpc::InsecureServerCredentials(), &health_port);
     server->health_server_ = health_builder.BuildAndStart();
     if (server->health_server_ == nullptr || health_port == 0) {
-      return absl::UnavailableError(absl::StrCat(
-          "cannot listen on --health-listen ", opts.health_listen));
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on --health-listen ", opts.health_listen,
+                       ": ", ListenFailure(opts.health_listen)));
     }
     server->health_address_ = BoundAddress(opts.health_listen, health_port);
   }

@@ -97,15 +97,17 @@ TEST(ClientStreamTest, UnevenShardsEndAtTheEpochLength) {
       auto head = client->OpenStream(m, 0, 0);
       std::vector<uint64_t> one(1);
       ASSERT_TRUE(head->Next(absl::MakeSpan(one)).ok());
-      if (n >= kWorld) EXPECT_EQ(head->position(), kWorld);
+      if (n >= kWorld) {
+        EXPECT_EQ(head->position(), kWorld);
+      }
 
       auto stream = client->OpenStream(m, 0, 0);
       Drain(*stream, 5);
       EXPECT_EQ(stream->position(), n) << "rank " << m.rank;
       absl::StatusOr<shard::v1::CommitProgressResponse> committed =
           client->CommitProgress(m, 0, stream->position());
-      ASSERT_TRUE(committed.ok()) << "rank " << m.rank << ": "
-                                  << committed.status();
+      ASSERT_TRUE(committed.ok())
+          << "rank " << m.rank << ": " << committed.status();
       EXPECT_EQ(committed->committed_epoch(), 1u) << "rank " << m.rank;
       EXPECT_EQ(committed->committed_position(), 0u) << "rank " << m.rank;
     }

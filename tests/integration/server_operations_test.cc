@@ -112,6 +112,18 @@ TEST(ServerOperationsTest, InconsistentTlsFilesAreRefusedUpFront) {
   options.tls_key_file = TestSecrets().Path("token");  // Not PEM.
   EXPECT_TRUE(absl::IsInvalidArgument(
       server::CoordinatorServer::Start(&service, options).status()));
+  // A key of another certificate: a bad flag naming both files, not a
+  // listener that fails to start (shardd exits 2 on INVALID_ARGUMENT).
+  options.tls_key_file = TestSecrets().Path("client.key");
+  const absl::Status mismatched =
+      server::CoordinatorServer::Start(&service, options).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(mismatched)) << mismatched;
+  EXPECT_NE(mismatched.message().find("client.key is not the key of the "
+                                      "certificate in --tls-cert"),
+            std::string::npos)
+      << mismatched;
+  EXPECT_NE(mismatched.message().find("server.pem"), std::string::npos)
+      << mismatched;
   client::ChannelSecurity cert_without_ca;
   cert_without_ca.tls_cert_file = TestSecrets().Path("client.pem");
   cert_without_ca.tls_key_file = TestSecrets().Path("client.key");

@@ -76,10 +76,10 @@ class ShardSamplerProgress {
   // One reset() of the sampler and what became of it.
   struct Pass {
     EpochPosition start;
-    uint64_t handed = 0;     // Indices handed to the DataLoader.
-    uint64_t consumed = 0;   // Samples the loop reported (Consumed()).
-    bool tracked = false;    // Consumed() was called in this pass.
-    bool exhausted = false;  // The stream ended.
+    uint64_t handed = 0;        // Indices handed to the DataLoader.
+    uint64_t consumed = 0;      // Samples the loop reported (Consumed()).
+    bool tracked = false;       // Consumed() was called in this pass.
+    bool exhausted = false;     // The stream ended.
     uint64_t end_position = 0;  // The epoch's length, once exhausted.
     bool Ended() const { return exhausted && (!tracked || consumed == handed); }
   };
