@@ -55,10 +55,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(
     return absl::InvalidArgumentError(
         "coordinator address is empty; expected HOST:PORT");
   }
-  // Chunks are far below 8 MiB; it bounds what a faulty peer can make us
-  // hold.
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      NewCoordinatorChannel(options.address, options.security, 8 << 20);
+      NewCoordinatorChannel(options.address, options.security,
+                            kMaxReceiveBytes);
   if (!channel.ok()) return channel.status();
   return std::unique_ptr<CoordinatorClient>(new CoordinatorClient(
       options, shard::v1::Coordinator::NewStub(*channel)));

@@ -72,7 +72,9 @@ absl::Status Plan(client::CoordinatorClient& client,
     return absl::InvalidArgumentError(
         absl::StrCat("--rank is too large: ", *rank));
   }
-  constexpr uint32_t kPage = 1000000;
+  // Pages sized by bytes, not counts: near N = 2^62 every index takes 9
+  // bytes on the wire.
+  constexpr uint32_t kPage = client::CoordinatorClient::kMaxPreviewPage;
   StdoutBuffer out;
   uint64_t offset = 0;
   while (true) {

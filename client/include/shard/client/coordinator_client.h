@@ -47,6 +47,15 @@ struct Membership {
 
 class CoordinatorClient {
  public:
+  // Largest response the client accepts; bounds what a faulty peer can make
+  // it hold.
+  static constexpr int kMaxReceiveBytes = 8 << 20;
+  // Most indices one Preview() page can hold within kMaxReceiveBytes,
+  // whatever their size (a varint takes at most 10 bytes; 64 KiB spare for
+  // the rest of the message).
+  static constexpr uint32_t kMaxPreviewPage =
+      (kMaxReceiveBytes - (64 << 10)) / 10;
+
   // Creates a client for options.address. Connects lazily: an unreachable
   // address shows up as UNAVAILABLE on the first call (after retries).
   // INVALID_ARGUMENT for an empty address or unusable security files.
@@ -71,7 +80,8 @@ class CoordinatorClient {
                                   absl::Duration wait);
 
   // Up to `limit` of `rank`'s indices of `epoch` from `offset`, without
-  // joining.
+  // joining. A `limit` above kMaxPreviewPage may not fit in a response for
+  // jobs with large indices (RESOURCE_EXHAUSTED).
   absl::StatusOr<shard::v1::PreviewShardResponse> Preview(
       const std::string& job_id, uint32_t rank, uint64_t epoch, uint64_t offset,
       uint32_t limit);
