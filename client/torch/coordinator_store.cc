@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 
 namespace shard::torch_adapter {
@@ -67,12 +68,14 @@ std::vector<uint8_t> CoordinatorStore::compareSet(
 }
 
 std::vector<uint8_t> CoordinatorStore::get(const std::string& key) {
+  const absl::Time began = absl::Now();
   std::optional<std::string> value =
       OrThrow(client_->StoreGet(membership_, key, ToDuration(timeout_)));
   if (!value) {
-    throw std::runtime_error(absl::StrCat("CoordinatorStore: timed out after ",
-                                          timeout_.count(),
-                                          " ms waiting for key \"", key, "\""));
+    throw std::runtime_error(absl::StrCat(
+        "CoordinatorStore: key \"", key, "\" not set after waiting ",
+        absl::FormatDuration(absl::Now() - began), " (store timeout ",
+        timeout_.count(), " ms)"));
   }
   return ToBytes(*value);
 }
@@ -99,10 +102,13 @@ void CoordinatorStore::wait(const std::vector<std::string>& keys) {
 
 void CoordinatorStore::wait(const std::vector<std::string>& keys,
                             const std::chrono::milliseconds& timeout) {
+  const absl::Time began = absl::Now();
   if (!OrThrow(client_->StoreWait(membership_, keys, ToDuration(timeout)))) {
-    throw std::runtime_error(
-        absl::StrCat("CoordinatorStore: timed out after ", timeout.count(),
-                     " ms waiting for keys ", absl::StrJoin(keys, ", ")));
+    throw std::runtime_error(absl::StrCat(
+        "CoordinatorStore: keys ", absl::StrJoin(keys, ", "),
+        " not all set after waiting ",
+        absl::FormatDuration(absl::Now() - began), " (timeout ",
+        timeout.count(), " ms)"));
   }
 }
 

@@ -7,6 +7,9 @@
 - the store calls of a generation (set/get/add/compare-set/wait/delete/
   count) behave as c10d expects, and a get with a wait returns None when the
   key never comes;
+- store gets and waits last the caller's timeout although the coordinator
+  cuts each call at its --max-wait; a missing key's error names the key and
+  how long was waited; store_add is never retried (not idempotent);
 - a stream continues across a coordinator restart (SIGKILL, same port and
   data directory) with exactly the indices it was still owed;
 - two processes form a Gloo process group through CoordinatorStore (no
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 import grpc
 
@@ -120,6 +124,41 @@ def main():
         check(raises(grpc.StatusCode.ABORTED,
                      lambda: client.store_get(a, "k")),
               "a store call of an ended generation: ABORTED")
+
+    # Store waits outlast the coordinator's --max-wait (1 s here): the
+    # client repeats them until the caller's timeout is spent.
+    with ShardDaemon(args.bin_dir, "--max-wait", "1s") as daemon:
+        import shard.torch
+        from datetime import timedelta
+        client = shard.Client(daemon.address, retry_deadline=5)
+        member = client.join("waits", "m", spec=job_spec(10, 1))
+        store = shard.torch.CoordinatorStore(member, client,
+                                             timeout=timedelta(seconds=30))
+        setter = threading.Timer(2.5, client.store_set,
+                                 args=(member, "late", b"v"))
+        setter.start()
+        check(store.get("late") == b"v",
+              "CoordinatorStore.get waits past the coordinator's max-wait")
+        setter.join()
+        store.set_timeout(timedelta(seconds=2.5))
+        began = time.monotonic()
+        try:
+            store.get("never")
+            check(False, "a key that never comes raises")
+        except RuntimeError as error:
+            waited = time.monotonic() - began
+            check("'never'" in str(error) and "after waiting 2." in str(error)
+                  and waited >= 2.5,
+                  f"it raises after the whole timeout, saying how long and "
+                  f"which key: {error}")
+        # An add is not idempotent: UNAVAILABLE is raised, never retried
+        # (as in the C++ client), even with a long retry deadline.
+        unreachable = shard.Client("127.0.0.1:1", retry_deadline=60)
+        began = time.monotonic()
+        check(raises(grpc.StatusCode.UNAVAILABLE,
+                     lambda: unreachable.store_add(member, "n", 1)) and
+              time.monotonic() - began < 30,
+              "store_add is not retried on UNAVAILABLE")
 
     # A stream rides through a coordinator restart (UNAVAILABLE: reconnect
     # from the first index not yet received).

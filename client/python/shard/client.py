@@ -191,16 +191,32 @@ class Client:
         self._call("StoreSet", pb.StoreSetRequest(
             scope=self._scope(membership), key=key, value=value))
 
+    def _wait_in_rounds(self, name, make_request, wait, done):
+        """The coordinator cuts each wait at its --max-wait: repeats the
+        call until `done(response)`, or until `wait` seconds are spent."""
+        until = time.monotonic() + wait
+        while True:
+            left = max(0.0, until - time.monotonic())
+            response = self._call(name, make_request(int(left * 1000)),
+                                  timeout=self._rpc_timeout + left)
+            if done(response) or time.monotonic() >= until:
+                return response
+
     def store_get(self, membership, key, wait=0.0):
         """The value, or None if the key is not set within `wait` s."""
-        response = self._call("StoreGet", pb.StoreGetRequest(
-            scope=self._scope(membership), key=key,
-            wait_ms=int(wait * 1000)), timeout=self._rpc_timeout + wait)
+        response = self._wait_in_rounds(
+            "StoreGet", lambda wait_ms: pb.StoreGetRequest(
+                scope=self._scope(membership), key=key, wait_ms=wait_ms),
+            wait, lambda r: r.found)
         return response.value if response.found else None
 
     def store_add(self, membership, key, delta):
+        """Adds `delta`; not idempotent, so never retried (an UNAVAILABLE
+        add may or may not have been applied: ShardError at once), as in
+        the C++ client."""
         return self._call("StoreAdd", pb.StoreAddRequest(
-            scope=self._scope(membership), key=key, delta=delta)).value
+            scope=self._scope(membership), key=key, delta=delta),
+            retry=False).value
 
     def store_compare_set(self, membership, key, expected, desired):
         return self._call("StoreCompareSet", pb.StoreCompareSetRequest(
@@ -209,10 +225,11 @@ class Client:
 
     def store_wait(self, membership, keys, wait):
         """True once all keys are set, False if not within `wait` s."""
-        return self._call("StoreWait", pb.StoreWaitRequest(
-            scope=self._scope(membership), keys=list(keys),
-            wait_ms=int(wait * 1000)),
-            timeout=self._rpc_timeout + wait).ready
+        keys = list(keys)
+        return self._wait_in_rounds(
+            "StoreWait", lambda wait_ms: pb.StoreWaitRequest(
+                scope=self._scope(membership), keys=keys, wait_ms=wait_ms),
+            wait, lambda r: r.ready).ready
 
     def store_delete(self, membership, key):
         return self._call("StoreDelete", pb.StoreDeleteRequest(

@@ -107,8 +107,11 @@ class CoordinatorClient {
       const Membership& membership, uint64_t epoch, uint64_t position);
 
   // Rendezvous key-value space of the member's job generation (see
-  // shard.v1 Store* RPCs). Waits are bounded by `wait`. StoreAdd is not
-  // idempotent and is therefore never retried.
+  // shard.v1 Store* RPCs). Waits last up to `wait`: the coordinator cuts
+  // each call's wait at its --max-wait, so the call is repeated until
+  // `wait` is spent. StoreAdd is not idempotent and is therefore never
+  // retried (UNAVAILABLE is returned; the Python client follows the same
+  // rule).
   absl::Status StoreSet(const Membership& membership, const std::string& key,
                         const std::string& value);
   // nullopt if the key was not set within `wait`.

@@ -1,4 +1,5 @@
 """torch.distributed.Store over the coordinator's rendezvous space."""
+import time
 from datetime import timedelta
 
 import grpc
@@ -38,11 +39,14 @@ class CoordinatorStore(dist.Store):
         self._client.store_set(self._membership, key, bytes(value))
 
     def get(self, key):
+        began = time.monotonic()
         value = self._client.store_get(self._membership, key,
                                        self._timeout.total_seconds())
         if value is None:
-            raise RuntimeError(f"store key {key!r} not set within "
-                               f"{self._timeout}")
+            raise RuntimeError(
+                f"store key {key!r} not set after waiting "
+                f"{time.monotonic() - began:.1f} s (store timeout "
+                f"{self._timeout})")
         return value
 
     def add(self, key, value):
@@ -63,10 +67,12 @@ class CoordinatorStore(dist.Store):
 
     def wait(self, keys, timeout=None):
         timeout = timeout or self._timeout
+        began = time.monotonic()
         if not self._client.store_wait(self._membership, keys,
                                        timeout.total_seconds()):
-            raise RuntimeError(f"store keys {list(keys)} not set within "
-                               f"{timeout}")
+            raise RuntimeError(
+                f"store keys {list(keys)} not all set after waiting "
+                f"{time.monotonic() - began:.1f} s (timeout {timeout})")
 
 
 def init_process_group(sampler, backend=None, **kwargs):
