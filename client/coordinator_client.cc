@@ -50,8 +50,8 @@ RetryPolicy NoRetry() {
 
 // A request's wait_ms for `left` (clamped to the field's range).
 uint32_t WaitMs(absl::Duration left) {
-  return static_cast<uint32_t>(std::clamp<int64_t>(
-      absl::ToInt64Milliseconds(left), 0, UINT32_MAX));
+  return static_cast<uint32_t>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(left), 0, UINT32_MAX));
 }
 
 // The coordinator bounds each wait a call asks for (shardd --max-wait):
@@ -176,6 +176,7 @@ absl::Status CoordinatorClient::Heartbeat(const Membership& membership) {
   request.set_job_id(membership.job_id);
   request.set_member_id(membership.member_id);
   request.set_generation(membership.generation);
+  request.set_incarnation(incarnation_);
   return CallWithRetry(stub_.get(), &Stub::Heartbeat, "Heartbeat", request,
                        options_.rpc_timeout, NoRetry())
       .status();
@@ -185,6 +186,7 @@ absl::Status CoordinatorClient::Leave(const Membership& membership) {
   shard::v1::LeaveRequest request;
   request.set_job_id(membership.job_id);
   request.set_member_id(membership.member_id);
+  request.set_incarnation(incarnation_);
   return CallWithRetry(stub_.get(), &Stub::Leave, "Leave", request,
                        options_.rpc_timeout, options_.retry)
       .status();

@@ -196,6 +196,19 @@ absl::Status CoordinatorService::Persist(const StateUpdate& update) {
   return absl::OkStatus();
 }
 
+absl::Status CoordinatorService::CheckCurrentIncarnation(
+    const JobState& job, const std::string& member_id, uint64_t incarnation) {
+  const uint64_t current = job.IncarnationOf(member_id);
+  if (incarnation == 0 || current == 0 || incarnation == current) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("member \"", member_id, "\" of job \"", job.job_id,
+                   "\" was re-joined by a restarted process (incarnation ",
+                   current, "); this process (incarnation ", incarnation,
+                   ") is stale and must stop"));
+}
+
 absl::StatusOr<shard::v1::HeartbeatResponse> CoordinatorService::Heartbeat(
     const shard::v1::HeartbeatRequest& request) {
   if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
@@ -217,6 +230,11 @@ absl::StatusOr<shard::v1::HeartbeatResponse> CoordinatorService::Heartbeat(
         "member \"", request.member_id(), "\" is not part of job \"",
         request.job_id(), "\" (it left or its lease expired): re-join"));
   }
+  if (absl::Status s = CheckCurrentIncarnation(**job, request.member_id(),
+                                               request.incarnation());
+      !s.ok()) {
+    return s;
+  }
   RenewLease(request.job_id(), request.member_id());
   absl::StatusOr<const JobState*> formed =
       FindFormedJob(request.job_id(), request.generation());
@@ -236,6 +254,11 @@ absl::StatusOr<shard::v1::LeaveResponse> CoordinatorService::Leave(
   if (absl::Status s = CheckServing(); !s.ok()) return s;
   absl::StatusOr<const JobState*> job = FindJob(request.job_id());
   if (!job.ok()) return job.status();
+  if (absl::Status s = CheckCurrentIncarnation(**job, request.member_id(),
+                                               request.incarnation());
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s =
           RemoveMember(request.job_id(), request.member_id(), "left");
       !s.ok()) {

@@ -250,7 +250,6 @@ absl::Status CoordinatorService::EraseJob(const std::string& job_id,
   shard::state::v1::StateUpdate update;
   update.mutable_job_deleted()->set_job_id(job_id);
   if (absl::Status s = Persist(update); !s.ok()) return s;
-  EraseJobEntries(job_id, incarnations_);
   EraseJobEntries(job_id, last_seen_);
   job_activity_.erase(job_id);
   rendezvous_.EndJob(job_id);
@@ -369,20 +368,18 @@ absl::Status CoordinatorService::AddMember(
            : FindJob(job_id);
   if (!job.ok()) return job.status();
 
-  const auto member_key = std::make_pair(job_id, member_id);
-  if (request.incarnation() != 0) {
-    auto known = incarnations_.find(member_key);
-    if (known != incarnations_.end() &&
-        known->second != request.incarnation() && (*job)->IsMember(member_id)) {
-      if (absl::Status s =
-              RemoveMember(job_id, member_id, "restarted (new incarnation)");
-          !s.ok()) {
-        return s;
-      }
-      job = FindJob(job_id);
-      if (!job.ok()) return job.status();
+  // A member joining from a restarted process (another incarnation than
+  // the durable one it joined with) ends its generation and joins anew.
+  const uint64_t known = (*job)->IncarnationOf(member_id);
+  if (request.incarnation() != 0 && known != 0 &&
+      known != request.incarnation()) {
+    if (absl::Status s =
+            RemoveMember(job_id, member_id, "restarted (new incarnation)");
+        !s.ok()) {
+      return s;
     }
-    incarnations_[member_key] = request.incarnation();
+    job = FindJob(job_id);
+    if (!job.ok()) return job.status();
   }
   if (!(*job)->IsMember(member_id)) {
     if ((*job)->members.size() >= (*job)->spec.max_world_size()) {
@@ -394,6 +391,7 @@ absl::Status CoordinatorService::AddMember(
     StateUpdate update;
     update.mutable_member_joined()->set_job_id(job_id);
     update.mutable_member_joined()->set_member_id(member_id);
+    update.mutable_member_joined()->set_incarnation(request.incarnation());
     if (absl::Status s = Persist(update); !s.ok()) return s;
     const JobState* joined = state_.FindJob(job_id);
     LogEvent(absl::StrCat("member joined job=", job_id, " member=", member_id,

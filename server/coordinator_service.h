@@ -222,6 +222,11 @@ class CoordinatorService {
   // from expiring as idle for another idle_job_ttl.
   absl::StatusOr<const JobState*> FindJob(const std::string& job_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FAILED_PRECONDITION when `incarnation` (a Heartbeat's or Leave's) names
+  // an older process of a member that re-joined from a restarted one.
+  static absl::Status CheckCurrentIncarnation(const JobState& job,
+                                              const std::string& member_id,
+                                              uint64_t incarnation);
   // Deletes the job (journaled), ends its waits, store and orders; the
   // caller awaits durability.
   absl::Status EraseJob(const std::string& job_id, absl::string_view reason)
@@ -349,10 +354,6 @@ class CoordinatorService {
   ParkedCalls parked_{&mu_, kCompletionThreads};
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Incarnation each (job, member) last joined with (not journaled: after a
-  // coordinator restart the next join records it again).
-  std::map<std::pair<std::string, std::string>, uint64_t> incarnations_
-      ABSL_GUARDED_BY(mu_);
   // Time the coordinator itself could not run, summed (see LeaseClock).
   absl::Duration stalled_ ABSL_GUARDED_BY(mu_);
   // Last sign of life of each (job, member), on the LeaseClock.

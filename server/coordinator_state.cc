@@ -108,14 +108,21 @@ std::optional<uint32_t> JobState::RankOf(absl::string_view member_id) const {
   return found->second;
 }
 
-void JobState::AddMember(const std::string& member_id) {
+void JobState::AddMember(const std::string& member_id, uint64_t incarnation) {
   members.push_back(member_id);
   member_set.insert(member_id);
+  if (incarnation != 0) incarnations[member_id] = incarnation;
+}
+
+uint64_t JobState::IncarnationOf(const std::string& member_id) const {
+  auto found = incarnations.find(member_id);
+  return found == incarnations.end() ? 0 : found->second;
 }
 
 void JobState::RemoveMember(const std::string& member_id) {
   members.erase(std::find(members.begin(), members.end(), member_id));
   member_set.erase(member_id);
+  incarnations.erase(member_id);
   if (RankOf(member_id)) SetWorld({});
 }
 
@@ -256,7 +263,8 @@ absl::Status CoordinatorState::Apply(const StateUpdate& update) {
     }
     case StateUpdate::kMemberJoined:
       jobs_.find(update.member_joined().job_id())
-          ->second.AddMember(update.member_joined().member_id());
+          ->second.AddMember(update.member_joined().member_id(),
+                             update.member_joined().incarnation());
       break;
     case StateUpdate::kMemberRemoved:
       jobs_.find(update.member_removed().job_id())
@@ -306,6 +314,8 @@ shard::state::v1::StateSnapshot CoordinatorState::ToSnapshot(
     record->set_generation(job.generation);
     record->set_generation_floor(job.generation_floor);
     for (const std::string& member : job.members) record->add_members(member);
+    record->mutable_member_incarnations()->insert(job.incarnations.begin(),
+                                                  job.incarnations.end());
     for (const std::string& member : job.world) record->add_world(member);
     record->set_generation_epoch(job.generation_epoch);
     record->set_generation_base(job.generation_base);
@@ -352,7 +362,15 @@ absl::StatusOr<CoordinatorState> CoordinatorState::FromSnapshot(
         before_incarnations ? ++state.last_incarnation_ : record.incarnation();
     job.generation = record.generation();
     job.generation_floor = record.generation_floor();
-    for (const std::string& member : record.members()) job.AddMember(member);
+    for (const std::string& member : record.members()) {
+      auto incarnation = record.member_incarnations().find(member);
+      job.AddMember(member, incarnation == record.member_incarnations().end()
+                                ? 0
+                                : incarnation->second);
+    }
+    if (job.incarnations.size() != record.member_incarnations().size()) {
+      return in_job(Unfit("an incarnation is recorded for a non-member"));
+    }
     job.generation_epoch = record.generation_epoch();
     job.generation_base = record.generation_base();
     job.committed_epoch = record.committed_epoch();

@@ -59,8 +59,14 @@ struct JobState {
   std::unordered_set<std::string> member_set;
   std::unordered_map<std::string, uint32_t> ranks;
 
-  void AddMember(const std::string& member_id);
+  // Incarnation each member joined with, when it gave one; an entry lives
+  // exactly as long as its membership (so this is bounded by the members).
+  std::unordered_map<std::string, uint64_t> incarnations;
+
+  void AddMember(const std::string& member_id, uint64_t incarnation = 0);
   void RemoveMember(const std::string& member_id);
+  // The member's incarnation; 0 when unknown (not given, or not a member).
+  uint64_t IncarnationOf(const std::string& member_id) const;
   void SetWorld(std::vector<std::string> new_world);
 
   bool world_formed() const { return !world.empty(); }

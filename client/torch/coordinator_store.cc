@@ -104,11 +104,11 @@ void CoordinatorStore::wait(const std::vector<std::string>& keys,
                             const std::chrono::milliseconds& timeout) {
   const absl::Time began = absl::Now();
   if (!OrThrow(client_->StoreWait(membership_, keys, ToDuration(timeout)))) {
-    throw std::runtime_error(absl::StrCat(
-        "CoordinatorStore: keys ", absl::StrJoin(keys, ", "),
-        " not all set after waiting ",
-        absl::FormatDuration(absl::Now() - began), " (timeout ",
-        timeout.count(), " ms)"));
+    throw std::runtime_error(
+        absl::StrCat("CoordinatorStore: keys ", absl::StrJoin(keys, ", "),
+                     " not all set after waiting ",
+                     absl::FormatDuration(absl::Now() - began), " (timeout ",
+                     timeout.count(), " ms)"));
   }
 }
 

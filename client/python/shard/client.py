@@ -149,7 +149,8 @@ class Client:
         """Renews the lease; ABORTED once the generation ended."""
         return self._call("Heartbeat", pb.HeartbeatRequest(
             job_id=membership.job_id, member_id=membership.member_id,
-            generation=membership.generation), retry=False)
+            generation=membership.generation,
+            incarnation=self._incarnation), retry=False)
 
     def start_heartbeat(self, membership, interval=2.0):
         """Heartbeats every `interval` seconds on a daemon thread until
@@ -157,8 +158,9 @@ class Client:
         return Heartbeat(self, membership, interval)
 
     def leave(self, membership):
-        self._call("Leave", pb.LeaveRequest(job_id=membership.job_id,
-                                            member_id=membership.member_id))
+        self._call("Leave", pb.LeaveRequest(
+            job_id=membership.job_id, member_id=membership.member_id,
+            incarnation=self._incarnation))
 
     def commit(self, membership, epoch, position):
         """Records that every rank consumed `position` entries of `epoch`

@@ -1,0 +1,164 @@
+// Member incarnations are durable: after a coordinator restart (recovered
+// from the journal alone, or from a snapshot), a member that re-joins from
+// a restarted process still ends its generation, so its peers are told to
+// re-join instead of blocking in collectives with a dead process. A stale
+// process's Heartbeat or Leave (its old incarnation) is refused and changes
+// nothing. Incarnations are kept only while the member stays joined.
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/storage/file_system.h"
+#include "gtest/gtest.h"
+#include "server/coordinator_service.h"
+#include "server/storage/state_log.h"
+
+namespace shard::server {
+namespace {
+
+constexpr uint64_t kOld = 101;  // Incarnation of b's first process.
+constexpr uint64_t kNew = 202;  // Its restarted process.
+
+class DurableIncarnationTest : public ::testing::TestWithParam<uint64_t> {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::path(::testing::TempDir()) /
+            ("durable-incarnation-" + std::to_string(GetParam())))
+               .string();
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A coordinator over dir_; the parameter is the journal records between
+  // snapshots (1: recovery reads a snapshot holding the members).
+  std::unique_ptr<CoordinatorService> Start() {
+    storage::StateLogOptions log_options;
+    log_options.snapshot_every = GetParam();
+    absl::StatusOr<storage::OpenedLog> opened =
+        storage::StateLog::Open(storage::PosixFileSystem(), dir_, log_options);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    CoordinatorOptions options;
+    options.expire_leases_in_background = false;
+    return std::make_unique<CoordinatorService>(options, *std::move(opened));
+  }
+
+  static shard::v1::JoinJobRequest JoinRequest(const std::string& member,
+                                               uint64_t incarnation) {
+    shard::v1::JoinJobRequest request;
+    request.set_job_id("job");
+    request.set_member_id(member);
+    request.set_incarnation(incarnation);
+    request.set_wait_for_world_ms(10000);
+    request.mutable_spec()->set_dataset_size(100);
+    request.mutable_spec()->set_world_size(2);
+    return request;
+  }
+
+  // Joins a (incarnation 11) and b (kOld) and returns the generation.
+  static uint64_t FormWorld(CoordinatorService& service) {
+    absl::StatusOr<shard::v1::JoinJobResponse> a, b;
+    std::thread join_a([&] {
+      a = service.JoinJob(JoinRequest("a", 11), absl::InfiniteFuture());
+    });
+    b = service.JoinJob(JoinRequest("b", kOld), absl::InfiniteFuture());
+    join_a.join();
+    EXPECT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(b->world_formed());
+    return b->generation();
+  }
+
+  static absl::Status Heartbeat(CoordinatorService& service,
+                                const std::string& member, uint64_t generation,
+                                uint64_t incarnation) {
+    shard::v1::HeartbeatRequest request;
+    request.set_job_id("job");
+    request.set_member_id(member);
+    request.set_generation(generation);
+    request.set_incarnation(incarnation);
+    return service.Heartbeat(request).status();
+  }
+
+  static absl::Status Leave(CoordinatorService& service,
+                            const std::string& member, uint64_t incarnation) {
+    shard::v1::LeaveRequest request;
+    request.set_job_id("job");
+    request.set_member_id(member);
+    request.set_incarnation(incarnation);
+    return service.Leave(request).status();
+  }
+
+  static shard::v1::Job Job(CoordinatorService& service) {
+    shard::v1::GetJobRequest get;
+    get.set_job_id("job");
+    return *service.GetJob(get);
+  }
+
+  std::string dir_;
+};
+
+TEST_P(DurableIncarnationTest, ARestartedMemberEndsItsGenerationAfterARestart) {
+  uint64_t generation = 0;
+  {
+    std::unique_ptr<CoordinatorService> first = Start();
+    generation = FormWorld(*first);
+  }
+  std::unique_ptr<CoordinatorService> restarted = Start();
+  ASSERT_TRUE(Heartbeat(*restarted, "a", generation, 11).ok());
+  // b's pod restarts: a new process joins under the same member id.
+  absl::StatusOr<shard::v1::JoinJobResponse> rejoined = restarted->JoinJob(
+      JoinRequest("b", kNew), absl::Now() + absl::Milliseconds(200));
+  ASSERT_TRUE(rejoined.ok() || absl::IsDeadlineExceeded(rejoined.status()))
+      << rejoined.status();
+  // The old generation is over: a is told to re-join.
+  const absl::Status beat = Heartbeat(*restarted, "a", generation, 11);
+  EXPECT_TRUE(absl::IsAborted(beat)) << beat;
+}
+
+TEST_P(DurableIncarnationTest, AStaleProcessCannotHeartbeatOrLeave) {
+  {
+    std::unique_ptr<CoordinatorService> first = Start();
+    FormWorld(*first);
+  }
+  std::unique_ptr<CoordinatorService> restarted = Start();
+  absl::StatusOr<shard::v1::JoinJobResponse> rejoined = restarted->JoinJob(
+      JoinRequest("b", kNew), absl::Now() + absl::Milliseconds(200));
+  ASSERT_TRUE(rejoined.ok() || absl::IsDeadlineExceeded(rejoined.status()));
+  const shard::v1::Job before = Job(*restarted);
+  // The old process of b, exiting cleanly after its replacement joined.
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      Heartbeat(*restarted, "b", before.generation(), kOld)));
+  const absl::Status left = Leave(*restarted, "b", kOld);
+  EXPECT_TRUE(absl::IsFailedPrecondition(left)) << left;
+  EXPECT_NE(left.message().find("stale"), std::string::npos) << left;
+  const shard::v1::Job after = Job(*restarted);
+  EXPECT_EQ(after.joined_members(), before.joined_members());
+  EXPECT_EQ(after.generation(), before.generation());
+  // The replacement itself may leave.
+  EXPECT_TRUE(Leave(*restarted, "b", kNew).ok());
+  EXPECT_EQ(Job(*restarted).joined_members(), before.joined_members() - 1);
+}
+
+TEST_P(DurableIncarnationTest, ALeftMembersIncarnationIsForgotten) {
+  {
+    std::unique_ptr<CoordinatorService> first = Start();
+    FormWorld(*first);
+    ASSERT_TRUE(Leave(*first, "b", kOld).ok());
+  }
+  // After b left, a new process joins as b: a fresh member, whose own
+  // incarnation is now the current one.
+  std::unique_ptr<CoordinatorService> restarted = Start();
+  absl::StatusOr<shard::v1::JoinJobResponse> joined = restarted->JoinJob(
+      JoinRequest("b", kNew), absl::Now() + absl::Milliseconds(200));
+  ASSERT_TRUE(joined.ok() || absl::IsDeadlineExceeded(joined.status()));
+  EXPECT_EQ(Job(*restarted).joined_members(), 2u);
+  EXPECT_TRUE(absl::IsFailedPrecondition(Leave(*restarted, "b", kOld)));
+  EXPECT_TRUE(Leave(*restarted, "b", kNew).ok());
+  EXPECT_EQ(Job(*restarted).joined_members(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(JournalAndSnapshot, DurableIncarnationTest,
+                         ::testing::Values(uint64_t{10000}, uint64_t{1}));
+
+}  // namespace
+}  // namespace shard::server
