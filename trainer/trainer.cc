@@ -13,6 +13,7 @@
 #include "shard/client/heartbeater.h"
 #include "shard/client/torch/coordinator_store.h"
 #include "shard/client/torch/shard_sampler.h"
+#include "shard/client/torch/status_error.h"
 #include "torch/csrc/distributed/c10d/PrefixStore.hpp"
 #include "torch/torch.h"
 #include "trainer/checkpoint.h"
@@ -80,7 +81,8 @@ absl::StatusOr<ProcessGroupPtr> FormProcessGroup(
   try {
     arrival = store->add("shard/process-group-arrivals", 1);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(e.what());
+    return torch_adapter::StatusOf(e).value_or(
+        absl::UnavailableError(e.what()));
   }
   const int64_t round = (arrival - 1) / membership.world_size;
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>(
@@ -164,6 +166,25 @@ absl::Status MembershipChanged(absl::string_view what) {
   return absl::AbortedError(what);
 }
 
+// What an exception thrown during `what` means for the attempt. A
+// coordinator error (StatusError) is decided by its code: the generation
+// ended (ABORTED) or the coordinator is away (UNAVAILABLE, after the
+// client's retries) means re-join; anything else (NOT_FOUND: the job was
+// deleted, INVALID_ARGUMENT, FAILED_PRECONDITION, ...) stops the trainer
+// with the coordinator's message instead of re-joining again and again.
+// Other exceptions come from collectives (a peer is gone): re-join.
+absl::Status FromTorchError(const std::exception& error,
+                            absl::string_view what) {
+  if (std::optional<absl::Status> status = torch_adapter::StatusOf(error)) {
+    if (absl::IsAborted(*status) || absl::IsUnavailable(*status)) {
+      return MembershipChanged(absl::StrCat(what, ": ", error.what()));
+    }
+    return absl::Status(status->code(),
+                        absl::StrCat(what, ": ", status->message()));
+  }
+  return MembershipChanged(absl::StrCat(what, ": ", error.what()));
+}
+
 // Evaluates the model on the "<job>-eval" job (uneven tail: every held-out
 // sample exactly once), gathers the per-sample results on every rank, then
 // leaves the evaluation job.
@@ -215,7 +236,7 @@ absl::Status Evaluate(const TrainerOptions& options, const TrainingData& data,
         GatherUneven(torch::tensor(scores, torch::kFloat32).to(device), group)
             .cpu();
   } catch (const std::exception& e) {
-    return MembershipChanged(absl::StrCat("evaluation gather: ", e.what()));
+    return FromTorchError(e, "evaluation gather");
   }
   std::set<int64_t> unique(
       all_indices.data_ptr<int64_t>(),
@@ -329,7 +350,7 @@ absl::Status RunAttempt(
   try {
     BroadcastParameters(model->parameters(), *group);
   } catch (const std::exception& e) {
-    return MembershipChanged(absl::StrCat("broadcast failed: ", e.what()));
+    return FromTorchError(e, "broadcast");
   }
   GradientSync sync(model->parameters(), *group);
   Checkpointer checkpointer(options, *client, membership, *model, optimizer);
@@ -386,9 +407,8 @@ absl::Status RunAttempt(
       }
     } catch (const std::exception& e) {
       // A collective fails when a peer is gone; the stream fails when the
-      // generation ended. Either way the membership changed.
-      return MembershipChanged(
-          absl::StrCat("training epoch ", epoch, ": ", e.what()));
+      // generation ended (both: re-join), or the job is gone (stop).
+      return FromTorchError(e, absl::StrCat("training epoch ", epoch));
     }
     if (progress->Current().epoch != epoch) {
       return absl::InternalError(absl::StrCat("sampler served epoch ",

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "shard/client/torch/status_error.h"
 
 namespace shard::torch_adapter {
 namespace {
@@ -22,10 +23,7 @@ std::vector<uint8_t> ToBytes(const std::string& text) {
 // Unwraps a result or throws its status (the libtorch boundary).
 template <typename T>
 T OrThrow(absl::StatusOr<T> result) {
-  if (!result.ok()) {
-    throw std::runtime_error(
-        absl::StrCat("CoordinatorStore: ", result.status().ToString()));
-  }
+  if (!result.ok()) throw StatusError("CoordinatorStore", result.status());
   return *std::move(result);
 }
 
@@ -54,10 +52,7 @@ c10::intrusive_ptr<c10d::Store> CoordinatorStore::clone() {
 void CoordinatorStore::set(const std::string& key,
                            const std::vector<uint8_t>& value) {
   absl::Status status = client_->StoreSet(membership_, key, ToString(value));
-  if (!status.ok()) {
-    throw std::runtime_error(
-        absl::StrCat("CoordinatorStore: ", status.ToString()));
-  }
+  if (!status.ok()) throw StatusError("CoordinatorStore", status);
 }
 
 std::vector<uint8_t> CoordinatorStore::compareSet(
@@ -72,10 +67,11 @@ std::vector<uint8_t> CoordinatorStore::get(const std::string& key) {
   std::optional<std::string> value =
       OrThrow(client_->StoreGet(membership_, key, ToDuration(timeout_)));
   if (!value) {
-    throw std::runtime_error(absl::StrCat(
-        "CoordinatorStore: key \"", key, "\" not set after waiting ",
-        absl::FormatDuration(absl::Now() - began), " (store timeout ",
-        timeout_.count(), " ms)"));
+    throw StatusError("CoordinatorStore",
+                      absl::DeadlineExceededError(absl::StrCat(
+                          "key \"", key, "\" not set after waiting ",
+                          absl::FormatDuration(absl::Now() - began),
+                          " (store timeout ", timeout_.count(), " ms)")));
   }
   return ToBytes(*value);
 }
@@ -104,11 +100,12 @@ void CoordinatorStore::wait(const std::vector<std::string>& keys,
                             const std::chrono::milliseconds& timeout) {
   const absl::Time began = absl::Now();
   if (!OrThrow(client_->StoreWait(membership_, keys, ToDuration(timeout)))) {
-    throw std::runtime_error(
-        absl::StrCat("CoordinatorStore: keys ", absl::StrJoin(keys, ", "),
-                     " not all set after waiting ",
-                     absl::FormatDuration(absl::Now() - began), " (timeout ",
-                     timeout.count(), " ms)"));
+    throw StatusError(
+        "CoordinatorStore",
+        absl::DeadlineExceededError(absl::StrCat(
+            "keys ", absl::StrJoin(keys, ", "), " not all set after waiting ",
+            absl::FormatDuration(absl::Now() - began), " (timeout ",
+            timeout.count(), " ms)")));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "shard/client/torch/status_error.h"
 #include "torch/serialize/archive.h"
 
 namespace shard::torch_adapter {
@@ -92,10 +93,7 @@ torch_compat::optional<std::vector<size_t>> ShardSampler::next(
   const absl::Time began = absl::Now();
   absl::StatusOr<size_t> got = stream_->Next(absl::MakeSpan(buffer_));
   progress_->AddIndexWait(absl::Now() - began);
-  if (!got.ok()) {
-    throw std::runtime_error(
-        absl::StrCat("ShardSampler: ", got.status().ToString()));
-  }
+  if (!got.ok()) throw StatusError("ShardSampler", got.status());
   if (*got == 0) {
     progress_->Exhausted(stream_->position());
     return torch_compat::nullopt;

@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "shard/client/torch/shard_sampler.h"
+#include "shard/client/torch/status_error.h"
 #include "tests/support/test_cluster.h"
 #include "torch/torch.h"
 
@@ -142,6 +143,24 @@ TEST_F(TorchSamplerTest, WorkersNeedTheLoopToReportConsumedSamples) {
           << "the workers prefetched nothing: this case shows nothing";
     }
   }
+}
+
+// A coordinator error reaches the trainer with its code (the torch
+// boundary throws StatusError), so a deleted job is not mistaken for churn.
+TEST_F(TorchSamplerTest, CoordinatorErrorsKeepTheirCode) {
+  torch_adapter::ShardSampler sampler(client_, membership_);
+  ASSERT_TRUE(client_->DeleteJob("job", /*force=*/true).ok());
+  try {
+    sampler.reset();
+    sampler.next(10);
+    FAIL() << "no error for a deleted job";
+  } catch (const torch_adapter::StatusError& error) {
+    EXPECT_TRUE(absl::IsNotFound(error.status())) << error.what();
+    const std::exception& plain = error;
+    ASSERT_TRUE(torch_adapter::StatusOf(plain).has_value());
+    EXPECT_TRUE(absl::IsNotFound(*torch_adapter::StatusOf(plain)));
+  }
+  EXPECT_FALSE(torch_adapter::StatusOf(std::runtime_error("gloo")));
 }
 
 TEST_F(TorchSamplerTest, ResumeAtContinuesMidEpoch) {

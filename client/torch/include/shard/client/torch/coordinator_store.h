@@ -3,11 +3,12 @@
 // trainer needs only the coordinator's address.
 //
 // Keys live in the member's job generation. get() and wait() block up to the
-// store timeout (c10d semantics) and then throw std::runtime_error; any
-// coordinator error is thrown as std::runtime_error with its message (the
-// libtorch boundary). Thread-safe: every call is one RPC. clone() (declared
-// where libtorch's Store has it) returns a store on the same client and
-// membership, which is all "the same underlying store" means here.
+// store timeout (c10d semantics, however short shardd's --max-wait) and then
+// throw StatusError (status_error.h, a std::runtime_error) with
+// DEADLINE_EXCEEDED; any coordinator error is thrown as StatusError with its
+// status (the libtorch boundary). Thread-safe: every call is one RPC. clone()
+// (declared where libtorch's Store has it) returns a store on the same client
+// and membership, which is all "the same underlying store" means here.
 #ifndef SHARD_CLIENT_TORCH_COORDINATOR_STORE_H_
 #define SHARD_CLIENT_TORCH_COORDINATOR_STORE_H_
 

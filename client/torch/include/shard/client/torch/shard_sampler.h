@@ -20,8 +20,9 @@
 //
 // make_data_loader moves the sampler in, so the sampler shares its progress
 // through a ShardSamplerProgress handle that the trainer keeps
-// (progress()). Errors from the coordinator are thrown as
-// std::runtime_error (the libtorch boundary). Thread-safety: the sampler is
+// (progress()). Errors from the coordinator are thrown as StatusError
+// (status_error.h, a std::runtime_error carrying the absl::Status: the
+// libtorch boundary). Thread-safety: the sampler is
 // used by one DataLoader thread; the progress handle is thread-safe.
 #ifndef SHARD_CLIENT_TORCH_SHARD_SAMPLER_H_
 #define SHARD_CLIENT_TORCH_SHARD_SAMPLER_H_
