@@ -4,6 +4,9 @@
 // re-join instead of blocking in collectives with a dead process. A stale
 // process's Heartbeat or Leave (its old incarnation) is refused and changes
 // nothing. Incarnations are kept only while the member stays joined.
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -23,8 +26,12 @@ constexpr uint64_t kNew = 202;  // Its restarted process.
 class DurableIncarnationTest : public ::testing::TestWithParam<uint64_t> {
  protected:
   void SetUp() override {
+    // One directory per test and parameter: ctest runs tests in parallel.
+    std::string name =
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '-');
     dir_ = (std::filesystem::path(::testing::TempDir()) /
-            ("durable-incarnation-" + std::to_string(GetParam())))
+            ("durable-incarnation-" + name + "-" + std::to_string(getpid())))
                .string();
     std::filesystem::remove_all(dir_);
   }

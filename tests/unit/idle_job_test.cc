@@ -2,6 +2,8 @@
 // (journaled, so a restart does not bring it back) and counted; a job with
 // a live member never expires; any call naming the job restarts its idle
 // time; a TTL of zero keeps jobs forever.
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 
@@ -128,9 +130,9 @@ TEST_F(IdleJobTest, ZeroKeepsJobsForever) {
 }
 
 TEST_F(IdleJobTest, TheExpiryIsJournaled) {
-  const std::string dir =
-      (std::filesystem::path(::testing::TempDir()) / "idle-job-journal")
-          .string();
+  const std::string dir = (std::filesystem::path(::testing::TempDir()) /
+                           ("idle-job-journal-" + std::to_string(getpid())))
+                              .string();
   std::filesystem::remove_all(dir);
   {
     absl::StatusOr<storage::OpenedLog> opened =
