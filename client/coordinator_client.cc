@@ -5,7 +5,6 @@
 #include <random>
 #include <utility>
 
-#include "absl/functional/function_ref.h"
 #include "absl/time/clock.h"
 #include "client/grpc_status.h"
 #include "grpcpp/grpcpp.h"
@@ -48,24 +47,25 @@ RetryPolicy NoRetry() {
   return policy;
 }
 
-// A request's wait_ms for `left` (clamped to the field's range).
-uint32_t WaitMs(absl::Duration left) {
-  return static_cast<uint32_t>(
-      std::clamp<int64_t>(absl::ToInt64Milliseconds(left), 0, UINT32_MAX));
-}
-
-// The coordinator bounds each wait a call asks for (shardd --max-wait):
-// repeats `call(left)` until `done` holds for its answer, it fails, or
-// `wait` is spent, so that the caller's own timeout is what counts.
-template <typename Response>
+// A store call that waits (StoreGet, StoreWait). The coordinator bounds
+// each wait a call asks for (shardd --max-wait): repeats the call with the
+// time left until `done` holds for its answer, it fails, or `wait` is
+// spent, so that the caller's own timeout is what counts.
+template <typename Request, typename Response, typename Done>
 absl::StatusOr<Response> WaitInRounds(
-    absl::Duration wait,
-    absl::FunctionRef<absl::StatusOr<Response>(absl::Duration)> call,
-    absl::FunctionRef<bool(const Response&)> done) {
+    Stub* stub,
+    grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                 Response*),
+    const char* name, Request request, absl::Duration wait,
+    absl::Duration rpc_timeout, const RetryPolicy& retry, Done done) {
   const absl::Time until = absl::Now() + wait;
   while (true) {
+    const absl::Duration left =
+        std::max(absl::ZeroDuration(), until - absl::Now());
+    request.set_wait_ms(static_cast<uint32_t>(
+        std::clamp<int64_t>(absl::ToInt64Milliseconds(left), 0, UINT32_MAX)));
     absl::StatusOr<Response> response =
-        call(std::max(absl::ZeroDuration(), until - absl::Now()));
+        CallWithRetry(stub, method, name, request, rpc_timeout + left, retry);
     if (!response.ok() || done(*response) || absl::Now() >= until) {
       return response;
     }
@@ -239,16 +239,10 @@ absl::StatusOr<std::optional<std::string>> CoordinatorClient::StoreGet(
   shard::v1::StoreGetRequest request;
   *request.mutable_scope() = ScopeOf(membership);
   request.set_key(key);
-  absl::StatusOr<shard::v1::StoreGetResponse> response =
-      WaitInRounds<shard::v1::StoreGetResponse>(
-          wait,
-          [&](absl::Duration left) {
-            request.set_wait_ms(WaitMs(left));
-            return CallWithRetry(stub_.get(), &Stub::StoreGet, "StoreGet",
-                                 request, options_.rpc_timeout + left,
-                                 options_.retry);
-          },
-          [](const shard::v1::StoreGetResponse& r) { return r.found(); });
+  absl::StatusOr<shard::v1::StoreGetResponse> response = WaitInRounds(
+      stub_.get(), &Stub::StoreGet, "StoreGet", request, wait,
+      options_.rpc_timeout, options_.retry,
+      [](const shard::v1::StoreGetResponse& r) { return r.found(); });
   if (!response.ok()) return response.status();
   if (!response->found()) return std::optional<std::string>();
   return std::optional<std::string>(response->value());
@@ -288,16 +282,10 @@ absl::StatusOr<bool> CoordinatorClient::StoreWait(
   shard::v1::StoreWaitRequest request;
   *request.mutable_scope() = ScopeOf(membership);
   for (const std::string& key : keys) request.add_keys(key);
-  absl::StatusOr<shard::v1::StoreWaitResponse> response =
-      WaitInRounds<shard::v1::StoreWaitResponse>(
-          wait,
-          [&](absl::Duration left) {
-            request.set_wait_ms(WaitMs(left));
-            return CallWithRetry(stub_.get(), &Stub::StoreWait, "StoreWait",
-                                 request, options_.rpc_timeout + left,
-                                 options_.retry);
-          },
-          [](const shard::v1::StoreWaitResponse& r) { return r.ready(); });
+  absl::StatusOr<shard::v1::StoreWaitResponse> response = WaitInRounds(
+      stub_.get(), &Stub::StoreWait, "StoreWait", request, wait,
+      options_.rpc_timeout, options_.retry,
+      [](const shard::v1::StoreWaitResponse& r) { return r.ready(); });
   if (!response.ok()) return response.status();
   return response->ready();
 }

@@ -177,24 +177,20 @@ TEST_F(SpecBoundariesTest, EveryFieldAtItsBoundaries) {
         base.shuffle_algorithm() == v1::SHUFFLE_ALGORITHM_BLOCK ? "block"
                                                                 : "torch";
     for (bool shuffle : {true, false}) {
-      for (const auto& [name, set] : fields64) {
-        for (uint64_t value : kBoundaries64) {
-          JobSpec spec = base;
-          spec.set_shuffle(shuffle);
-          set(spec, value);
-          Probe(spec, absl::StrCat(algorithm, " shuffle=", shuffle, " ", name,
-                                   "=", value));
+      // Every field of `fields` at every value of `boundaries`.
+      auto probe_all = [&](const auto& fields, const auto& boundaries) {
+        for (const auto& [name, set] : fields) {
+          for (auto value : boundaries) {
+            JobSpec spec = base;
+            spec.set_shuffle(shuffle);
+            set(spec, value);
+            Probe(spec, absl::StrCat(algorithm, " shuffle=", shuffle, " ", name,
+                                     "=", value));
+          }
         }
-      }
-      for (const auto& [name, set] : fields32) {
-        for (uint32_t value : kBoundaries32) {
-          JobSpec spec = base;
-          spec.set_shuffle(shuffle);
-          set(spec, value);
-          Probe(spec, absl::StrCat(algorithm, " shuffle=", shuffle, " ", name,
-                                   "=", value));
-        }
-      }
+      };
+      probe_all(fields64, kBoundaries64);
+      probe_all(fields32, kBoundaries32);
     }
   }
   // The block span is a product: every pair of boundaries.
