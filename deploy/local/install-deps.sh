@@ -17,7 +17,7 @@ packages=(
   python3-grpcio python3-protobuf python3-numpy python3-setuptools
   clang-14 libclang-rt-14-dev
   # tests: promtool, certificates, manifests, the container image
-  prometheus openssl yamllint kubectl nodejs buildah debootstrap
+  prometheus openssl yamllint python3-yaml kubectl nodejs buildah debootstrap
 )
 
 missing=()
