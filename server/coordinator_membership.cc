@@ -30,27 +30,14 @@ void CoordinatorService::LeaseLoop() {
   }
 }
 
-absl::Time CoordinatorService::LeaseClock() const {
-  return options_.now() - stalled_;
-}
-
-void CoordinatorService::RenewLease(const std::string& job_id,
-                                    const std::string& member_id) {
-  last_seen_[{job_id, member_id}] = LeaseClock();
-}
-
 void CoordinatorService::ExpireLeases(absl::Duration stalled) {
   absl::MutexLock lock(&mu_);
   if (!CheckServing().ok()) return;
-  stalled_ += stalled;
-  const absl::Time now = LeaseClock();
+  leases_.AddStall(stalled);
   std::vector<std::pair<std::string, std::string>> expired;
-  for (const auto& [id, job] : state_.jobs()) {
+  for (const auto& [id, job] : state().jobs()) {
     for (const std::string& member : job.members) {
-      auto seen = last_seen_.find({id, member});
-      if (seen == last_seen_.end() || waiting_joins_.count({id, member}) > 0) {
-        last_seen_[{id, member}] = now;
-      } else if (now - seen->second > options_.lease) {
+      if (leases_.Expired(id, member, options_.lease)) {
         expired.emplace_back(id, member);
       }
     }
@@ -65,17 +52,14 @@ void CoordinatorService::ExpireLeases(absl::Duration stalled) {
                             ": ", status.message()));
     }
   }
-  ExpireIdleJobs(now);
+  ExpireIdleJobs();
 }
 
-void CoordinatorService::ExpireIdleJobs(absl::Time now) {
+void CoordinatorService::ExpireIdleJobs() {
   if (options_.idle_job_ttl <= absl::ZeroDuration()) return;
   std::vector<std::string> idle;
-  for (const auto& [id, job] : state_.jobs()) {
-    auto [activity, first_seen] = job_activity_.try_emplace(id, now);
-    if (!job.members.empty()) {
-      activity->second = now;  // Idle time counts from the last member.
-    } else if (!first_seen && now - activity->second >= options_.idle_job_ttl) {
+  for (const auto& [id, job] : state().jobs()) {
+    if (leases_.JobIdle(id, !job.members.empty(), options_.idle_job_ttl)) {
       idle.push_back(id);
     }
   }
@@ -101,15 +85,15 @@ uint64_t CoordinatorService::idle_jobs_expired() const {
 absl::Status CoordinatorService::RemoveMember(const std::string& job_id,
                                               const std::string& member_id,
                                               absl::string_view reason) {
-  const JobState* job = state_.FindJob(job_id);
+  const JobState* job = state().FindJob(job_id);
   if (job == nullptr || !job->IsMember(member_id)) return absl::OkStatus();
   const bool ends_generation = job->RankOf(member_id).has_value();
   const uint64_t generation = job->generation;
   StateUpdate update;
   update.mutable_member_removed()->set_job_id(job_id);
   update.mutable_member_removed()->set_member_id(member_id);
-  if (absl::Status s = Persist(update); !s.ok()) return s;
-  last_seen_.erase({job_id, member_id});
+  if (absl::Status s = writes_.Persist(update); !s.ok()) return s;
+  leases_.Forget(job_id, member_id);
   LogEvent(absl::StrCat(
       "member removed job=", job_id, " member=", member_id, " reason=", reason,
       ends_generation ? absl::StrCat(" generation=", generation, " ended")
@@ -121,7 +105,7 @@ absl::Status CoordinatorService::RemoveMember(const std::string& job_id,
 
 absl::Status CoordinatorService::MaybeFormWorld(const std::string& job_id,
                                                 bool admit_waiting) {
-  const JobState* job = state_.FindJob(job_id);
+  const JobState* job = state().FindJob(job_id);
   const shard::v1::JobSpec& spec = job->spec;
   size_t size;
   if (!job->world_formed()) {
@@ -141,11 +125,11 @@ absl::Status CoordinatorService::MaybeFormWorld(const std::string& job_id,
   formed->set_job_id(job_id);
   // Coordinator-wide numbering: never a number an earlier job of this id
   // (or any job) had.
-  formed->set_generation(state_.last_generation() + 1);
+  formed->set_generation(state().last_generation() + 1);
   for (size_t i = 0; i < size; ++i) formed->add_members(job->members[i]);
   formed->set_epoch(job->committed_epoch);
   formed->set_base_position(job->committed_position);
-  if (absl::Status s = Persist(update); !s.ok()) return s;
+  if (absl::Status s = writes_.Persist(update); !s.ok()) return s;
   if (replaces_world) rendezvous_.EndGeneration({job_id, replaced_generation});
   rendezvous_.OpenGeneration({job_id, formed->generation()});
   parked_.Wake(job_id);
@@ -167,33 +151,6 @@ absl::StatusOr<plan::ShardLayout> CoordinatorService::LayoutFor(
   return plan::LayoutOf(
       job.spec, job.world_size(),
       epoch == job.generation_epoch ? job.generation_base : 0);
-}
-
-ParkedCalls::Completion CoordinatorService::DurableReply(
-    Reply<shard::v1::JoinJobResponse> reply,
-    absl::StatusOr<shard::v1::JoinJobResponse> answer) {
-  const uint64_t journaled = log_->last_sequence();
-  return [this, journaled, reply = std::move(reply),
-          answer = std::move(answer)]() mutable {
-    if (answer.ok()) {
-      if (absl::Status s = log_->AwaitDurable(journaled); !s.ok()) answer = s;
-    }
-    std::move(reply)(std::move(answer));
-  };
-}
-
-absl::Status CoordinatorService::Persist(const StateUpdate& update) {
-  if (absl::Status s = state_.Apply(update); !s.ok()) {
-    return absl::InternalError(
-        absl::StrCat("refusing to journal an update that does not fit the "
-                     "state: ",
-                     s.message()));
-  }
-  // A broken journal refuses the record, and from then on CheckServing()
-  // refuses every call: the update applied above is never observed.
-  if (absl::Status s = log_->Enqueue(update).status(); !s.ok()) return s;
-  log_->MaybeSnapshot(state_);
-  return absl::OkStatus();
 }
 
 absl::Status CoordinatorService::CheckCurrentIncarnation(
@@ -235,7 +192,7 @@ absl::StatusOr<shard::v1::HeartbeatResponse> CoordinatorService::Heartbeat(
       !s.ok()) {
     return s;
   }
-  RenewLease(request.job_id(), request.member_id());
+  leases_.Renew(request.job_id(), request.member_id());
   absl::StatusOr<const JobState*> formed =
       FindFormedJob(request.job_id(), request.generation());
   if (!formed.ok()) return formed.status();
@@ -244,30 +201,32 @@ absl::StatusOr<shard::v1::HeartbeatResponse> CoordinatorService::Heartbeat(
   return response;
 }
 
-absl::StatusOr<shard::v1::LeaveResponse> CoordinatorService::Leave(
-    const shard::v1::LeaveRequest& request) {
-  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+void CoordinatorService::StartLeave(const shard::v1::LeaveRequest& request,
+                                    Reply<shard::v1::LeaveResponse> reply) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) {
+    return std::move(reply)(s);
+  }
   if (absl::Status s = plan::ValidateMemberId(request.member_id()); !s.ok()) {
-    return s;
+    return std::move(reply)(s);
   }
-  absl::ReleasableMutexLock lock(&mu_);
-  if (absl::Status s = CheckServing(); !s.ok()) return s;
-  absl::StatusOr<const JobState*> job = FindJob(request.job_id());
-  if (!job.ok()) return job.status();
-  if (absl::Status s = CheckCurrentIncarnation(**job, request.member_id(),
-                                               request.incarnation());
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          RemoveMember(request.job_id(), request.member_id(), "left");
-      !s.ok()) {
-    return s;
-  }
-  const uint64_t journaled = log_->last_sequence();
-  lock.Release();
-  if (absl::Status s = log_->AwaitDurable(journaled); !s.ok()) return s;
-  return shard::v1::LeaveResponse();
+  Mutate<shard::v1::LeaveResponse>(
+      std::move(reply),
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+          mu_) -> absl::StatusOr<shard::v1::LeaveResponse> {
+        absl::StatusOr<const JobState*> job = FindJob(request.job_id());
+        if (!job.ok()) return job.status();
+        if (absl::Status s = CheckCurrentIncarnation(**job, request.member_id(),
+                                                     request.incarnation());
+            !s.ok()) {
+          return s;
+        }
+        if (absl::Status s =
+                RemoveMember(request.job_id(), request.member_id(), "left");
+            !s.ok()) {
+          return s;
+        }
+        return shard::v1::LeaveResponse();
+      });
 }
 
 }  // namespace shard::server

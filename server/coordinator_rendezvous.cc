@@ -70,14 +70,6 @@ ParkedCalls::Handle CoordinatorService::StartStoreGet(
       });
 }
 
-absl::StatusOr<shard::v1::StoreGetResponse> CoordinatorService::StoreGet(
-    const shard::v1::StoreGetRequest& request, absl::Time call_deadline) {
-  return AwaitReply<shard::v1::StoreGetResponse>(
-      [&](Reply<shard::v1::StoreGetResponse> reply) {
-        StartStoreGet(request, call_deadline, std::move(reply));
-      });
-}
-
 absl::StatusOr<shard::v1::StoreAddResponse> CoordinatorService::StoreAdd(
     const shard::v1::StoreAddRequest& request) {
   absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
@@ -123,14 +115,6 @@ ParkedCalls::Handle CoordinatorService::StartStoreWait(
         shard::v1::StoreWaitResponse response;
         response.set_ready(*ready);
         std::move(reply)(std::move(response));
-      });
-}
-
-absl::StatusOr<shard::v1::StoreWaitResponse> CoordinatorService::StoreWait(
-    const shard::v1::StoreWaitRequest& request, absl::Time call_deadline) {
-  return AwaitReply<shard::v1::StoreWaitResponse>(
-      [&](Reply<shard::v1::StoreWaitResponse> reply) {
-        StartStoreWait(request, call_deadline, std::move(reply));
       });
 }
 

@@ -21,15 +21,6 @@ bool SameSpec(const shard::v1::JobSpec& a, const shard::v1::JobSpec& b) {
   return google::protobuf::util::MessageDifferencer::Equals(a, b);
 }
 
-// Erases every (job_id, member) entry of a per-member map.
-template <typename Value>
-void EraseJobEntries(
-    const std::string& job_id,
-    std::map<std::pair<std::string, std::string>, Value>& entries) {
-  entries.erase(entries.lower_bound({job_id, ""}),
-                entries.lower_bound({job_id + '\0', ""}));
-}
-
 }  // namespace
 
 absl::Time CoordinatorService::WaitDeadline(uint32_t wait_ms,
@@ -77,13 +68,14 @@ CoordinatorService::CoordinatorService(CoordinatorOptions options,
       orders_(/*compute_threads=*/2, options_.order_cache_bytes),
       rendezvous_(options_.rendezvous),
       waiting_calls_(options_.max_waiting_calls),
-      state_(std::move(opened.state)),
-      log_(std::move(opened.log)) {
+      log_(std::move(opened.log)),
+      writes_(std::move(opened.state), log_.get()),
+      leases_(options_.now) {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> job_ids;
-  for (const auto& [id, job] : state_.jobs()) {
+  for (const auto& [id, job] : state().jobs()) {
     job_ids.push_back(id);
-    for (const std::string& member : job.members) RenewLease(id, member);
+    for (const std::string& member : job.members) leases_.Renew(id, member);
     if (job.world_formed()) rendezvous_.OpenGeneration({id, job.generation});
     // A job with members has trainers coming back: prepare where they
     // continue (jobs nobody trains are left to compute on demand).
@@ -112,19 +104,10 @@ CoordinatorService::~CoordinatorService() {
   if (lease_thread_.joinable()) lease_thread_.join();
 }
 
-absl::Status CoordinatorService::CheckServing() const {
-  if (draining_) {
-    return absl::UnavailableError(
-        "coordinator is draining; retry against its replacement");
-  }
-  // The state in memory may be ahead of what reached the disk.
-  return log_->broken();
-}
-
 absl::StatusOr<const JobState*> CoordinatorService::FindJob(
     const std::string& job_id) const {
-  const JobState* job = state_.FindJob(job_id);
-  if (job != nullptr) job_activity_[job_id] = LeaseClock();
+  const JobState* job = state().FindJob(job_id);
+  if (job != nullptr) leases_.TouchJob(job_id);
   if (job == nullptr) {
     return absl::NotFoundError(absl::StrCat("job \"", job_id,
                                             "\" does not exist; create it "
@@ -178,7 +161,7 @@ absl::Status CoordinatorService::CheckNotFromEarlierJob(const JobState& job,
 absl::StatusOr<const JobState*> CoordinatorService::CreateOrMatchJob(
     const std::string& job_id, const shard::v1::JobSpec& spec,
     absl::StatusCode conflict_code) {
-  if (const JobState* existing = state_.FindJob(job_id)) {
+  if (const JobState* existing = state().FindJob(job_id)) {
     if (!SameSpec(existing->spec, spec)) {
       return absl::Status(
           conflict_code, absl::StrCat("job \"", job_id, "\" exists with spec {",
@@ -191,63 +174,65 @@ absl::StatusOr<const JobState*> CoordinatorService::CreateOrMatchJob(
   StateUpdate update;
   update.mutable_job_created()->set_job_id(job_id);
   *update.mutable_job_created()->mutable_spec() = spec;
-  if (absl::Status s = Persist(update); !s.ok()) return s;
+  if (absl::Status s = writes_.Persist(update); !s.ok()) return s;
   LogEvent(absl::StrCat("job created job=", job_id, " ",
                         plan::DescribeJobSpec(spec)));
-  const JobState* created = state_.FindJob(job_id);
+  const JobState* created = state().FindJob(job_id);
   // Its trainers are about to join: have epoch 0 ready when they stream.
   orders_.Prepare(IncarnationOf(*created), created->spec, 0);
   return created;
 }
 
-absl::StatusOr<shard::v1::Job> CoordinatorService::CreateJob(
-    const shard::v1::CreateJobRequest& request) {
-  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+void CoordinatorService::StartCreateJob(
+    const shard::v1::CreateJobRequest& request, Reply<shard::v1::Job> reply) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) {
+    return std::move(reply)(s);
+  }
   absl::StatusOr<shard::v1::JobSpec> spec =
       plan::NormalizeJobSpec(request.spec(), options_.max_order_bytes);
-  if (!spec.ok()) return spec.status();
-
-  absl::ReleasableMutexLock lock(&mu_);
-  if (absl::Status s = CheckServing(); !s.ok()) return s;
-  absl::StatusOr<const JobState*> job = CreateOrMatchJob(
-      request.job_id(), *spec, absl::StatusCode::kAlreadyExists);
-  if (!job.ok()) return job.status();
-  shard::v1::Job view = JobView(**job);
-  const uint64_t journaled = log_->last_sequence();
-  lock.Release();
-  if (absl::Status s = log_->AwaitDurable(journaled); !s.ok()) return s;
-  return view;
+  if (!spec.ok()) return std::move(reply)(spec.status());
+  Mutate<shard::v1::Job>(
+      std::move(reply),
+      [&]()
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<shard::v1::Job> {
+            absl::StatusOr<const JobState*> job = CreateOrMatchJob(
+                request.job_id(), *spec, absl::StatusCode::kAlreadyExists);
+            if (!job.ok()) return job.status();
+            return JobView(**job);
+          });
 }
 
-absl::StatusOr<shard::v1::DeleteJobResponse> CoordinatorService::DeleteJob(
-    const shard::v1::DeleteJobRequest& request) {
-  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
-  absl::ReleasableMutexLock lock(&mu_);
-  if (absl::Status s = CheckServing(); !s.ok()) return s;
-  absl::StatusOr<const JobState*> job = FindJob(request.job_id());
-  if (!job.ok()) return job.status();
-  if (!(*job)->members.empty() && !request.force()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job \"", request.job_id(), "\" has ", (*job)->members.size(),
-        " joined members; stop them first or delete with force"));
+void CoordinatorService::StartDeleteJob(
+    const shard::v1::DeleteJobRequest& request,
+    Reply<shard::v1::DeleteJobResponse> reply) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) {
+    return std::move(reply)(s);
   }
-  if (absl::Status s = EraseJob(request.job_id(), "DeleteJob"); !s.ok()) {
-    return s;
-  }
-  const uint64_t journaled = log_->last_sequence();
-  lock.Release();
-  if (absl::Status s = log_->AwaitDurable(journaled); !s.ok()) return s;
-  return shard::v1::DeleteJobResponse();
+  Mutate<shard::v1::DeleteJobResponse>(
+      std::move(reply),
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+          mu_) -> absl::StatusOr<shard::v1::DeleteJobResponse> {
+        absl::StatusOr<const JobState*> job = FindJob(request.job_id());
+        if (!job.ok()) return job.status();
+        if (!(*job)->members.empty() && !request.force()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "job \"", request.job_id(), "\" has ", (*job)->members.size(),
+              " joined members; stop them first or delete with force"));
+        }
+        if (absl::Status s = EraseJob(request.job_id(), "DeleteJob"); !s.ok()) {
+          return s;
+        }
+        return shard::v1::DeleteJobResponse();
+      });
 }
 
 absl::Status CoordinatorService::EraseJob(const std::string& job_id,
                                           absl::string_view reason) {
-  const uint64_t incarnation = state_.FindJob(job_id)->incarnation;
+  const uint64_t incarnation = state().FindJob(job_id)->incarnation;
   shard::state::v1::StateUpdate update;
   update.mutable_job_deleted()->set_job_id(job_id);
-  if (absl::Status s = Persist(update); !s.ok()) return s;
-  EraseJobEntries(job_id, last_seen_);
-  job_activity_.erase(job_id);
+  if (absl::Status s = writes_.Persist(update); !s.ok()) return s;
+  leases_.ForgetJob(job_id);
   rendezvous_.EndJob(job_id);
   orders_.Forget(incarnation);
   parked_.Wake(job_id);
@@ -270,18 +255,10 @@ absl::StatusOr<shard::v1::ListJobsResponse> CoordinatorService::ListJobs(
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckServing(); !s.ok()) return s;
   shard::v1::ListJobsResponse response;
-  for (const auto& [id, job] : state_.jobs()) {
+  for (const auto& [id, job] : state().jobs()) {
     *response.add_jobs() = JobView(job);
   }
   return response;
-}
-
-absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinJob(
-    const shard::v1::JoinJobRequest& request, absl::Time call_deadline) {
-  return AwaitReply<shard::v1::JoinJobResponse>(
-      [&](Reply<shard::v1::JoinJobResponse> reply) {
-        StartJoinJob(request, call_deadline, std::move(reply));
-      });
 }
 
 ParkedCalls::Handle CoordinatorService::StartJoinJob(
@@ -292,41 +269,39 @@ ParkedCalls::Handle CoordinatorService::StartJoinJob(
   const std::string& job_id = request.job_id();
   const std::string& member_id = request.member_id();
   const bool wait_asked = request.wait_for_world_ms() > 0;
-
-  absl::MutexLock lock(&mu_);
-  // Answers without parking (on the completion pool: never under mu_).
-  auto answer_now =
-      [this, &reply](absl::StatusOr<shard::v1::JoinJobResponse> answer)
-          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-            parked_.Complete(DurableReply(std::move(reply), std::move(answer)));
-            return ParkedCalls::Handle();
-          };
-  if (absl::Status s = AddMember(request); !s.ok()) return answer_now(s);
-  if (!wait_asked || JoinSettled(job_id, member_id)) {
-    return answer_now(JoinAnswer(job_id, member_id, wait_asked));
+  absl::StatusOr<shard::v1::JoinJobResponse> answer;
+  uint64_t journaled;
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = AddMember(request); !s.ok()) {
+      answer = s;
+    } else if (!wait_asked || JoinSettled(job_id, member_id)) {
+      answer = JoinAnswer(job_id, member_id, wait_asked);
+    } else if (absl::StatusOr<WaitingCalls::Slot> slot =
+                   waiting_calls_.Enter(WaitingCalls::Kind::kJoin);
+               !slot.ok()) {
+      answer = slot.status();
+    } else {
+      // A member waiting for its world is alive: its lease does not run
+      // out however long the other ranks take to arrive.
+      leases_.BeginWait(job_id, member_id);
+      return parked_.Park(job_id, deadline,
+                          ParkedJoin{this, job_id, member_id, *std::move(slot),
+                                     std::move(reply)});
+    }
+    journaled = writes_.journaled();
   }
-  absl::StatusOr<WaitingCalls::Slot> slot =
-      waiting_calls_.Enter(WaitingCalls::Kind::kJoin);
-  if (!slot.ok()) return answer_now(slot.status());
-  // A member waiting for its world is alive: its lease does not run out
-  // however long the other ranks take to arrive.
-  const auto member_key = std::make_pair(job_id, member_id);
-  ++waiting_joins_[member_key];
-  return parked_.Park(
-      job_id, deadline,
-      ParkedJoin{this, member_key, *std::move(slot), std::move(reply)});
+  ReplyWhenDurable(*log_, journaled, std::move(reply), std::move(answer));
+  return ParkedCalls::Handle();
 }
 
 std::optional<ParkedCalls::Completion>
 CoordinatorService::ParkedJoin::operator()(ParkedCalls::Why why) {
-  const auto& [job_id, member_id] = member_key;
   if (why == ParkedCalls::Why::kWoken &&
       !service->JoinSettled(job_id, member_id)) {
     return std::nullopt;
   }
-  if (--service->waiting_joins_[member_key] == 0) {
-    service->waiting_joins_.erase(member_key);
-  }
+  service->leases_.EndWait(job_id, member_id);
   // The call stops waiting now, before its answer reaches the client, so
   // that a client which waits again at once finds its slot free.
   const WaitingCalls::Slot stopped_waiting = std::move(slot);
@@ -341,7 +316,10 @@ CoordinatorService::ParkedJoin::operator()(ParkedCalls::Why why) {
     default:
       answer = service->JoinAnswer(job_id, member_id, /*waited=*/true);
   }
-  return service->DurableReply(std::move(reply), std::move(answer));
+  return [log = service->log_.get(), journaled = service->writes_.journaled(),
+          reply = std::move(reply), answer = std::move(answer)]() mutable {
+    ReplyWhenDurable(*log, journaled, std::move(reply), std::move(answer));
+  };
 }
 
 absl::Status CoordinatorService::AddMember(
@@ -378,18 +356,13 @@ absl::Status CoordinatorService::AddMember(
     if (!job.ok()) return job.status();
   }
   if (!(*job)->IsMember(member_id)) {
-    if ((*job)->members.size() >= (*job)->spec.max_world_size()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job \"", job_id, "\" already has its ",
-                       (*job)->spec.max_world_size(), " members; member \"",
-                       member_id, "\" is not one of them"));
-    }
+    // CoordinatorState::Check refuses a member past max_world_size.
     StateUpdate update;
     update.mutable_member_joined()->set_job_id(job_id);
     update.mutable_member_joined()->set_member_id(member_id);
     update.mutable_member_joined()->set_incarnation(request.incarnation());
-    if (absl::Status s = Persist(update); !s.ok()) return s;
-    const JobState* joined = state_.FindJob(job_id);
+    if (absl::Status s = writes_.Persist(update); !s.ok()) return s;
+    const JobState* joined = state().FindJob(job_id);
     LogEvent(absl::StrCat("member joined job=", job_id, " member=", member_id,
                           " members=", joined->members.size(), "/",
                           joined->spec.world_size()));
@@ -400,13 +373,13 @@ absl::Status CoordinatorService::AddMember(
       !s.ok()) {
     return s;
   }
-  RenewLease(job_id, member_id);
+  leases_.Renew(job_id, member_id);
   return absl::OkStatus();
 }
 
 bool CoordinatorService::JoinSettled(const std::string& job_id,
                                      const std::string& member_id) const {
-  const JobState* job = state_.FindJob(job_id);
+  const JobState* job = state().FindJob(job_id);
   return !CheckServing().ok() || job == nullptr || !job->IsMember(member_id) ||
          job->RankOf(member_id).has_value();
 }
@@ -422,7 +395,7 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinAnswer(
                                            "\" was removed from job \"", job_id,
                                            "\" while waiting; join again"));
   }
-  RenewLease(job_id, member_id);
+  leases_.Renew(job_id, member_id);
   const std::optional<uint32_t> rank = state.RankOf(member_id);
   if (!rank && waited) {
     return absl::DeadlineExceededError(absl::StrCat(
@@ -442,20 +415,34 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinAnswer(
   return response;
 }
 
+void CoordinatorService::StartCommitProgress(
+    const shard::v1::CommitProgressRequest& request,
+    Reply<shard::v1::CommitProgressResponse> reply) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) {
+    return std::move(reply)(s);
+  }
+  if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) {
+    return std::move(reply)(s);
+  }
+  Mutate<shard::v1::CommitProgressResponse>(
+      std::move(reply), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return CommitLocked(request);
+      });
+}
+
 absl::StatusOr<shard::v1::CommitProgressResponse>
-CoordinatorService::CommitProgress(
+CoordinatorService::CommitLocked(
     const shard::v1::CommitProgressRequest& request) {
-  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
-  if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
-  absl::ReleasableMutexLock lock(&mu_);
-  if (absl::Status s = CheckServing(); !s.ok()) return s;
   absl::StatusOr<const JobState*> job =
       FindFormedJob(request.job_id(), request.generation());
   if (!job.ok()) return job.status();
-  const JobState& state = **job;
-  absl::StatusOr<plan::ShardLayout> found = LayoutFor(state, request.epoch());
+  const JobState& job_state = **job;
+  absl::StatusOr<plan::ShardLayout> found =
+      LayoutFor(job_state, request.epoch());
   if (!found.ok()) return found.status();
   const plan::ShardLayout& layout = *found;
+  // Request shape against the world's layout (the position is turned into
+  // the stored form below, so it must be checked first).
   if (!layout.IsRoundBoundary(request.position())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "position ", request.position(), " must be ", layout.base(),
@@ -469,27 +456,23 @@ CoordinatorService::CommitProgress(
     ++epoch;
     position = 0;
   }
-  const auto stored =
-      std::make_pair(state.committed_epoch, state.committed_position);
-  if (std::make_pair(epoch, position) < stored) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "commit of epoch ", request.epoch(), " position ", request.position(),
-        " would go back from the committed epoch ", stored.first, " position ",
-        stored.second));
-  }
-  if (std::make_pair(epoch, position) != stored) {
+  const uint64_t stored_epoch = job_state.committed_epoch;
+  if (std::make_pair(epoch, position) !=
+      std::make_pair(stored_epoch, job_state.committed_position)) {
+    // CoordinatorState::Check refuses progress that goes back.
     StateUpdate update;
     update.mutable_progress_committed()->set_job_id(request.job_id());
     update.mutable_progress_committed()->set_epoch(epoch);
     update.mutable_progress_committed()->set_position(position);
-    if (absl::Status s = Persist(update); !s.ok()) return s;
+    if (absl::Status s = writes_.Persist(update); !s.ok()) return s;
     LogEvent(absl::StrCat("progress committed job=", request.job_id(),
                           " generation=", request.generation(),
                           " epoch=", epoch, " position=", position));
     // No rank resumes before the committed epoch: release older orders
     // (and prepare the next one).
-    if (epoch > stored.first) {
-      orders_.ReleaseBefore(IncarnationOf(state), state.spec, epoch);
+    const JobState& committed = *state().FindJob(request.job_id());
+    if (epoch > stored_epoch) {
+      orders_.ReleaseBefore(IncarnationOf(committed), committed.spec, epoch);
     }
   }
   // Members waiting to join an elastic job are admitted at commit points.
@@ -500,17 +483,14 @@ CoordinatorService::CommitProgress(
   shard::v1::CommitProgressResponse response;
   response.set_committed_epoch(epoch);
   response.set_committed_position(position);
-  response.set_generation(state_.FindJob(request.job_id())->generation);
-  const uint64_t journaled = log_->last_sequence();
-  lock.Release();
-  if (absl::Status s = log_->AwaitDurable(journaled); !s.ok()) return s;
+  response.set_generation(state().FindJob(request.job_id())->generation);
   return response;
 }
 
 void CoordinatorService::Drain() {
   {
     absl::MutexLock lock(&mu_);
-    draining_ = true;
+    writes_.Drain();
     parked_.WakeAll();
   }
   rendezvous_.Drain();

@@ -1,10 +1,19 @@
 // The coordinator's request handling, independent of gRPC.
 //
-// Validates each request, turns accepted mutations into state updates,
-// applies them to CoordinatorState and answers with absl::Status codes as
-// documented in proto/shard/v1/shard.proto. Owns the locking: every method
-// is thread-safe. Join waits for the world with a deadline; Drain() makes
-// every call (including waiting joins) answer UNAVAILABLE.
+// Validates each request's shape, turns accepted mutations into state
+// updates for the write path (write_path.h: CoordinatorState::Check is the
+// one home of every state-dependent rule) and answers with absl::Status
+// codes as documented in proto/shard/v1/shard.proto. One async model: a
+// call that changes state is StartX(request, reply) and answers through
+// Mutate (or, for a join, its parked decision) with ReplyWhenDurable, so no
+// thread ever waits for the journal's fsync on behalf of a call; calls that
+// only read or change memory return their answer. Owns the locking: every
+// method is thread-safe. Drain() makes every call (including waiting ones)
+// answer UNAVAILABLE.
+//
+// Files: coordinator_service.cc (jobs, joins, commits), coordinator_
+// membership.cc (leases, leaving, forming worlds), coordinator_shards.cc
+// (streams, previews), coordinator_rendezvous.cc (the c10d Store RPCs).
 #ifndef SERVER_COORDINATOR_SERVICE_H_
 #define SERVER_COORDINATOR_SERVICE_H_
 
@@ -18,7 +27,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -26,11 +35,14 @@
 #include "common/plan/shard_layout.h"
 #include "server/coordinator_state.h"
 #include "server/epoch_order_cache.h"
+#include "server/lease_table.h"
 #include "server/parked_calls.h"
 #include "server/rendezvous_store.h"
+#include "server/reply.h"
 #include "server/shard_cursor.h"
 #include "server/storage/state_log.h"
 #include "server/waiting_calls.h"
+#include "server/write_path.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
@@ -71,17 +83,17 @@ struct CoordinatorOptions {
 
 class CoordinatorService {
  public:
-  // Threads answering parked calls (they wait for the journal's fsync).
+  // Threads answering parked calls (never waiting for the disk: a durable
+  // answer goes out from the journal's writer thread).
   static constexpr int kCompletionThreads = 2;
 
   // In-memory service (tests).
   explicit CoordinatorService(CoordinatorOptions options = {});
   // A service over recovered durable state: every accepted mutation is
-  // queued in `log` and applied under the lock, and answered only after
-  // the log made it durable (group commit, outside the lock: reads and
-  // heartbeats never wait for the disk). Once the log breaks every call
-  // answers its UNAVAILABLE error. Recovered members get a full lease from
-  // now.
+  // applied under the lock and queued in `log`, and answered only once the
+  // log made it durable (group commit; reads and heartbeats never wait for
+  // the disk). Once the log breaks every call answers its UNAVAILABLE
+  // error. Recovered members get a full lease from now.
   CoordinatorService(CoordinatorOptions options, storage::OpenedLog opened);
   // Stops the lease thread.
   ~CoordinatorService();
@@ -95,19 +107,17 @@ class CoordinatorService {
   // Jobs deleted because they stayed idle for idle_job_ttl (metrics).
   uint64_t idle_jobs_expired() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  absl::StatusOr<shard::v1::Job> CreateJob(
-      const shard::v1::CreateJobRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // Creates the job (ALREADY_EXISTS for another spec under its id).
+  void StartCreateJob(const shard::v1::CreateJobRequest& request,
+                      Reply<shard::v1::Job> reply) ABSL_LOCKS_EXCLUDED(mu_);
   // Admin: deletes the job (journaled); see shard.proto for the contract.
-  absl::StatusOr<shard::v1::DeleteJobResponse> DeleteJob(
-      const shard::v1::DeleteJobRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  void StartDeleteJob(const shard::v1::DeleteJobRequest& request,
+                      Reply<shard::v1::DeleteJobResponse> reply)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::Job> GetJob(const shard::v1::GetJobRequest& request)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::ListJobsResponse> ListJobs(
       const shard::v1::ListJobsRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
-  // The answer of a call that may wait; called exactly once, never under
-  // the service's lock (possibly before the starting call returns).
-  template <typename Response>
-  using Reply = absl::AnyInvocable<void(absl::StatusOr<Response>) &&>;
 
   // Joins and, if the request asks to wait, parks the call (no thread is
   // held) until the world including the member formed, the wait (at most
@@ -119,19 +129,11 @@ class CoordinatorService {
                                    absl::Time call_deadline,
                                    Reply<shard::v1::JoinJobResponse> reply)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // StartJoinJob, blocking until the answer.
-  absl::StatusOr<shard::v1::JoinJobResponse> JoinJob(
-      const shard::v1::JoinJobRequest& request, absl::Time call_deadline)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // Validates a stream request and returns a cursor over the rank's shard.
-  // May compute the epoch order (bounded by `call_deadline`).
-  absl::StatusOr<ShardCursor> OpenShard(
-      const shard::v1::StreamShardRequest& request, absl::Time call_deadline)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // OpenShard without blocking: `reply` gets the cursor once the epoch order
-  // is ready (on this thread if it is, or small enough to compute here;
-  // else on the thread that computed it). Never waits behind another job's
-  // order computation.
+  // Validates a stream request; `reply` gets a cursor over the rank's
+  // shard once the epoch order is ready (on this thread if it is, or small
+  // enough to compute here; else on the thread that computed it). Never
+  // waits behind another job's order computation; waiting for order memory
+  // ends after max_wait.
   void StartOpenShard(const shard::v1::StreamShardRequest& request,
                       Reply<ShardCursor> reply) ABSL_LOCKS_EXCLUDED(mu_);
   // A page of a rank's shard as the job's spec plans it, without waiting
@@ -143,15 +145,12 @@ class CoordinatorService {
                          absl::Time call_deadline,
                          Reply<shard::v1::PreviewShardResponse> reply)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // StartPreviewShard, blocking until the answer.
-  absl::StatusOr<shard::v1::PreviewShardResponse> PreviewShard(
-      const shard::v1::PreviewShardRequest& request, absl::Time call_deadline)
-      ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::StatusOr<shard::v1::HeartbeatResponse> Heartbeat(
       const shard::v1::HeartbeatRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<shard::v1::LeaveResponse> Leave(
-      const shard::v1::LeaveRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  void StartLeave(const shard::v1::LeaveRequest& request,
+                  Reply<shard::v1::LeaveResponse> reply)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Removes every member whose lease ran out (journaled like a Leave),
   // then deletes the jobs idle for idle_job_ttl. Members waiting in JoinJob
   // are alive. `stalled`: time since the last check during which this
@@ -160,8 +159,9 @@ class CoordinatorService {
   void ExpireLeases(absl::Duration stalled = absl::ZeroDuration())
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  absl::StatusOr<shard::v1::CommitProgressResponse> CommitProgress(
-      const shard::v1::CommitProgressRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  void StartCommitProgress(const shard::v1::CommitProgressRequest& request,
+                           Reply<shard::v1::CommitProgressResponse> reply)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Calls waiting right now, by kind (metrics).
   size_t waiting_calls(WaitingCalls::Kind kind) const {
@@ -179,9 +179,6 @@ class CoordinatorService {
                                     absl::Time call_deadline,
                                     Reply<shard::v1::StoreGetResponse> reply)
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<shard::v1::StoreGetResponse> StoreGet(
-      const shard::v1::StoreGetRequest& request, absl::Time call_deadline)
-      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::StoreAddResponse> StoreAdd(
       const shard::v1::StoreAddRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::StoreCompareSetResponse> StoreCompareSet(
@@ -190,9 +187,6 @@ class CoordinatorService {
   ParkedCalls::Handle StartStoreWait(const shard::v1::StoreWaitRequest& request,
                                      absl::Time call_deadline,
                                      Reply<shard::v1::StoreWaitResponse> reply)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<shard::v1::StoreWaitResponse> StoreWait(
-      const shard::v1::StoreWaitRequest& request, absl::Time call_deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<shard::v1::StoreDeleteResponse> StoreDelete(
       const shard::v1::StoreDeleteRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
@@ -203,16 +197,20 @@ class CoordinatorService {
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // The one way a mutating call answers: runs `change` under the lock if
+  // the service is serving, then replies with its result once everything
+  // journaled by then is durable (an error at once).
+  template <typename Response>
+  void Mutate(Reply<Response> reply,
+              absl::FunctionRef<absl::StatusOr<Response>()> change)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // UNAVAILABLE while draining or once the journal broke.
-  absl::Status CheckServing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Applies the update to the state (CoordinatorState::Apply checks that it
-  // fits: INTERNAL and nothing changed otherwise, the caller validated it
-  // wrongly), then queues it in the journal; the caller answers only after
-  // log_->AwaitDurable() of log_->last_sequence(), outside the lock. When
-  // the journal is broken the update stays applied in memory but is never
-  // observed: CheckServing() refuses every call from then on.
-  absl::Status Persist(const shard::state::v1::StateUpdate& update)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckServing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return writes_.CheckServing();
+  }
+  const CoordinatorState& state() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return writes_.state();
+  }
   // Creates the job or checks that the stored spec equals `spec`.
   // `conflict_code` is the error for a different stored spec.
   absl::StatusOr<const JobState*> CreateOrMatchJob(
@@ -228,11 +226,11 @@ class CoordinatorService {
                                               const std::string& member_id,
                                               uint64_t incarnation);
   // Deletes the job (journaled), ends its waits, store and orders; the
-  // caller awaits durability.
+  // caller replies when durable.
   absl::Status EraseJob(const std::string& job_id, absl::string_view reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes the jobs without members whose last call is idle_job_ttl ago.
-  void ExpireIdleJobs(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ExpireIdleJobs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // JoinJob up to its wait: validates, creates or matches the job, adds the
   // member (re-joining a restarted one), forms the world if it can, renews
   // the lease.
@@ -253,18 +251,18 @@ class CoordinatorService {
   // the call's waiting slot and reply, and runs under mu_.
   struct ParkedJoin {
     CoordinatorService* service;
-    std::pair<std::string, std::string> member_key;  // (job, member)
+    std::string job_id;
+    std::string member_id;
     WaitingCalls::Slot slot;
     Reply<shard::v1::JoinJobResponse> reply;
 
     std::optional<ParkedCalls::Completion> operator()(ParkedCalls::Why why)
         ABSL_EXCLUSIVE_LOCKS_REQUIRED(service->mu_);
   };
-  // A completion answering `reply` with `answer` once everything journaled
-  // so far is durable (an error instead if the journal broke).
-  ParkedCalls::Completion DurableReply(
-      Reply<shard::v1::JoinJobResponse> reply,
-      absl::StatusOr<shard::v1::JoinJobResponse> answer)
+  // CommitProgress under the lock: validates the position against the
+  // world's layout, journals the progress and admits waiting members.
+  absl::StatusOr<shard::v1::CommitProgressResponse> CommitLocked(
+      const shard::v1::CommitProgressRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // NOT_FOUND if `generation` was given out before `job` was created: the
   // caller belongs to a deleted job that had the same id.
@@ -314,11 +312,6 @@ class CoordinatorService {
   absl::StatusOr<plan::ShardLayout> LayoutFor(const JobState& job,
                                               uint64_t epoch) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The clock leases run on: options_.now() less the time this process
-  // could not run (stalled_), so a stall is nobody's silence.
-  absl::Time LeaseClock() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RenewLease(const std::string& job_id, const std::string& member_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LeaseLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // When a wait of `wait_ms` asked for by a request ends: at most max_wait
@@ -347,28 +340,34 @@ class CoordinatorService {
   WaitingCalls waiting_calls_;
 
   mutable absl::Mutex mu_;
-  CoordinatorState state_ ABSL_GUARDED_BY(mu_);
   const std::unique_ptr<storage::StateLog> log_;  // Thread-safe.
-  // Joins waiting for their world, by job id. Declared after log_: its
-  // completions wait for the log.
+  WritePath writes_ ABSL_GUARDED_BY(mu_);
+  // Leases and job activity. Mutable: reads (FindJob) count as activity.
+  mutable LeaseTable leases_ ABSL_GUARDED_BY(mu_);
+  // Joins waiting for their world, by job id.
   ParkedCalls parked_{&mu_, kCompletionThreads};
-  bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Time the coordinator itself could not run, summed (see LeaseClock).
-  absl::Duration stalled_ ABSL_GUARDED_BY(mu_);
-  // Last sign of life of each (job, member), on the LeaseClock.
-  std::map<std::pair<std::string, std::string>, absl::Time> last_seen_
-      ABSL_GUARDED_BY(mu_);
-  // Last call naming each job, or the moment its last member went, on the
-  // LeaseClock (not journaled: a restart starts every job's idle time
-  // again). Mutable: reads (FindJob) count as activity.
-  mutable std::map<std::string, absl::Time> job_activity_ ABSL_GUARDED_BY(mu_);
   uint64_t idle_jobs_expired_ ABSL_GUARDED_BY(mu_) = 0;
-  // JoinJob calls of each (job, member) waiting for the world right now.
-  std::map<std::pair<std::string, std::string>, int> waiting_joins_
-      ABSL_GUARDED_BY(mu_);
   std::thread lease_thread_;
 };
+
+template <typename Response>
+void CoordinatorService::Mutate(
+    Reply<Response> reply,
+    absl::FunctionRef<absl::StatusOr<Response>()> change) {
+  absl::StatusOr<Response> answer;
+  uint64_t journaled;
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status serving = CheckServing(); !serving.ok()) {
+      answer = serving;
+    } else {
+      answer = change();
+    }
+    journaled = writes_.journaled();
+  }
+  ReplyWhenDurable(*log_, journaled, std::move(reply), std::move(answer));
+}
 
 // The public view of a job.
 shard::v1::Job JobView(const JobState& job);

@@ -73,14 +73,6 @@ absl::StatusOr<ShardCursor> CoordinatorService::PreparedShard::Open(
   return ShardCursor(*std::move(order), layout, rank, offset, chunk);
 }
 
-absl::StatusOr<ShardCursor> CoordinatorService::OpenShard(
-    const shard::v1::StreamShardRequest& request, absl::Time call_deadline) {
-  absl::StatusOr<PreparedShard> prepared = PrepareShard(request);
-  if (!prepared.ok()) return prepared.status();
-  return prepared->Open(
-      orders_.Await(std::move(prepared->claim), call_deadline));
-}
-
 void CoordinatorService::StartOpenShard(
     const shard::v1::StreamShardRequest& request, Reply<ShardCursor> reply) {
   absl::StatusOr<PreparedShard> prepared = PrepareShard(request);
@@ -94,15 +86,6 @@ void CoordinatorService::StartOpenShard(
         std::move(reply)(prepared.Open(std::move(order)));
       },
       absl::Now() + options_.max_wait);
-}
-
-absl::StatusOr<shard::v1::PreviewShardResponse>
-CoordinatorService::PreviewShard(const shard::v1::PreviewShardRequest& request,
-                                 absl::Time call_deadline) {
-  return AwaitReply<shard::v1::PreviewShardResponse>(
-      [&](Reply<shard::v1::PreviewShardResponse> reply) {
-        StartPreviewShard(request, call_deadline, std::move(reply));
-      });
 }
 
 void CoordinatorService::StartPreviewShard(

@@ -173,9 +173,9 @@ absl::Status CoordinatorState::Check(const StateUpdate& update) const {
       }
       if ((*job)->members.size() >= (*job)->spec.max_world_size()) {
         return Unfit(
-            absl::StrCat("MemberJoined for a job that already has "
-                         "its ",
-                         (*job)->spec.max_world_size(), " members"));
+            absl::StrCat("job \"", joined.job_id(), "\" already has its ",
+                         (*job)->spec.max_world_size(), " members; member \"",
+                         joined.member_id(), "\" is not one of them"));
       }
       return absl::OkStatus();
     }
@@ -229,10 +229,13 @@ absl::Status CoordinatorState::Check(const StateUpdate& update) const {
       }
       if (std::make_pair(committed.epoch(), committed.position()) <
           std::make_pair(state.committed_epoch, state.committed_position)) {
-        return Unfit(absl::StrCat(
-            "ProgressCommitted goes back from epoch ", state.committed_epoch,
-            " position ", state.committed_position, " to epoch ",
-            committed.epoch(), " position ", committed.position()));
+        return Unfit(absl::StrCat("progress of job \"", committed.job_id(),
+                                  "\" cannot go back "
+                                  "from the committed epoch ",
+                                  state.committed_epoch, " position ",
+                                  state.committed_position, " to epoch ",
+                                  committed.epoch(), " position ",
+                                  committed.position()));
       }
       return CheckProgress(state, committed.epoch(), committed.position());
     }

@@ -6,19 +6,10 @@
 
 #include "absl/time/clock.h"
 #include "server/event_log.h"
-#include "server/parked_call_reactor.h"
 #include "server/shard_stream_reactor.h"
 
 namespace shard::server {
 namespace {
-
-// Moves a successful result into the response, or returns the error.
-template <typename T>
-grpc::Status Reply(absl::StatusOr<T> result, T* response) {
-  if (!result.ok()) return ToGrpcStatus(result.status());
-  *response = *std::move(result);
-  return grpc::Status::OK;
-}
 
 absl::Time DeadlineOf(const grpc::ServerContextBase* context) {
   return absl::FromChrono(context->deadline());
@@ -28,9 +19,7 @@ absl::Time DeadlineOf(const grpc::ServerContextBase* context) {
 
 GrpcCoordinator::GrpcCoordinator(CoordinatorService* service,
                                  GrpcCoordinatorOptions options)
-    : service_(service),
-      options_(std::move(options)),
-      blocking_calls_(options_.blocking_call_threads) {}
+    : service_(service), options_(std::move(options)) {}
 
 grpc::Status GrpcCoordinator::Authorize(
     const grpc::ServerContextBase* context) const {
@@ -52,71 +41,62 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Finished(
   return reactor;
 }
 
-template <typename Response>
-grpc::ServerUnaryReactor* GrpcCoordinator::Answer(
-    grpc::CallbackServerContext* context, absl::StatusOr<Response> result,
-    Response* response) {
-  return Finished(context, Reply(std::move(result), response));
-}
-
 template <typename Response, typename Call>
-grpc::ServerUnaryReactor* GrpcCoordinator::AnswerOffThread(
+grpc::ServerUnaryReactor* GrpcCoordinator::Serve(
     grpc::CallbackServerContext* context, Response* response, Call call) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  blocking_calls_.Schedule(
-      [reactor, response, call = std::move(call)]() mutable {
-        reactor->Finish(Reply(call(), response));
-      });
-  return reactor;
+  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    return Finished(context, denied);
+  }
+  if constexpr (std::is_invocable_v<Call>) {
+    absl::StatusOr<Response> answer = call();
+    if (answer.ok()) *response = *std::move(answer);
+    return Finished(context, ToGrpcStatus(answer.status()));
+  } else {
+    return UnaryCallReactor<Response>::Run(
+        response, [&call](Reply<Response> reply) {
+          if constexpr (std::is_void_v<
+                            std::invoke_result_t<Call, Reply<Response>>>) {
+            call(std::move(reply));
+            return ParkedCalls::Handle();
+          } else {
+            return call(std::move(reply));
+          }
+        });
+  }
 }
 
-// The request and response of a unary call live until it finishes, so the
-// closures below may keep pointers to them.
+// Each call below reads its request before it returns; the response it
+// fills lives until the call finishes.
 
 grpc::ServerUnaryReactor* GrpcCoordinator::CreateJob(
     grpc::CallbackServerContext* context,
     const shard::v1::CreateJobRequest* request, shard::v1::Job* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return AnswerOffThread(context, response, [this, request] {
-    return service_->CreateJob(*request);
+  return Serve(context, response, [&](Reply<shard::v1::Job> reply) {
+    service_->StartCreateJob(*request, std::move(reply));
   });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::GetJob(
     grpc::CallbackServerContext* context,
     const shard::v1::GetJobRequest* request, shard::v1::Job* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return Answer(context, service_->GetJob(*request), response);
+  return Serve(context, response, [&] { return service_->GetJob(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::ListJobs(
     grpc::CallbackServerContext* context,
     const shard::v1::ListJobsRequest* request,
     shard::v1::ListJobsResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return Answer(context, service_->ListJobs(*request), response);
+  return Serve(context, response, [&] { return service_->ListJobs(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::JoinJob(
     grpc::CallbackServerContext* context,
     const shard::v1::JoinJobRequest* request,
     shard::v1::JoinJobResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  const absl::Time deadline = DeadlineOf(context);
-  return ParkedCallReactor<shard::v1::JoinJobResponse>::Run(
-      response,
-      [this, request,
-       deadline](CoordinatorService::Reply<shard::v1::JoinJobResponse> reply) {
-        return service_->StartJoinJob(*request, deadline, std::move(reply));
-      });
+  return Serve(context, response, [&](Reply<shard::v1::JoinJobResponse> reply) {
+    return service_->StartJoinJob(*request, DeadlineOf(context),
+                                  std::move(reply));
+  });
 }
 
 grpc::ServerWriteReactor<shard::v1::IndexChunk>* GrpcCoordinator::StreamShard(
@@ -132,164 +112,127 @@ grpc::ServerUnaryReactor* GrpcCoordinator::PreviewShard(
     grpc::CallbackServerContext* context,
     const shard::v1::PreviewShardRequest* request,
     shard::v1::PreviewShardResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  // Never on the blocking-call threads: waiting for order memory must not
-  // hold a thread that mutations need.
-  const absl::Time deadline = DeadlineOf(context);
-  return ParkedCallReactor<shard::v1::PreviewShardResponse>::Run(
-      response,
-      [this, request, deadline](
-          CoordinatorService::Reply<shard::v1::PreviewShardResponse> reply) {
-        service_->StartPreviewShard(*request, deadline, std::move(reply));
-        return ParkedCalls::Handle();  // Bounded by --max-wait, not parked.
-      });
+  // Waiting for the order (bounded by --max-wait) is not parked: the call
+  // cannot be cancelled early, but holds no thread.
+  return Serve(context, response,
+               [&](Reply<shard::v1::PreviewShardResponse> reply) {
+                 service_->StartPreviewShard(*request, DeadlineOf(context),
+                                             std::move(reply));
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Heartbeat(
     grpc::CallbackServerContext* context,
     const shard::v1::HeartbeatRequest* request,
     shard::v1::HeartbeatResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return Answer(context, service_->Heartbeat(*request), response);
+  return Serve(context, response,
+               [&] { return service_->Heartbeat(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Leave(
     grpc::CallbackServerContext* context,
     const shard::v1::LeaveRequest* request,
     shard::v1::LeaveResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return AnswerOffThread(context, response,
-                         [this, request] { return service_->Leave(*request); });
+  return Serve(context, response, [&](Reply<shard::v1::LeaveResponse> reply) {
+    service_->StartLeave(*request, std::move(reply));
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::CommitProgress(
     grpc::CallbackServerContext* context,
     const shard::v1::CommitProgressRequest* request,
     shard::v1::CommitProgressResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return AnswerOffThread(context, response, [this, request] {
-    return service_->CommitProgress(*request);
-  });
+  return Serve(context, response,
+               [&](Reply<shard::v1::CommitProgressResponse> reply) {
+                 service_->StartCommitProgress(*request, std::move(reply));
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreSet(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreSetRequest* request,
     shard::v1::StoreSetResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return Answer(context, service_->StoreSet(*request), response);
+  return Serve(context, response, [&] { return service_->StoreSet(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreGet(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreGetRequest* request,
     shard::v1::StoreGetResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  const absl::Time deadline = DeadlineOf(context);
-  return ParkedCallReactor<shard::v1::StoreGetResponse>::Run(
-      response,
-      [this, request,
-       deadline](CoordinatorService::Reply<shard::v1::StoreGetResponse> reply) {
-        return service_->StartStoreGet(*request, deadline, std::move(reply));
-      });
+  return Serve(context, response,
+               [&](Reply<shard::v1::StoreGetResponse> reply) {
+                 return service_->StartStoreGet(*request, DeadlineOf(context),
+                                                std::move(reply));
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreAdd(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreAddRequest* request,
     shard::v1::StoreAddResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return Answer(context, service_->StoreAdd(*request), response);
+  return Serve(context, response, [&] { return service_->StoreAdd(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreCompareSet(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreCompareSetRequest* request,
     shard::v1::StoreCompareSetResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return Answer(context, service_->StoreCompareSet(*request), response);
+  return Serve(context, response,
+               [&] { return service_->StoreCompareSet(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreWait(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreWaitRequest* request,
     shard::v1::StoreWaitResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  const absl::Time deadline = DeadlineOf(context);
-  return ParkedCallReactor<shard::v1::StoreWaitResponse>::Run(
-      response,
-      [this, request, deadline](
-          CoordinatorService::Reply<shard::v1::StoreWaitResponse> reply) {
-        return service_->StartStoreWait(*request, deadline, std::move(reply));
-      });
+  return Serve(context, response,
+               [&](Reply<shard::v1::StoreWaitResponse> reply) {
+                 return service_->StartStoreWait(*request, DeadlineOf(context),
+                                                 std::move(reply));
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreDelete(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreDeleteRequest* request,
     shard::v1::StoreDeleteResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return Answer(context, service_->StoreDelete(*request), response);
+  return Serve(context, response,
+               [&] { return service_->StoreDelete(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreCount(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreCountRequest* request,
     shard::v1::StoreCountResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return Answer(context, service_->StoreCount(*request), response);
+  return Serve(context, response,
+               [&] { return service_->StoreCount(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::DeleteJob(
     grpc::CallbackServerContext* context,
     const shard::v1::DeleteJobRequest* request,
     shard::v1::DeleteJobResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  return AnswerOffThread(context, response, [this, request] {
-    return service_->DeleteJob(*request);
-  });
+  return Serve(context, response,
+               [&](Reply<shard::v1::DeleteJobResponse> reply) {
+                 service_->StartDeleteJob(*request, std::move(reply));
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Drain(
     grpc::CallbackServerContext* context, const shard::v1::DrainRequest*,
     shard::v1::DrainResponse* response) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  if (!options_.on_drain) {
-    return Finished(context,
-                    grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                                 "this server cannot be drained remotely"));
-  }
-  LogEvent("drain requested by " + context->peer());
-  const absl::Duration grace = options_.on_drain();
-  response->set_grace_ms(
-      static_cast<uint64_t>(absl::ToInt64Milliseconds(grace)));
-  return Finished(context, grpc::Status::OK);
+  return Serve(context, response,
+               [&]() -> absl::StatusOr<shard::v1::DrainResponse> {
+                 if (!options_.on_drain) {
+                   return absl::UnimplementedError(
+                       "this server cannot be drained remotely");
+                 }
+                 LogEvent("drain requested by " + context->peer());
+                 shard::v1::DrainResponse drained;
+                 drained.set_grace_ms(static_cast<uint64_t>(
+                     absl::ToInt64Milliseconds(options_.on_drain())));
+                 return drained;
+               });
 }
 
 }  // namespace shard::server

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <utility>
 
 #include "absl/time/time.h"
@@ -14,7 +15,7 @@
 #include "server/grpc_status.h"
 #include "server/security/bearer_token.h"
 #include "server/shard_stream_reactor.h"
-#include "server/work_pool.h"
+#include "server/unary_call_reactor.h"
 #include "shard/v1/shard.grpc.pb.h"
 
 namespace shard::server {
@@ -27,22 +28,18 @@ struct GrpcCoordinatorOptions {
   std::function<absl::Duration()> on_drain;
   // Stream events (metrics).
   StreamHooks stream_hooks;
-  // Threads that run calls waiting for the journal's fsync or an epoch
-  // order (see GrpcCoordinator).
-  int blocking_call_threads = 8;
 };
 
-// Every method runs on gRPC's callback API, so no call holds a thread while
-// it waits:
-// - calls that only read or change memory (GetJob, Heartbeat, the store's
-//   writes, ...) are answered on gRPC's own threads;
-// - calls that wait for the journal's fsync (CreateJob, CommitProgress,
-//   Leave, DeleteJob) or for an epoch order (PreviewShard) run on a small
-//   pool of blocking-call threads;
-// - joins and store gets/waits that wait are parked (parked_call_reactor.h)
-//   and streams wait for their order without a thread, then are served
-//   chunk by chunk (shard_stream_reactor.h).
-// A slow disk therefore delays only the calls that must wait for it.
+// Every method runs on gRPC's callback API, and every unary call takes one
+// path (Serve): the token check, then the service call, answered on gRPC's
+// own thread when it returns its answer (reads, heartbeats, the store's
+// writes) or through a UnaryCallReactor when it replies later: mutations
+// once their journal records are durable (from the journal's writer
+// thread), joins and store gets/waits when they stop waiting (parked,
+// cancellable), previews when their epoch order is ready. Streams wait for
+// their order the same way, then are served chunk by chunk
+// (shard_stream_reactor.h). No thread waits on behalf of a call, so a slow
+// disk delays only the calls that must wait for it.
 class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
  public:
   explicit GrpcCoordinator(CoordinatorService* service,
@@ -122,23 +119,19 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
   // authorization metadata does not carry it.
   grpc::Status Authorize(const grpc::ServerContextBase* context) const;
 
-  // Answers with `result` at once.
-  template <typename Response>
-  grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
-                                   absl::StatusOr<Response> result,
-                                   Response* response);
-  // Runs `call` (returning absl::StatusOr<Response>) on the blocking-call
-  // pool and answers with its result.
+  // The one unary path: Authorize(), then `call`, which either returns
+  // the answer (absl::StatusOr<Response>, taking no argument) or takes the
+  // Reply<Response> that answers later (returning nothing, or the
+  // ParkedCalls::Handle that cancels its wait).
   template <typename Response, typename Call>
-  grpc::ServerUnaryReactor* AnswerOffThread(
-      grpc::CallbackServerContext* context, Response* response, Call call);
+  grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
+                                  Response* response, Call call);
   // A reactor finished with `status` (e.g. refused by Authorize()).
   static grpc::ServerUnaryReactor* Finished(
       grpc::CallbackServerContext* context, const grpc::Status& status);
 
   CoordinatorService* service_;
   const GrpcCoordinatorOptions options_;
-  WorkPool blocking_calls_;
 };
 
 }  // namespace shard::server

@@ -27,7 +27,6 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/work_pool.h"
 
@@ -104,20 +103,6 @@ class ParkedCalls {
   WorkPool completions_;
   std::thread timer_;
 };
-
-// Runs `start` with a reply (an AnyInvocable taking absl::StatusOr<T>) and
-// blocks until that reply was called; for synchronous callers and tests.
-template <typename T, typename Start>
-absl::StatusOr<T> AwaitReply(Start start) {
-  absl::Notification answered;
-  absl::StatusOr<T> result;
-  start([&](absl::StatusOr<T> answer) {
-    result = std::move(answer);
-    answered.Notify();
-  });
-  answered.WaitForNotification();
-  return result;
-}
 
 }  // namespace shard::server
 

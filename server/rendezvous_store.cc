@@ -231,22 +231,6 @@ ParkedCalls::Handle RendezvousStore::StartWait(
   return Park<bool>(scope, keys, deadline, &AllSet, std::move(reply));
 }
 
-absl::StatusOr<std::optional<std::string>> RendezvousStore::Get(
-    const Scope& scope, const std::string& key, absl::Time deadline) {
-  return AwaitReply<std::optional<std::string>>(
-      [&](Reply<std::optional<std::string>> reply) {
-        StartGet(scope, key, deadline, std::move(reply));
-      });
-}
-
-absl::StatusOr<bool> RendezvousStore::Wait(const Scope& scope,
-                                           const std::vector<std::string>& keys,
-                                           absl::Time deadline) {
-  return AwaitReply<bool>([&](Reply<bool> reply) {
-    StartWait(scope, keys, deadline, std::move(reply));
-  });
-}
-
 absl::Status RendezvousStore::Set(const Scope& scope, const std::string& key,
                                   std::string value) {
   if (absl::Status s = CheckKey(key); !s.ok()) return s;

@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/parked_calls.h"
+#include "server/reply.h"
 
 namespace shard::server {
 
@@ -65,9 +66,6 @@ class RendezvousStore {
   // Wakes every waiter; from now on calls answer UNAVAILABLE.
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
 
-  template <typename T>
-  using Reply = absl::AnyInvocable<void(absl::StatusOr<T>) &&>;
-
   // Each operation answers ABORTED if the scope's generation is not open,
   // UNAVAILABLE once draining, INVALID_ARGUMENT for bad keys or sizes.
   absl::Status Set(const Scope& scope, const std::string& key,
@@ -77,11 +75,6 @@ class RendezvousStore {
   ParkedCalls::Handle StartGet(const Scope& scope, const std::string& key,
                                absl::Time deadline,
                                Reply<std::optional<std::string>> reply)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // StartGet, blocking until the answer.
-  absl::StatusOr<std::optional<std::string>> Get(const Scope& scope,
-                                                 const std::string& key,
-                                                 absl::Time deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
   // FAILED_PRECONDITION if the stored value is not a decimal integer;
   // OUT_OF_RANGE if the sum overflows int64 (the value is unchanged).
@@ -98,10 +91,6 @@ class RendezvousStore {
                                 const std::vector<std::string>& keys,
                                 absl::Time deadline, Reply<bool> reply)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // StartWait, blocking until the answer.
-  absl::StatusOr<bool> Wait(const Scope& scope,
-                            const std::vector<std::string>& keys,
-                            absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<bool> Delete(const Scope& scope, const std::string& key)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<int64_t> Count(const Scope& scope) ABSL_LOCKS_EXCLUDED(mu_);

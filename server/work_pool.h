@@ -1,7 +1,6 @@
-// A fixed set of worker threads running queued tasks in FIFO order. Used for
-// the blocking part of opening a stream (the epoch order may still be
-// computing) and for answering parked calls, so that gRPC's callback
-// threads never wait.
+// A fixed set of worker threads running queued tasks in FIFO order (with
+// one thread, one after another). Used to compute epoch orders and to run
+// the completions of parked calls outside their owner's lock.
 //
 // Thread-safe. The destructor runs every task already queued, then joins.
 #ifndef SERVER_WORK_POOL_H_

@@ -207,6 +207,16 @@ StateLog::~StateLog() {
     changed_.SignalAll();
   }
   if (writer_.joinable()) writer_.join();
+  // The writer wrote everything queued, so nothing should be left; a
+  // callback that is must still run exactly once.
+  std::multimap<uint64_t, Durable> left;
+  {
+    absl::MutexLock lock(&mu_);
+    left.swap(pending_);
+  }
+  for (auto& [sequence, done] : left) {
+    std::move(done)(absl::UnavailableError("the journal was closed"));
+  }
 }
 
 std::unique_ptr<StateLog> StateLog::InMemory() {
@@ -278,6 +288,35 @@ absl::StatusOr<uint64_t> StateLog::Enqueue(
   return sequence;
 }
 
+void StateLog::WhenDurable(uint64_t sequence, Durable done) {
+  absl::Status decided;
+  {
+    absl::MutexLock lock(&mu_);
+    if (durable_sequence_ < sequence && broken_.ok()) {
+      pending_.emplace(sequence, std::move(done));
+      return;
+    }
+    decided = durable_sequence_ >= sequence ? absl::OkStatus() : broken_;
+  }
+  std::move(done)(decided);
+}
+
+void StateLog::RunDecided() {
+  std::vector<std::pair<Durable, absl::Status>> decided;
+  {
+    absl::MutexLock lock(&mu_);
+    auto end =
+        broken_.ok() ? pending_.upper_bound(durable_sequence_) : pending_.end();
+    for (auto it = pending_.begin(); it != end; ++it) {
+      decided.emplace_back(std::move(it->second), it->first <= durable_sequence_
+                                                      ? absl::OkStatus()
+                                                      : broken_);
+    }
+    pending_.erase(pending_.begin(), end);
+  }
+  for (auto& [done, status] : decided) std::move(done)(status);
+}
+
 absl::Status StateLog::AwaitDurable(uint64_t sequence) {
   absl::MutexLock lock(&mu_);
   while (durable_sequence_ < sequence && broken_.ok()) changed_.Wait(&mu_);
@@ -291,14 +330,21 @@ absl::Status StateLog::Append(const shard::state::v1::StateUpdate& update) {
 }
 
 void StateLog::MaybeSnapshot(const server::CoordinatorState& state) {
-  absl::MutexLock lock(&mu_);
-  if (file_system_ == nullptr || !broken_.ok() ||
-      records_since_snapshot_ < options_.snapshot_every) {
-    return;
+  uint64_t sequence;
+  {
+    absl::MutexLock lock(&mu_);
+    if (file_system_ == nullptr || !broken_.ok() ||
+        records_since_snapshot_ < options_.snapshot_every) {
+      return;
+    }
+    records_since_snapshot_ = 0;
+    sequence = last_sequence_;
   }
-  records_since_snapshot_ = 0;
-  queue_.push_back(
-      QueuedSnapshot{last_sequence_, state.ToSnapshot(last_sequence_)});
+  // Copied without mu_ (the writer need not wait for it); the caller's
+  // lock keeps `state` and last_sequence_ still meanwhile.
+  auto copy = std::make_shared<const server::CoordinatorState>(state);
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(QueuedSnapshot{sequence, std::move(copy)});
   changed_.Signal();
 }
 
@@ -373,9 +419,12 @@ bool StateLog::WriteGroup(const std::string& framed, uint64_t last,
   if (options_.on_sync) {
     options_.on_sync(written - began, absl::Now() - written, records);
   }
-  absl::MutexLock lock(&mu_);
-  durable_sequence_ = last;
-  changed_.SignalAll();
+  {
+    absl::MutexLock lock(&mu_);
+    durable_sequence_ = last;
+    changed_.SignalAll();
+  }
+  RunDecided();
   return true;
 }
 
@@ -390,12 +439,13 @@ void StateLog::Break(const absl::Status& cause) {
     queue_.clear();
     changed_.SignalAll();
   }
+  RunDecided();
   if (options_.on_broken) options_.on_broken(broken);
 }
 
 void StateLog::WriteSnapshot(const QueuedSnapshot& queued) {
-  const std::string contents =
-      EncodeRecord(queued.snapshot.SerializeAsString());
+  const std::string contents = EncodeRecord(
+      queued.state->ToSnapshot(queued.sequence).SerializeAsString());
   absl::Status status = file_system_->WriteFileAtomically(
       absl::StrCat(dir_, "/", kSnapshotName), contents);
   if (status.ok()) status = StartSegment(queued.sequence + 1);

@@ -6,13 +6,15 @@
 //
 // Group commit: Enqueue() only queues a record (cheap, callable under the
 // caller's lock); a writer thread appends everything queued meanwhile with
-// one write and one fsync, then wakes AwaitDurable(). A mutation must be
-// answered only after AwaitDurable() of its sequence, so kill -9 at any
-// moment loses no acknowledged update. Every `snapshot_every` records a
-// snapshot (built from the caller's state under its lock, a copy) is
-// written by the writer thread once the records it covers are durable;
-// then a new segment starts and older segments are removed, which bounds
-// replay time.
+// one write and one fsync, then runs the WhenDurable() callbacks the group
+// satisfied. A mutation must be answered only once its sequence is durable,
+// so kill -9 at any moment loses no acknowledged update; no thread waits
+// for the disk on behalf of a call. Every `snapshot_every` records a
+// snapshot is due: MaybeSnapshot() copies the caller's state (under its
+// lock, a plain copy) and the writer thread turns the copy into a
+// StateSnapshot and writes it once the records it covers are durable; then
+// a new segment starts and older segments are removed, which bounds replay
+// time.
 //
 // Recovery = snapshot + replay of later records. The journal must be one
 // unbroken chain of sequences, each segment named after its first record
@@ -35,6 +37,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -42,6 +45,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -122,8 +126,19 @@ class StateLog {
   // waits for the disk. UNAVAILABLE once the log is broken.
   absl::StatusOr<uint64_t> Enqueue(const shard::state::v1::StateUpdate& update)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // What WhenDurable() runs: OK, or the UNAVAILABLE error of a log that
+  // broke before the record was durable.
+  using Durable = absl::AnyInvocable<void(absl::Status) &&>;
+  // Runs `done` exactly once, when every record up to `sequence` is
+  // durable or the log broke first: at once on the calling thread if that
+  // is already decided, else on the writer thread right after the fsync
+  // (or the failure) that decides it. `done` must be quick (it delays the
+  // next group) and must not call back into this log; call this without
+  // holding a lock that `done` takes.
+  void WhenDurable(uint64_t sequence, Durable done) ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until every record up to `sequence` is durable: OK, or
-  // UNAVAILABLE if the log broke first.
+  // UNAVAILABLE if the log broke first (tools and tests; the coordinator
+  // uses WhenDurable).
   absl::Status AwaitDurable(uint64_t sequence) ABSL_LOCKS_EXCLUDED(mu_);
   // Enqueue + AwaitDurable.
   absl::Status Append(const shard::state::v1::StateUpdate& update)
@@ -131,8 +146,9 @@ class StateLog {
 
   // Queues a snapshot of `state` when one is due. `state` must include
   // every queued record (the caller holds the lock it applies them under);
-  // it is copied here and written by the writer thread. A failed snapshot
-  // is logged and retried later (the journal still holds everything).
+  // it is copied here (the only work done under the caller's lock) and
+  // serialized and written by the writer thread. A failed snapshot is
+  // logged and retried later (the journal still holds everything).
   void MaybeSnapshot(const server::CoordinatorState& state)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until everything queued (records and snapshots) was written.
@@ -153,7 +169,7 @@ class StateLog {
   };
   struct QueuedSnapshot {
     uint64_t sequence;  // The state after this record.
-    shard::state::v1::StateSnapshot snapshot;
+    std::shared_ptr<const server::CoordinatorState> state;
   };
   using QueuedItem = std::variant<QueuedRecord, QueuedSnapshot>;
 
@@ -167,6 +183,8 @@ class StateLog {
       ABSL_LOCKS_EXCLUDED(mu_);
   void WriteSnapshot(const QueuedSnapshot& queued) ABSL_LOCKS_EXCLUDED(mu_);
   void Break(const absl::Status& cause) ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs (outside mu_) the WhenDurable callbacks decided by now.
+  void RunDecided() ABSL_LOCKS_EXCLUDED(mu_);
 
   FileSystem* const file_system_;  // Null for the in-memory log.
   const std::string dir_;
@@ -183,6 +201,8 @@ class StateLog {
   uint64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t snapshot_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
+  // WhenDurable callbacks not decided yet, by sequence.
+  std::multimap<uint64_t, Durable> pending_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread writer_;
 };

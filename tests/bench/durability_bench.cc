@@ -16,10 +16,10 @@
 #include "common/plan/job_spec.h"
 #include "common/storage/file_system.h"
 #include "grpcpp/grpcpp.h"
-#include "server/coordinator_service.h"
 #include "server/grpc_coordinator.h"
 #include "server/storage/record_codec.h"
 #include "server/storage/state_log.h"
+#include "tests/support/blocking_coordinator.h"
 
 namespace shard::bench {
 namespace {
@@ -46,7 +46,7 @@ void MeasureCommitLatency(const std::string& dir, int commits) {
                  std::string(opened.status().message()).c_str());
     return;
   }
-  server::CoordinatorService service({}, *std::move(opened));
+  testing::BlockingCoordinator service({}, *std::move(opened));
   server::GrpcCoordinator glue(&service);
   int port = 0;
   grpc::ServerBuilder builder;

@@ -15,37 +15,17 @@ phase). Prints a Markdown table.
 a side-by-side comparison with the same benchmark client).
 """
 import argparse
-import json
-import os
-import subprocess
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..",
-                                "conformance"))
-from shardd_process import ShardDaemon  # noqa: E402
+from fresh_daemon_runs import add_daemon_arguments, run_per_size
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--bin-dir", required=True)
+    add_daemon_arguments(parser)
     parser.add_argument("--joins", default="1000,2000,4000,8000")
-    parser.add_argument("--shardd-dir", help="directory of the shardd to run "
-                        "(default: --bin-dir)")
     args = parser.parse_args()
-    rows = []
-    for joins in (int(w) for w in args.joins.split(",")):
-        print(f"W = {joins} ...", file=sys.stderr, flush=True)
-        with ShardDaemon(args.shardd_dir or args.bin_dir) as daemon:
-            out = subprocess.run(
-                [f"{args.bin_dir}/shard-join-storm-bench", "--coordinator",
-                 daemon.address, "--coordinator-pid", str(daemon.pid),
-                 "--joins", str(joins)],
-                capture_output=True, text=True, timeout=900)
-            if out.returncode != 0:
-                print(out.stderr, file=sys.stderr)
-            result = json.loads(out.stdout.strip().splitlines()[-1])
-            print(json.dumps(result), file=sys.stderr, flush=True)
-            rows.append(result)
+    rows = run_per_size(args, "shard-join-storm-bench", "joins",
+                        [int(w) for w in args.joins.split(",")])
     print("\n| W | world formed in | heartbeat p50 / p99 / max during the "
           "storm | W joins parked: heartbeat p50 / p99 / max | coordinator "
           "threads idle -> W parked -> 1 s after cancelling them | coordinator "

@@ -13,23 +13,23 @@
 #include <memory>
 
 #include "absl/time/clock.h"
-#include "server/coordinator_service.h"
 #include "server/shard_cursor.h"
 #include "shard/v1/shard.pb.h"
+#include "tests/support/blocking_coordinator.h"
 
 namespace {
 
-using shard::server::CoordinatorService;
+using shard::testing::BlockingCoordinator;
 
-CoordinatorService& Service() {
-  static CoordinatorService* service = [] {
+BlockingCoordinator& Service() {
+  static BlockingCoordinator* service = [] {
     shard::server::CoordinatorOptions options;
     // Bound the work one input can cause: small shuffled orders, short
     // waits, no background lease thread.
     options.max_order_bytes = 16 << 20;
     options.max_wait = absl::Milliseconds(1);
     options.expire_leases_in_background = false;
-    return new CoordinatorService(options);
+    return new BlockingCoordinator(options);
   }();
   return *service;
 }
@@ -43,7 +43,7 @@ bool Parse(const uint8_t* data, size_t size, Request* request) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  CoordinatorService& service = Service();
+  BlockingCoordinator& service = Service();
   const uint8_t kind = data[0];
   ++data;
   --size;
@@ -72,8 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 4: {
       shard::v1::StreamShardRequest r;
       if (!Parse(data, size, &r)) break;
-      absl::StatusOr<shard::server::ShardCursor> cursor =
-          service.OpenShard(r, deadline);
+      absl::StatusOr<shard::server::ShardCursor> cursor = service.OpenShard(r);
       shard::v1::IndexChunk chunk;
       for (int i = 0; cursor.ok() && i < 2 && cursor->Next(&chunk); ++i) {
       }

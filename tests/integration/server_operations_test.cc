@@ -106,7 +106,7 @@ TEST(ServerOperationsTest, MutualTlsRefusesClientsWithoutCertificate) {
 TEST(ServerOperationsTest, InconsistentTlsFilesAreRefusedUpFront) {
   server::CoordinatorServerOptions options;
   options.tls_cert_file = TestSecrets().Path("server.pem");
-  server::CoordinatorService service;
+  BlockingCoordinator service;
   EXPECT_TRUE(absl::IsInvalidArgument(
       server::CoordinatorServer::Start(&service, options).status()));
   options.tls_key_file = TestSecrets().Path("token");  // Not PEM.

@@ -14,8 +14,8 @@
 
 #include "common/storage/file_system.h"
 #include "gtest/gtest.h"
-#include "server/coordinator_service.h"
 #include "server/storage/state_log.h"
+#include "tests/support/blocking_coordinator.h"
 
 namespace shard::server {
 namespace {
@@ -39,7 +39,7 @@ class DurableIncarnationTest : public ::testing::TestWithParam<uint64_t> {
 
   // A coordinator over dir_; the parameter is the journal records between
   // snapshots (1: recovery reads a snapshot holding the members).
-  std::unique_ptr<CoordinatorService> Start() {
+  std::unique_ptr<testing::BlockingCoordinator> Start() {
     storage::StateLogOptions log_options;
     log_options.snapshot_every = GetParam();
     absl::StatusOr<storage::OpenedLog> opened =
@@ -47,7 +47,8 @@ class DurableIncarnationTest : public ::testing::TestWithParam<uint64_t> {
     EXPECT_TRUE(opened.ok()) << opened.status();
     CoordinatorOptions options;
     options.expire_leases_in_background = false;
-    return std::make_unique<CoordinatorService>(options, *std::move(opened));
+    return std::make_unique<testing::BlockingCoordinator>(options,
+                                                          *std::move(opened));
   }
 
   static shard::v1::JoinJobRequest JoinRequest(const std::string& member,
@@ -63,7 +64,7 @@ class DurableIncarnationTest : public ::testing::TestWithParam<uint64_t> {
   }
 
   // Joins a (incarnation 11) and b (kOld) and returns the generation.
-  static uint64_t FormWorld(CoordinatorService& service) {
+  static uint64_t FormWorld(testing::BlockingCoordinator& service) {
     absl::StatusOr<shard::v1::JoinJobResponse> a, b;
     std::thread join_a([&] {
       a = service.JoinJob(JoinRequest("a", 11), absl::InfiniteFuture());
@@ -75,7 +76,7 @@ class DurableIncarnationTest : public ::testing::TestWithParam<uint64_t> {
     return b->generation();
   }
 
-  static absl::Status Heartbeat(CoordinatorService& service,
+  static absl::Status Heartbeat(testing::BlockingCoordinator& service,
                                 const std::string& member, uint64_t generation,
                                 uint64_t incarnation) {
     shard::v1::HeartbeatRequest request;
@@ -86,7 +87,7 @@ class DurableIncarnationTest : public ::testing::TestWithParam<uint64_t> {
     return service.Heartbeat(request).status();
   }
 
-  static absl::Status Leave(CoordinatorService& service,
+  static absl::Status Leave(testing::BlockingCoordinator& service,
                             const std::string& member, uint64_t incarnation) {
     shard::v1::LeaveRequest request;
     request.set_job_id("job");
@@ -95,7 +96,7 @@ class DurableIncarnationTest : public ::testing::TestWithParam<uint64_t> {
     return service.Leave(request).status();
   }
 
-  static shard::v1::Job Job(CoordinatorService& service) {
+  static shard::v1::Job Job(testing::BlockingCoordinator& service) {
     shard::v1::GetJobRequest get;
     get.set_job_id("job");
     return *service.GetJob(get);
@@ -107,10 +108,10 @@ class DurableIncarnationTest : public ::testing::TestWithParam<uint64_t> {
 TEST_P(DurableIncarnationTest, ARestartedMemberEndsItsGenerationAfterARestart) {
   uint64_t generation = 0;
   {
-    std::unique_ptr<CoordinatorService> first = Start();
+    std::unique_ptr<testing::BlockingCoordinator> first = Start();
     generation = FormWorld(*first);
   }
-  std::unique_ptr<CoordinatorService> restarted = Start();
+  std::unique_ptr<testing::BlockingCoordinator> restarted = Start();
   ASSERT_TRUE(Heartbeat(*restarted, "a", generation, 11).ok());
   // b's pod restarts: a new process joins under the same member id.
   absl::StatusOr<shard::v1::JoinJobResponse> rejoined = restarted->JoinJob(
@@ -124,10 +125,10 @@ TEST_P(DurableIncarnationTest, ARestartedMemberEndsItsGenerationAfterARestart) {
 
 TEST_P(DurableIncarnationTest, AStaleProcessCannotHeartbeatOrLeave) {
   {
-    std::unique_ptr<CoordinatorService> first = Start();
+    std::unique_ptr<testing::BlockingCoordinator> first = Start();
     FormWorld(*first);
   }
-  std::unique_ptr<CoordinatorService> restarted = Start();
+  std::unique_ptr<testing::BlockingCoordinator> restarted = Start();
   absl::StatusOr<shard::v1::JoinJobResponse> rejoined = restarted->JoinJob(
       JoinRequest("b", kNew), absl::Now() + absl::Milliseconds(200));
   ASSERT_TRUE(rejoined.ok() || absl::IsDeadlineExceeded(rejoined.status()));
@@ -148,13 +149,13 @@ TEST_P(DurableIncarnationTest, AStaleProcessCannotHeartbeatOrLeave) {
 
 TEST_P(DurableIncarnationTest, ALeftMembersIncarnationIsForgotten) {
   {
-    std::unique_ptr<CoordinatorService> first = Start();
+    std::unique_ptr<testing::BlockingCoordinator> first = Start();
     FormWorld(*first);
     ASSERT_TRUE(Leave(*first, "b", kOld).ok());
   }
   // After b left, a new process joins as b: a fresh member, whose own
   // incarnation is now the current one.
-  std::unique_ptr<CoordinatorService> restarted = Start();
+  std::unique_ptr<testing::BlockingCoordinator> restarted = Start();
   absl::StatusOr<shard::v1::JoinJobResponse> joined = restarted->JoinJob(
       JoinRequest("b", kNew), absl::Now() + absl::Milliseconds(200));
   ASSERT_TRUE(joined.ok() || absl::IsDeadlineExceeded(joined.status()));

@@ -11,8 +11,8 @@
 #include "absl/time/clock.h"
 #include "common/storage/file_system.h"
 #include "gtest/gtest.h"
-#include "server/coordinator_service.h"
 #include "server/storage/state_log.h"
+#include "tests/support/blocking_coordinator.h"
 
 namespace shard::server {
 namespace {
@@ -43,7 +43,7 @@ class IdleJobTest : public ::testing::Test {
 
   // Advances the clock in lease-sized steps, sweeping like the lease
   // thread does, heartbeating `member` of `job` (if given) at each step.
-  void Pass(CoordinatorService& service, absl::Duration total,
+  void Pass(testing::BlockingCoordinator& service, absl::Duration total,
             const std::string& job = "", uint64_t generation = 0) {
     for (absl::Duration passed; passed < total; passed += absl::Seconds(5)) {
       {
@@ -61,7 +61,8 @@ class IdleJobTest : public ::testing::Test {
     }
   }
 
-  static bool Exists(CoordinatorService& service, const std::string& id) {
+  static bool Exists(testing::BlockingCoordinator& service,
+                     const std::string& id) {
     shard::v1::ListJobsResponse jobs = *service.ListJobs({});
     for (const shard::v1::Job& job : jobs.jobs()) {
       if (job.job_id() == id) return true;
@@ -74,7 +75,7 @@ class IdleJobTest : public ::testing::Test {
 };
 
 TEST_F(IdleJobTest, AJobWithoutMembersExpiresAfterTheTtl) {
-  CoordinatorService service(Options());
+  testing::BlockingCoordinator service(Options());
   ASSERT_TRUE(service.CreateJob(OneRankJob("idle")).ok());
   service.ExpireLeases();
   Pass(service, kTtl - absl::Minutes(1));
@@ -86,7 +87,7 @@ TEST_F(IdleJobTest, AJobWithoutMembersExpiresAfterTheTtl) {
 }
 
 TEST_F(IdleJobTest, AJobWithALiveMemberNeverExpires) {
-  CoordinatorService service(Options());
+  testing::BlockingCoordinator service(Options());
   shard::v1::JoinJobRequest join;
   join.set_job_id("busy");
   join.set_member_id("m");
@@ -109,7 +110,7 @@ TEST_F(IdleJobTest, AJobWithALiveMemberNeverExpires) {
 }
 
 TEST_F(IdleJobTest, ACallNamingTheJobRestartsItsIdleTime) {
-  CoordinatorService service(Options());
+  testing::BlockingCoordinator service(Options());
   ASSERT_TRUE(service.CreateJob(OneRankJob("watched")).ok());
   service.ExpireLeases();
   Pass(service, kTtl - absl::Hours(1));
@@ -123,7 +124,7 @@ TEST_F(IdleJobTest, ACallNamingTheJobRestartsItsIdleTime) {
 }
 
 TEST_F(IdleJobTest, ZeroKeepsJobsForever) {
-  CoordinatorService service(Options(absl::ZeroDuration()));
+  testing::BlockingCoordinator service(Options(absl::ZeroDuration()));
   ASSERT_TRUE(service.CreateJob(OneRankJob("kept")).ok());
   Pass(service, 10 * kTtl);
   EXPECT_TRUE(Exists(service, "kept"));
@@ -138,7 +139,7 @@ TEST_F(IdleJobTest, TheExpiryIsJournaled) {
     absl::StatusOr<storage::OpenedLog> opened =
         storage::StateLog::Open(storage::PosixFileSystem(), dir, {});
     ASSERT_TRUE(opened.ok()) << opened.status();
-    CoordinatorService service(Options(), *std::move(opened));
+    testing::BlockingCoordinator service(Options(), *std::move(opened));
     ASSERT_TRUE(service.CreateJob(OneRankJob("gone")).ok());
     ASSERT_TRUE(service.CreateJob(OneRankJob("stays")).ok());
     service.ExpireLeases();
@@ -152,7 +153,7 @@ TEST_F(IdleJobTest, TheExpiryIsJournaled) {
   absl::StatusOr<storage::OpenedLog> reopened =
       storage::StateLog::Open(storage::PosixFileSystem(), dir, {});
   ASSERT_TRUE(reopened.ok()) << reopened.status();
-  CoordinatorService restarted(Options(), *std::move(reopened));
+  testing::BlockingCoordinator restarted(Options(), *std::move(reopened));
   EXPECT_FALSE(Exists(restarted, "gone"));
   EXPECT_TRUE(Exists(restarted, "stays"));
   std::filesystem::remove_all(dir);

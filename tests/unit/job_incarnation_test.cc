@@ -10,7 +10,7 @@
 
 #include "common/plan/job_spec.h"
 #include "gtest/gtest.h"
-#include "server/coordinator_service.h"
+#include "tests/support/blocking_coordinator.h"
 #include "tests/support/cursor_indices.h"
 
 namespace shard::server {
@@ -63,8 +63,7 @@ class JobIncarnationTest : public ::testing::Test {
     request.set_generation(generation);
     request.set_epoch(epoch);
     request.set_start_position(start);
-    absl::StatusOr<ShardCursor> cursor =
-        service_.OpenShard(request, absl::InfiniteFuture());
+    absl::StatusOr<ShardCursor> cursor = service_.OpenShard(request);
     if (!cursor.ok()) return cursor.status();
     return testing::CursorIndices(*cursor);
   }
@@ -119,7 +118,7 @@ class JobIncarnationTest : public ::testing::Test {
     return service_.Heartbeat(request).status();
   }
 
-  CoordinatorService service_;
+  testing::BlockingCoordinator service_;
 };
 
 // Generations never repeat for a job id, so every call of a process of the
@@ -254,8 +253,7 @@ TEST_F(JobIncarnationTest, ShrinkAfterTheLastEpochEndedStreamsNothing) {
     request.set_epoch(kLastEpoch);
     request.set_rank(rank);
     request.set_start_position(12);
-    absl::StatusOr<ShardCursor> cursor =
-        service_.OpenShard(request, absl::InfiniteFuture());
+    absl::StatusOr<ShardCursor> cursor = service_.OpenShard(request);
     ASSERT_TRUE(cursor.ok()) << cursor.status();
     EXPECT_TRUE(testing::CursorIndices(*cursor).empty());
   }

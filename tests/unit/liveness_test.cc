@@ -9,8 +9,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "server/coordinator_service.h"
 #include "server/storage/state_log.h"
+#include "tests/support/blocking_coordinator.h"
 #include "tests/support/fault_injecting_file_system.h"
 
 namespace shard::server {
@@ -42,7 +42,7 @@ shard::v1::HeartbeatRequest HeartbeatRequest(const std::string& member,
   return request;
 }
 
-uint32_t JoinedMembers(CoordinatorService& service) {
+uint32_t JoinedMembers(testing::BlockingCoordinator& service) {
   shard::v1::GetJobRequest get;
   get.set_job_id("job");
   return service.GetJob(get)->joined_members();
@@ -71,7 +71,7 @@ class FakeClockLeaseTest : public ::testing::Test {
 
   absl::Mutex clock_mu_;
   absl::Time now_ ABSL_GUARDED_BY(clock_mu_) = absl::UnixEpoch();
-  CoordinatorService service_;
+  testing::BlockingCoordinator service_;
 };
 
 // Ranks of a cluster job start minutes apart (image pulls, scheduling): the
@@ -118,7 +118,8 @@ TEST_F(FakeClockLeaseTest, TimeTheCoordinatorWasStalledIsNotCounted) {
 
 // A one-rank job with a formed world in `service`; returns a store get of
 // a key of its generation.
-shard::v1::StoreGetRequest StoreGetOfOneRankJob(CoordinatorService& service) {
+shard::v1::StoreGetRequest StoreGetOfOneRankJob(
+    testing::BlockingCoordinator& service) {
   shard::v1::CreateJobRequest create = TwoRankJob();
   create.mutable_spec()->set_world_size(1);
   EXPECT_TRUE(service.CreateJob(create).ok());
@@ -137,7 +138,7 @@ TEST(WaitLimitsTest, WaitsAreClampedToMaxWait) {
   CoordinatorOptions options;
   options.max_wait = absl::Milliseconds(100);
   options.expire_leases_in_background = false;
-  CoordinatorService service(options);
+  testing::BlockingCoordinator service(options);
   shard::v1::StoreGetRequest get = StoreGetOfOneRankJob(service);
   get.set_wait_ms(UINT32_MAX);  // 49 days.
   absl::StatusOr<shard::v1::StoreGetResponse> waited =
@@ -165,7 +166,7 @@ TEST(WaitLimitsTest, WaitingCallsAreCountedAgainstTheLimit) {
   CoordinatorOptions options;
   options.max_waiting_calls = 1;
   options.expire_leases_in_background = false;
-  CoordinatorService service(options);
+  testing::BlockingCoordinator service(options);
   shard::v1::StoreGetRequest get = StoreGetOfOneRankJob(service);
   get.set_wait_ms(60000);
   absl::StatusOr<shard::v1::StoreGetResponse> waited;
@@ -206,7 +207,7 @@ TEST(SlowDiskTest, FsyncLongerThanTheLeaseEvictsNobody) {
   CoordinatorOptions options;
   options.lease = absl::Seconds(1);
   {
-    CoordinatorService service(options, *std::move(opened));
+    testing::BlockingCoordinator service(options, *std::move(opened));
     ASSERT_TRUE(service.CreateJob(TwoRankJob()).ok());
     std::thread other([&] {
       ASSERT_TRUE(

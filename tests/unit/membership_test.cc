@@ -1,11 +1,11 @@
-// Leases, leaving, and elastic re-sharding in CoordinatorService, driven by
-// a fake clock (no sleeps).
+// Leases, leaving, and elastic re-sharding in testing::BlockingCoordinator,
+// driven by a fake clock (no sleeps).
 #include <algorithm>
 #include <map>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/coordinator_service.h"
+#include "tests/support/blocking_coordinator.h"
 #include "tests/support/cursor_indices.h"
 
 namespace shard::server {
@@ -69,8 +69,7 @@ class MembershipTest : public ::testing::Test {
     request.set_generation(generation);
     request.set_rank(rank);
     request.set_start_position(start);
-    absl::StatusOr<ShardCursor> cursor =
-        service_.OpenShard(request, absl::InfiniteFuture());
+    absl::StatusOr<ShardCursor> cursor = service_.OpenShard(request);
     if (!cursor.ok()) return cursor.status();
     return testing::CursorIndices(*cursor);
   }
@@ -82,7 +81,7 @@ class MembershipTest : public ::testing::Test {
   }
 
   absl::Time now_ = absl::FromUnixSeconds(1000);
-  CoordinatorService service_;
+  testing::BlockingCoordinator service_;
 };
 
 TEST_F(MembershipTest, AnExpiredLeaseEndsTheGenerationUntilAReplacementJoins) {

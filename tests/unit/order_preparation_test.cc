@@ -7,8 +7,8 @@
 #include "absl/time/clock.h"
 #include "common/storage/file_system.h"
 #include "gtest/gtest.h"
-#include "server/coordinator_service.h"
 #include "server/storage/state_log.h"
+#include "tests/support/blocking_coordinator.h"
 
 namespace shard::server {
 namespace {
@@ -23,7 +23,7 @@ shard::v1::CreateJobRequest LargeJob(const std::string& id) {
 }
 
 // Waits (bounded) until the service holds `count` orders.
-bool WaitForOrders(const CoordinatorService& service, size_t count) {
+bool WaitForOrders(const testing::BlockingCoordinator& service, size_t count) {
   for (int i = 0; i < 1000 && service.cached_orders() != count; ++i) {
     absl::SleepFor(absl::Milliseconds(10));
   }
@@ -31,7 +31,7 @@ bool WaitForOrders(const CoordinatorService& service, size_t count) {
 }
 
 TEST(OrderPreparationTest, CreatingAJobComputesEpochZeroBeforeAnyStream) {
-  CoordinatorService service;
+  testing::BlockingCoordinator service;
   EXPECT_EQ(service.cached_orders(), 0u);
   ASSERT_TRUE(service.CreateJob(LargeJob("job")).ok());
   EXPECT_TRUE(WaitForOrders(service, 1)) << service.cached_orders();
@@ -43,7 +43,7 @@ TEST(OrderPreparationTest, RecoveryPreparesOnlyJobsWithMembers) {
   {
     auto opened = storage::StateLog::Open(storage::PosixFileSystem(), dir);
     ASSERT_TRUE(opened.ok()) << opened.status();
-    CoordinatorService service({}, *std::move(opened));
+    testing::BlockingCoordinator service({}, *std::move(opened));
     ASSERT_TRUE(service.CreateJob(LargeJob("trained")).ok());
     ASSERT_TRUE(service.CreateJob(LargeJob("idle")).ok());
     shard::v1::JoinJobRequest join;
@@ -53,7 +53,7 @@ TEST(OrderPreparationTest, RecoveryPreparesOnlyJobsWithMembers) {
   }
   auto reopened = storage::StateLog::Open(storage::PosixFileSystem(), dir);
   ASSERT_TRUE(reopened.ok()) << reopened.status();
-  CoordinatorService recovered({}, *std::move(reopened));
+  testing::BlockingCoordinator recovered({}, *std::move(reopened));
   EXPECT_TRUE(WaitForOrders(recovered, 1)) << recovered.cached_orders();
   absl::SleepFor(absl::Milliseconds(300));
   EXPECT_EQ(recovered.cached_orders(), 1u);  // not the idle job's

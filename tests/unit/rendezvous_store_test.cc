@@ -10,6 +10,7 @@
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/support/await_reply.h"
 
 namespace shard::server {
 namespace {
@@ -20,6 +21,23 @@ const Scope kLive{"job", 3};
 absl::Time Now() { return absl::Now(); }
 absl::Time Later() { return absl::Now() + absl::Seconds(60); }
 
+// StartGet and StartWait, blocking until the answer.
+absl::StatusOr<std::optional<std::string>> Get(RendezvousStore& store,
+                                               const Scope& scope,
+                                               const std::string& key,
+                                               absl::Time deadline) {
+  return testing::AwaitReply<std::optional<std::string>>([&](auto reply) {
+    store.StartGet(scope, key, deadline, std::move(reply));
+  });
+}
+absl::StatusOr<bool> Wait(RendezvousStore& store, const Scope& scope,
+                          const std::vector<std::string>& keys,
+                          absl::Time deadline) {
+  return testing::AwaitReply<bool>([&](auto reply) {
+    store.StartWait(scope, keys, deadline, std::move(reply));
+  });
+}
+
 // Every operation of the store on one scope, as a status.
 std::vector<std::pair<
     std::string, std::function<absl::Status(RendezvousStore&, const Scope&)>>>
@@ -28,15 +46,17 @@ AllOperations() {
       {"Set",
        [](RendezvousStore& s, const Scope& c) { return s.Set(c, "k", "v"); }},
       {"Get", [](RendezvousStore& s,
-                 const Scope& c) { return s.Get(c, "k", Now()).status(); }},
+                 const Scope& c) { return Get(s, c, "k", Now()).status(); }},
       {"Add", [](RendezvousStore& s,
                  const Scope& c) { return s.Add(c, "n", 1).status(); }},
       {"CompareSet",
        [](RendezvousStore& s, const Scope& c) {
          return s.CompareSet(c, "k", "", "v").status();
        }},
-      {"Wait", [](RendezvousStore& s,
-                  const Scope& c) { return s.Wait(c, {"k"}, Now()).status(); }},
+      {"Wait",
+       [](RendezvousStore& s, const Scope& c) {
+         return Wait(s, c, {"k"}, Now()).status();
+       }},
       {"Delete", [](RendezvousStore& s,
                     const Scope& c) { return s.Delete(c, "k").status(); }},
       {"Count",
@@ -48,16 +68,16 @@ TEST(RendezvousStoreTest, OperationsWorkOnAnOpenSpace) {
   RendezvousStore store;
   store.OpenGeneration(kLive);
   ASSERT_TRUE(store.Set(kLive, "k", "v").ok());
-  EXPECT_EQ(**store.Get(kLive, "k", Now()), "v");
-  EXPECT_FALSE(store.Get(kLive, "missing", Now())->has_value());
+  EXPECT_EQ(**Get(store, kLive, "k", Now()), "v");
+  EXPECT_FALSE(Get(store, kLive, "missing", Now())->has_value());
   EXPECT_EQ(*store.Add(kLive, "n", 5), 5);
   EXPECT_EQ(*store.Add(kLive, "n", -7), -2);
   EXPECT_EQ(*store.CompareSet(kLive, "k", "v", "w"), "w");
   EXPECT_EQ(*store.CompareSet(kLive, "k", "nope", "x"), "w");
   EXPECT_EQ(*store.CompareSet(kLive, "new", "", "fresh"), "fresh");
   EXPECT_EQ(*store.CompareSet(kLive, "absent", "expected", "x"), "expected");
-  EXPECT_TRUE(*store.Wait(kLive, {"k", "n"}, Now()));
-  EXPECT_FALSE(*store.Wait(kLive, {"k", "missing"}, Now()));
+  EXPECT_TRUE(*Wait(store, kLive, {"k", "n"}, Now()));
+  EXPECT_FALSE(*Wait(store, kLive, {"k", "missing"}, Now()));
   EXPECT_EQ(*store.Count(kLive), 3);
   EXPECT_TRUE(*store.Delete(kLive, "k"));
   EXPECT_FALSE(*store.Delete(kLive, "k"));
@@ -120,7 +140,7 @@ TEST(RendezvousStoreTest, EndingAGenerationFreesItsKeysOnly) {
   ASSERT_TRUE(store.Set({"job", 5}, "k", "v").ok());
   store.EndGeneration(kLive);
   EXPECT_EQ(store.open_spaces(), 1u);
-  EXPECT_EQ(**store.Get({"job", 5}, "k", Now()), "v");
+  EXPECT_EQ(**Get(store, {"job", 5}, "k", Now()), "v");
 }
 
 TEST(RendezvousStoreTest, EnforcesKeyValueAndCountLimits) {
@@ -189,7 +209,7 @@ TEST(RendezvousStoreTest, AddRefusesOverflowAndNonIntegers) {
   ASSERT_EQ(*store.Add(kLive, "n", INT64_MAX), INT64_MAX);
   EXPECT_EQ(store.Add(kLive, "n", 1).status().code(),
             absl::StatusCode::kOutOfRange);
-  EXPECT_EQ(**store.Get(kLive, "n", Now()), std::to_string(INT64_MAX));
+  EXPECT_EQ(**Get(store, kLive, "n", Now()), std::to_string(INT64_MAX));
   ASSERT_EQ(*store.Add(kLive, "m", INT64_MIN), INT64_MIN);
   EXPECT_EQ(store.Add(kLive, "m", -1).status().code(),
             absl::StatusCode::kOutOfRange);
@@ -203,8 +223,8 @@ TEST(RendezvousStoreTest, WaitsWakeWhenTheKeysArrive) {
   store.OpenGeneration(kLive);
   absl::StatusOr<std::optional<std::string>> got;
   absl::StatusOr<bool> waited;
-  std::thread getter([&] { got = store.Get(kLive, "k", Later()); });
-  std::thread waiter([&] { waited = store.Wait(kLive, {"k", "j"}, Later()); });
+  std::thread getter([&] { got = Get(store, kLive, "k", Later()); });
+  std::thread waiter([&] { waited = Wait(store, kLive, {"k", "j"}, Later()); });
   absl::SleepFor(absl::Milliseconds(50));
   ASSERT_TRUE(store.Set(kLive, "k", "v").ok());
   ASSERT_TRUE(store.Set(kLive, "j", "w").ok());
@@ -223,11 +243,11 @@ TEST(RendezvousStoreTest, WaitsEndWithTheGenerationAndOnDrain) {
     std::atomic<int> done{0};
     absl::Status got, waited;
     std::thread getter([&] {
-      got = store.Get(kLive, "never", Later()).status();
+      got = Get(store, kLive, "never", Later()).status();
       ++done;
     });
     std::thread waiter([&] {
-      waited = store.Wait(kLive, {"never"}, Later()).status();
+      waited = Wait(store, kLive, {"never"}, Later()).status();
       ++done;
     });
     absl::SleepFor(absl::Milliseconds(50));
@@ -250,10 +270,11 @@ TEST(RendezvousStoreTest, WaitsEndAtTheirDeadline) {
   RendezvousStore store;
   store.OpenGeneration(kLive);
   absl::StatusOr<std::optional<std::string>> got =
-      store.Get(kLive, "k", absl::Now() + absl::Milliseconds(20));
+      Get(store, kLive, "k", absl::Now() + absl::Milliseconds(20));
   ASSERT_TRUE(got.ok());
   EXPECT_FALSE(got->has_value());
-  EXPECT_FALSE(*store.Wait(kLive, {"k"}, absl::Now() + absl::Milliseconds(20)));
+  EXPECT_FALSE(
+      *Wait(store, kLive, {"k"}, absl::Now() + absl::Milliseconds(20)));
 }
 
 }  // namespace

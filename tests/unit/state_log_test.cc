@@ -5,9 +5,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
-#include "server/coordinator_service.h"
 #include "server/storage/record_codec.h"
+#include "tests/support/blocking_coordinator.h"
 #include "tests/support/fault_injecting_file_system.h"
 #include "tests/support/state_updates.h"
 
@@ -82,6 +83,53 @@ TEST_F(StateLogTest, AppendThenReplayRebuildsTheState) {
   EXPECT_EQ(reopened->state.jobs().size(), 3u);
   EXPECT_NE(reopened->state.FindJob("job2"), nullptr);
   EXPECT_EQ(reopened->log->last_sequence(), 3u);
+}
+
+TEST_F(StateLogTest, WhenDurableAnswersAfterTheFsyncThatCoversTheRecord) {
+  absl::StatusOr<OpenedLog> opened = Open();
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  StateLog& log = *opened->log;
+  fs_.DelaySyncs(absl::Milliseconds(300));
+  absl::StatusOr<uint64_t> sequence = log.Enqueue(JobCreated("a"));
+  ASSERT_TRUE(sequence.ok());
+  absl::Notification durable;
+  absl::Status answered = absl::UnknownError("not answered");
+  log.WhenDurable(*sequence, [&](absl::Status status) {
+    answered = status;
+    durable.Notify();
+  });
+  // The fsync takes 300 ms: the answer cannot be there yet.
+  EXPECT_FALSE(durable.HasBeenNotified());
+  ASSERT_TRUE(durable.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_TRUE(answered.ok()) << answered;
+  fs_.DelaySyncs(absl::ZeroDuration());
+  // Already durable: answered at once, on this thread.
+  bool inline_answer = false;
+  log.WhenDurable(*sequence,
+                  [&](absl::Status status) { inline_answer = status.ok(); });
+  EXPECT_TRUE(inline_answer);
+}
+
+TEST_F(StateLogTest, WhenDurableAnswersTheErrorOfALogThatBroke) {
+  absl::StatusOr<OpenedLog> opened = Open();
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  StateLog& log = *opened->log;
+  fs_.FailSyncs(1);
+  absl::StatusOr<uint64_t> sequence = log.Enqueue(JobCreated("a"));
+  ASSERT_TRUE(sequence.ok());
+  absl::Notification answered;
+  absl::Status status;
+  log.WhenDurable(*sequence, [&](absl::Status s) {
+    status = s;
+    answered.Notify();
+  });
+  ASSERT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  // Later records are refused, and a wait for one answers at once.
+  EXPECT_FALSE(log.Enqueue(JobCreated("b")).ok());
+  absl::Status later;
+  log.WhenDurable(*sequence + 1, [&](absl::Status s) { later = s; });
+  EXPECT_EQ(later.code(), absl::StatusCode::kUnavailable) << later;
 }
 
 TEST_F(StateLogTest, SnapshotsBoundReplayAndRemoveOldSegments) {
@@ -335,7 +383,7 @@ TEST_F(StateLogTest, FailedFsyncFailsTheRequestAndEveryLaterCall) {
   absl::StatusOr<OpenedLog> opened = StateLog::Open(&fs_, dir_, options);
   ASSERT_TRUE(opened.ok());
   {
-    server::CoordinatorService service({}, *std::move(opened));
+    testing::BlockingCoordinator service({}, *std::move(opened));
     shard::v1::CreateJobRequest create;
     create.set_job_id("first");
     create.mutable_spec()->set_dataset_size(10);
@@ -409,7 +457,7 @@ TEST_F(StateLogTest, RecoveryFormsAWorldLeftUnformedByACrash) {
   EXPECT_FALSE(reopened->state.FindJob("job")->world_formed());
   server::CoordinatorOptions options;
   options.expire_leases_in_background = false;
-  server::CoordinatorService service(options, *std::move(reopened));
+  testing::BlockingCoordinator service(options, *std::move(reopened));
   shard::v1::GetJobRequest get;
   get.set_job_id("job");
   EXPECT_EQ(service.GetJob(get)->generation(), 1u);

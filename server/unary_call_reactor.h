@@ -1,30 +1,32 @@
-// A unary gRPC call answered through the callback API by a service call that
-// may park (CoordinatorService::StartJoinJob, StartStoreGet, ...): no thread
-// waits for it, and the client cancelling the call ends the wait at once.
-#ifndef SERVER_PARKED_CALL_REACTOR_H_
-#define SERVER_PARKED_CALL_REACTOR_H_
+// A unary gRPC call answered through the callback API by a service call
+// that replies later (CoordinatorService::StartX): no thread waits for the
+// answer, and when the call parked (joins, store gets and waits), the
+// client cancelling it ends the wait at once.
+#ifndef SERVER_UNARY_CALL_REACTOR_H_
+#define SERVER_UNARY_CALL_REACTOR_H_
 
 #include <utility>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
-#include "server/coordinator_service.h"
 #include "server/grpc_status.h"
 #include "server/parked_calls.h"
+#include "server/reply.h"
 
 namespace shard::server {
 
 template <typename Response>
-class ParkedCallReactor final : public grpc::ServerUnaryReactor {
+class UnaryCallReactor final : public grpc::ServerUnaryReactor {
  public:
-  using Reply = CoordinatorService::Reply<Response>;
-
   // Runs `start` with the reply that finishes the call (into `response`,
-  // which gRPC owns until OnDone). The reactor deletes itself when done.
+  // which gRPC owns until OnDone); `start` returns the handle that cancels
+  // the call's wait (empty when it did not park). The reactor deletes
+  // itself when done.
   static grpc::ServerUnaryReactor* Run(
-      Response* response, absl::FunctionRef<ParkedCalls::Handle(Reply)> start) {
-    auto* reactor = new ParkedCallReactor(response);
+      Response* response,
+      absl::FunctionRef<ParkedCalls::Handle(Reply<Response>)> start) {
+    auto* reactor = new UnaryCallReactor(response);
     // gRPC calls OnCancel and OnDone only after this handler returned the
     // reactor, so parked_ is set before either can read it.
     reactor->parked_ = start([reactor](absl::StatusOr<Response> answer) {
@@ -37,7 +39,7 @@ class ParkedCallReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { delete this; }
 
  private:
-  explicit ParkedCallReactor(Response* response) : response_(response) {}
+  explicit UnaryCallReactor(Response* response) : response_(response) {}
 
   void Answer(absl::StatusOr<Response> answer) {
     if (answer.ok()) *response_ = *std::move(answer);
@@ -50,4 +52,4 @@ class ParkedCallReactor final : public grpc::ServerUnaryReactor {
 
 }  // namespace shard::server
 
-#endif  // SERVER_PARKED_CALL_REACTOR_H_
+#endif  // SERVER_UNARY_CALL_REACTOR_H_

@@ -1,0 +1,68 @@
+// Liveness bookkeeping of a coordinator's members and jobs: when each
+// member was last heard from, which members wait in a join (alive however
+// long that takes), and when each job was last used. Everything is measured
+// on a lease clock: the injected clock less the time this process itself
+// could not run (AddStall), so a stall of the coordinator is nobody's
+// silence.
+//
+// Pure data, no thread and no lock: the owner calls it under its own lock.
+// Not journaled: a restart gives every member a full lease and every job a
+// full idle time again.
+#ifndef SERVER_LEASE_TABLE_H_
+#define SERVER_LEASE_TABLE_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "absl/time/time.h"
+
+namespace shard::server {
+
+class LeaseTable {
+ public:
+  using Clock = std::function<absl::Time()>;
+  explicit LeaseTable(Clock now) : now_(std::move(now)) {}
+
+  // The lease clock's time.
+  absl::Time Now() const { return now_() - stalled_; }
+  // `stalled` more of this process's own time must not count.
+  void AddStall(absl::Duration stalled) { stalled_ += stalled; }
+
+  // The member was heard from now.
+  void Renew(const std::string& job_id, const std::string& member_id);
+  // A join of the member starts / stops waiting for its world (calls may
+  // overlap: the member waits while any of them does).
+  void BeginWait(const std::string& job_id, const std::string& member_id);
+  void EndWait(const std::string& job_id, const std::string& member_id);
+  // Whether the member's lease ran out: silent for longer than `lease` and
+  // not waiting in a join. A member never seen (recovered, or added
+  // without Renew) starts its lease now.
+  bool Expired(const std::string& job_id, const std::string& member_id,
+               absl::Duration lease);
+  // The member is gone: forget when it was seen.
+  void Forget(const std::string& job_id, const std::string& member_id);
+
+  // A call named the job now.
+  void TouchJob(const std::string& job_id) { job_activity_[job_id] = Now(); }
+  // Whether the job has been idle for at least `ttl`: no member (a job with
+  // members is in use now) and no call since. A job never seen starts its
+  // idle time now.
+  bool JobIdle(const std::string& job_id, bool has_members, absl::Duration ttl);
+  // The job is gone: forget it and its members.
+  void ForgetJob(const std::string& job_id);
+
+ private:
+  using MemberKey = std::pair<std::string, std::string>;  // (job, member)
+
+  Clock now_;
+  absl::Duration stalled_;
+  std::map<MemberKey, absl::Time> last_seen_;
+  std::map<MemberKey, int> waiting_joins_;
+  std::map<std::string, absl::Time> job_activity_;
+};
+
+}  // namespace shard::server
+
+#endif  // SERVER_LEASE_TABLE_H_

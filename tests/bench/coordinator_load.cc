@@ -1,0 +1,113 @@
+#include "tests/bench/coordinator_load.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpcpp/grpcpp.h"
+
+namespace shard::bench {
+
+std::vector<std::unique_ptr<shard::v1::Coordinator::Stub>> Connect(
+    const std::string& address, int connections) {
+  std::vector<std::unique_ptr<shard::v1::Coordinator::Stub>> stubs;
+  for (int i = 0; i < connections; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt("shard.bench.connection", i);  // One TCP connection each.
+    stubs.push_back(shard::v1::Coordinator::NewStub(grpc::CreateCustomChannel(
+        address, grpc::InsecureChannelCredentials(), args)));
+  }
+  return stubs;
+}
+
+double Percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1,
+                         static_cast<size_t>(q * values.size()))];
+}
+
+double ProcStatusField(int pid, const std::string& name) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind(name + ":", 0) == 0) {
+      return std::stod(line.substr(name.size() + 1));
+    }
+  }
+  return -1;
+}
+
+absl::StatusOr<std::unique_ptr<HeartbeatProbe>> HeartbeatProbe::Start(
+    shard::v1::Coordinator::Stub* stub, const std::string& job_id) {
+  shard::v1::JoinJobRequest join;
+  join.set_job_id(job_id);
+  join.set_member_id("other");
+  join.set_wait_for_world_ms(10000);
+  join.mutable_spec()->set_dataset_size(100);
+  join.mutable_spec()->set_world_size(1);
+  shard::v1::JoinJobResponse joined;
+  grpc::ClientContext context;
+  const grpc::Status status = stub->JoinJob(&context, join, &joined);
+  if (!status.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot join the heartbeating job: ", status.error_message()));
+  }
+  return std::unique_ptr<HeartbeatProbe>(
+      new HeartbeatProbe(stub, job_id, joined.generation()));
+}
+
+HeartbeatProbe::HeartbeatProbe(shard::v1::Coordinator::Stub* stub,
+                               std::string job_id, uint64_t generation)
+    : stub_(stub),
+      job_id_(std::move(job_id)),
+      generation_(generation),
+      thread_([this] { Run(); }) {}
+
+HeartbeatProbe::~HeartbeatProbe() {
+  stop_.store(true);
+  thread_.join();
+}
+
+std::vector<double> HeartbeatProbe::Take(int* failures) {
+  absl::MutexLock lock(&mu_);
+  *failures = std::exchange(failures_, 0);
+  return std::exchange(latencies_ms_, {});
+}
+
+std::string HeartbeatProbe::TakeJson(const std::string& prefix) {
+  int failures = 0;
+  const std::vector<double> ms = Take(&failures);
+  return absl::StrCat("\"", prefix, "_hb_p50_ms\":", Percentile(ms, 0.5), ",\"",
+                      prefix, "_hb_p99_ms\":", Percentile(ms, 0.99), ",\"",
+                      prefix, "_hb_max_ms\":", Percentile(ms, 1.0), ",\"",
+                      prefix, "_hb_count\":", ms.size(), ",\"", prefix,
+                      "_hb_failures\":", failures);
+}
+
+void HeartbeatProbe::Run() {
+  while (!stop_.load()) {
+    shard::v1::HeartbeatRequest request;
+    request.set_job_id(job_id_);
+    request.set_member_id("other");
+    request.set_generation(generation_);
+    shard::v1::HeartbeatResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(60));
+    const absl::Time began = absl::Now();
+    const grpc::Status status = stub_->Heartbeat(&context, request, &response);
+    const double ms = absl::ToDoubleMilliseconds(absl::Now() - began);
+    {
+      absl::MutexLock lock(&mu_);
+      latencies_ms_.push_back(ms);
+      if (!status.ok()) ++failures_;
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
+}  // namespace shard::bench

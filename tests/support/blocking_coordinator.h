@@ -1,0 +1,75 @@
+// A CoordinatorService with blocking forms of its asynchronous calls, for
+// tests: each starts the call and waits for its reply (a mutation's once
+// its journal records are durable). Thread-safe like the service.
+#ifndef TESTS_SUPPORT_BLOCKING_COORDINATOR_H_
+#define TESTS_SUPPORT_BLOCKING_COORDINATOR_H_
+
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/coordinator_service.h"
+#include "server/shard_cursor.h"
+#include "shard/v1/shard.pb.h"
+#include "tests/support/await_reply.h"
+
+namespace shard::testing {
+
+class BlockingCoordinator : public server::CoordinatorService {
+ public:
+  using CoordinatorService::CoordinatorService;
+
+  absl::StatusOr<shard::v1::Job> CreateJob(
+      const shard::v1::CreateJobRequest& request) {
+    return AwaitReply<shard::v1::Job>(
+        [&](auto reply) { StartCreateJob(request, std::move(reply)); });
+  }
+  absl::StatusOr<shard::v1::DeleteJobResponse> DeleteJob(
+      const shard::v1::DeleteJobRequest& request) {
+    return AwaitReply<shard::v1::DeleteJobResponse>(
+        [&](auto reply) { StartDeleteJob(request, std::move(reply)); });
+  }
+  absl::StatusOr<shard::v1::JoinJobResponse> JoinJob(
+      const shard::v1::JoinJobRequest& request, absl::Time call_deadline) {
+    return AwaitReply<shard::v1::JoinJobResponse>([&](auto reply) {
+      StartJoinJob(request, call_deadline, std::move(reply));
+    });
+  }
+  absl::StatusOr<shard::v1::LeaveResponse> Leave(
+      const shard::v1::LeaveRequest& request) {
+    return AwaitReply<shard::v1::LeaveResponse>(
+        [&](auto reply) { StartLeave(request, std::move(reply)); });
+  }
+  absl::StatusOr<shard::v1::CommitProgressResponse> CommitProgress(
+      const shard::v1::CommitProgressRequest& request) {
+    return AwaitReply<shard::v1::CommitProgressResponse>(
+        [&](auto reply) { StartCommitProgress(request, std::move(reply)); });
+  }
+  absl::StatusOr<server::ShardCursor> OpenShard(
+      const shard::v1::StreamShardRequest& request) {
+    return AwaitReply<server::ShardCursor>(
+        [&](auto reply) { StartOpenShard(request, std::move(reply)); });
+  }
+  absl::StatusOr<shard::v1::PreviewShardResponse> PreviewShard(
+      const shard::v1::PreviewShardRequest& request, absl::Time call_deadline) {
+    return AwaitReply<shard::v1::PreviewShardResponse>([&](auto reply) {
+      StartPreviewShard(request, call_deadline, std::move(reply));
+    });
+  }
+  absl::StatusOr<shard::v1::StoreGetResponse> StoreGet(
+      const shard::v1::StoreGetRequest& request, absl::Time call_deadline) {
+    return AwaitReply<shard::v1::StoreGetResponse>([&](auto reply) {
+      StartStoreGet(request, call_deadline, std::move(reply));
+    });
+  }
+  absl::StatusOr<shard::v1::StoreWaitResponse> StoreWait(
+      const shard::v1::StoreWaitRequest& request, absl::Time call_deadline) {
+    return AwaitReply<shard::v1::StoreWaitResponse>([&](auto reply) {
+      StartStoreWait(request, call_deadline, std::move(reply));
+    });
+  }
+};
+
+}  // namespace shard::testing
+
+#endif  // TESTS_SUPPORT_BLOCKING_COORDINATOR_H_

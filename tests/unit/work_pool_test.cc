@@ -1,0 +1,76 @@
+// WorkPool: every task runs exactly once, in order on one thread, and the
+// destructor runs what was queued before it joins.
+#include "server/work_pool.h"
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+
+namespace shard::server {
+namespace {
+
+TEST(WorkPoolTest, OneThreadRunsTasksInTheOrderTheyWereQueued) {
+  std::vector<int> order;
+  absl::Mutex mu;
+  {
+    WorkPool pool(1);
+    for (int i = 0; i < 100; ++i) {
+      pool.Schedule([&, i] {
+        absl::MutexLock lock(&mu);
+        order.push_back(i);
+      });
+    }
+  }
+  ASSERT_EQ(order.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST(WorkPoolTest, TheDestructorRunsEveryQueuedTaskOnce) {
+  std::atomic<int> runs{0};
+  absl::Notification release;
+  {
+    WorkPool pool(2);
+    // Both threads block until the pool is being destroyed, so the other
+    // tasks are still queued when the destructor starts.
+    for (int i = 0; i < 2; ++i) {
+      pool.Schedule([&] { release.WaitForNotification(); });
+    }
+    for (int i = 0; i < 1000; ++i) pool.Schedule([&] { ++runs; });
+    release.Notify();
+  }
+  EXPECT_EQ(runs.load(), 1000);
+}
+
+TEST(WorkPoolTest, TasksRunConcurrentlyOnSeveralThreads) {
+  WorkPool pool(3);
+  absl::Mutex mu;
+  int running = 0;
+  absl::Notification all_running;
+  for (int i = 0; i < 3; ++i) {
+    pool.Schedule([&] {
+      absl::MutexLock lock(&mu);
+      if (++running == 3) all_running.Notify();
+      // Each task holds its thread until all three run at once.
+      mu.Await(absl::Condition(
+          +[](int* n) { return *n == 3; }, &running));
+    });
+  }
+  EXPECT_TRUE(all_running.WaitForNotificationWithTimeout(absl::Seconds(30)));
+}
+
+TEST(WorkPoolTest, MoveOnlyTasksAreAccepted) {
+  auto value = std::make_unique<int>(7);
+  std::atomic<int> seen{0};
+  {
+    WorkPool pool(1);
+    pool.Schedule([value = std::move(value), &seen] { seen = *value; });
+  }
+  EXPECT_EQ(seen.load(), 7);
+}
+
+}  // namespace
+}  // namespace shard::server
