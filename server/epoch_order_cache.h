@@ -3,11 +3,11 @@
 //
 // Orders are keyed by the job's incarnation (a coordinator-wide number never
 // reused), not its id, so a job deleted and re-created under the same id
-// never sees the old job's orders. Claim() reserves an order cheaply and is
-// meant to run under the caller's lock, in the same critical section that
+// never sees the old job's orders. ClaimOrder() reserves an order cheaply and
+// is meant to run under the caller's lock, in the same critical section that
 // read the job's state, so the claim matches that state; Await() (blocking)
 // or WhenReady() (a callback) then delivers the order outside the lock.
-// Get() is Claim() + Await(). Each order is computed once; concurrent
+// Get() is ClaimOrder() + Await(). Each order is computed once; concurrent
 // callers for the same key share that computation. A small order (at most
 // kInlineOrderBytes) is computed by the first caller that needs it, on its
 // own thread; a larger one on the cache's compute threads, started at

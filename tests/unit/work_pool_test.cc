@@ -46,10 +46,10 @@ TEST(WorkPoolTest, TheDestructorRunsEveryQueuedTaskOnce) {
 }
 
 TEST(WorkPoolTest, TasksRunConcurrentlyOnSeveralThreads) {
-  WorkPool pool(3);
   absl::Mutex mu;
   int running = 0;
   absl::Notification all_running;
+  WorkPool pool(3);  // Destroyed first: its tasks use the locals above.
   for (int i = 0; i < 3; ++i) {
     pool.Schedule([&] {
       absl::MutexLock lock(&mu);
