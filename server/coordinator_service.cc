@@ -1,7 +1,6 @@
 #include "server/coordinator_service.h"
 
 #include <algorithm>
-#include <map>
 #include <optional>
 #include <string>
 #include <utility>

@@ -35,13 +35,14 @@ class EventWriter {
     return *writer;
   }
 
-  void Queue(std::string line) ABSL_LOCKS_EXCLUDED(mu_) {
+  void Queue(absl::Time at, absl::string_view message)
+      ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     if (queue_.size() >= kMaxQueuedEvents) {
       ++dropped_;
       return;
     }
-    queue_.push_back(std::move(line));
+    queue_.push_back({at, std::string(message)});
     ++queued_;
   }
 
@@ -58,12 +59,12 @@ class EventWriter {
 
   void Run() ABSL_LOCKS_EXCLUDED(mu_) {
     while (true) {
-      std::deque<std::string> lines;
+      std::deque<Event> lines;
       uint64_t dropped;
       {
         absl::MutexLock lock(&mu_);
         mu_.Await(absl::Condition(
-            +[](std::deque<std::string>* queue) { return !queue->empty(); },
+            +[](std::deque<Event>* queue) { return !queue->empty(); },
             &queue_));
         lines.swap(queue_);
         dropped = std::exchange(dropped_, 0);
@@ -74,7 +75,8 @@ class EventWriter {
                                                 " event lines dropped (stderr "
                                                 "could not keep up)"));
       }
-      for (const std::string& line : lines) out += line;
+      // Formatted here, not in LogEvent: callers may hold their locks.
+      for (const Event& event : lines) out += Stamped(event.at, event.message);
       std::fwrite(out.data(), 1, out.size(), stderr);
       std::fflush(stderr);
       absl::MutexLock lock(&mu_);
@@ -83,8 +85,13 @@ class EventWriter {
     }
   }
 
+  struct Event {
+    absl::Time at;
+    std::string message;
+  };
+
   absl::Mutex mu_;
-  std::deque<std::string> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<Event> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t queued_ ABSL_GUARDED_BY(mu_) = 0;   // Accepted, ever.
   uint64_t written_ ABSL_GUARDED_BY(mu_) = 0;  // Of those, written.
@@ -94,7 +101,7 @@ class EventWriter {
 }  // namespace
 
 void LogEvent(absl::string_view message) {
-  EventWriter::Get().Queue(Stamped(absl::Now(), message));
+  EventWriter::Get().Queue(absl::Now(), message);
 }
 
 void FlushEventLog() { EventWriter::Get().Flush(); }

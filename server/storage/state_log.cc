@@ -317,18 +317,6 @@ void StateLog::RunDecided() {
   for (auto& [done, status] : decided) std::move(done)(status);
 }
 
-absl::Status StateLog::AwaitDurable(uint64_t sequence) {
-  absl::MutexLock lock(&mu_);
-  while (durable_sequence_ < sequence && broken_.ok()) changed_.Wait(&mu_);
-  return durable_sequence_ >= sequence ? absl::OkStatus() : broken_;
-}
-
-absl::Status StateLog::Append(const shard::state::v1::StateUpdate& update) {
-  absl::StatusOr<uint64_t> sequence = Enqueue(update);
-  if (!sequence.ok()) return sequence.status();
-  return AwaitDurable(*sequence);
-}
-
 void StateLog::MaybeSnapshot(const server::CoordinatorState& state) {
   uint64_t sequence;
   {

@@ -136,14 +136,6 @@ class StateLog {
   // next group) and must not call back into this log; call this without
   // holding a lock that `done` takes.
   void WhenDurable(uint64_t sequence, Durable done) ABSL_LOCKS_EXCLUDED(mu_);
-  // Blocks until every record up to `sequence` is durable: OK, or
-  // UNAVAILABLE if the log broke first (tools and tests; the coordinator
-  // uses WhenDurable).
-  absl::Status AwaitDurable(uint64_t sequence) ABSL_LOCKS_EXCLUDED(mu_);
-  // Enqueue + AwaitDurable.
-  absl::Status Append(const shard::state::v1::StateUpdate& update)
-      ABSL_LOCKS_EXCLUDED(mu_);
-
   // Queues a snapshot of `state` when one is due. `state` must include
   // every queued record (the caller holds the lock it applies them under);
   // it is copied here (the only work done under the caller's lock) and

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "server/storage/record_codec.h"
 #include "server/storage/state_log.h"
+#include "tests/support/durable_append.h"
 #include "tests/support/state_updates.h"
 
 namespace shard::storage {
@@ -56,7 +57,7 @@ class JournalCorruptionTest : public ::testing::Test {
           StateLog::Open(PosixFileSystem(), dir_);
       ASSERT_TRUE(opened.ok()) << opened.status();
       for (const StateUpdate& update : History()) {
-        ASSERT_TRUE(opened->log->Append(update).ok());
+        ASSERT_TRUE(shard::testing::AppendDurably(*opened->log, update).ok());
         ASSERT_TRUE(opened->state.Apply(update).ok());
       }
     }

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "server/storage/record_codec.h"
 #include "tests/support/blocking_coordinator.h"
+#include "tests/support/durable_append.h"
 #include "tests/support/fault_injecting_file_system.h"
 #include "tests/support/state_updates.h"
 
@@ -50,7 +51,7 @@ class StateLogTest : public ::testing::Test {
   void AppendJobs(OpenedLog& opened, const std::string& prefix, int count) {
     for (int i = 0; i < count; ++i) {
       const StateUpdate update = JobCreated(absl::StrCat(prefix, i));
-      ASSERT_TRUE(opened.log->Append(update).ok());
+      ASSERT_TRUE(shard::testing::AppendDurably(*opened.log, update).ok());
       ASSERT_TRUE(opened.state.Apply(update).ok());
       opened.log->MaybeSnapshot(opened.state);
     }
@@ -285,7 +286,9 @@ TEST_F(StateLogTest, ChecksummedRecordThatDoesNotFitTheStateIsRefused) {
     absl::StatusOr<OpenedLog> opened = Open();
     ASSERT_TRUE(opened.ok());
     AppendJobs(*opened, "job", 2);
-    ASSERT_TRUE(opened->log->Append(Joined("missing", "a")).ok());
+    ASSERT_TRUE(
+        shard::testing::AppendDurably(*opened->log, Joined("missing", "a"))
+            .ok());
   }
   const std::string path = OnlySegment();
   absl::StatusOr<DecodedRecords> records = DecodeRecords(ReadAll(path));
@@ -427,7 +430,7 @@ TEST_F(StateLogTest, RecordsQueuedDuringAnFsyncShareTheNextOne) {
     ASSERT_TRUE(sequence.ok()) << sequence.status();
     last = *sequence;
   }
-  ASSERT_TRUE(opened->log->AwaitDurable(last).ok());
+  ASSERT_TRUE(shard::testing::AwaitDurable(*opened->log, last).ok());
   // The first record may go out alone; the other 49 were queued while its
   // fsync slept.
   EXPECT_LE(fs_.syncs() - syncs_before, 2);
@@ -444,12 +447,14 @@ TEST_F(StateLogTest, RecoveryFormsAWorldLeftUnformedByACrash) {
   {
     absl::StatusOr<OpenedLog> opened = Open();
     ASSERT_TRUE(opened.ok());
-    ASSERT_TRUE(opened->log->Append(Created("job", NormalSpec(10, 2))).ok());
+    ASSERT_TRUE(shard::testing::AppendDurably(*opened->log,
+                                              Created("job", NormalSpec(10, 2)))
+                    .ok());
     for (const char* member : {"a", "b"}) {
       StateUpdate joined;
       joined.mutable_member_joined()->set_job_id("job");
       joined.mutable_member_joined()->set_member_id(member);
-      ASSERT_TRUE(opened->log->Append(joined).ok());
+      ASSERT_TRUE(shard::testing::AppendDurably(*opened->log, joined).ok());
     }
   }
   absl::StatusOr<OpenedLog> reopened = Open();
