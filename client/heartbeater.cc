@@ -24,15 +24,26 @@ absl::Status Heartbeater::status() const {
   return status_;
 }
 
+bool Heartbeater::Ends(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnimplemented:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void Heartbeater::Loop() {
   while (true) {
     absl::Status beat = client_->Heartbeat(membership_);
     absl::MutexLock lock(&mu_);
-    if (absl::IsAborted(beat) || absl::IsFailedPrecondition(beat) ||
-        absl::IsNotFound(beat)) {
-      status_ = beat;
-      return;
-    }
+    if (absl::IsAborted(beat) || Ends(beat)) status_ = beat;
+    if (Ends(beat)) return;
     auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stopping_;
     };

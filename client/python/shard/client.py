@@ -6,17 +6,22 @@ import os
 import random
 import threading
 import time
+from typing import (Callable, Iterable, Iterator, Optional, Tuple, TypeVar)
 
 import grpc
+import numpy as np
 
 from shard import _stream
 from shard._channel import open_channel
-from shard.errors import RETRYABLE, ShardError
+from shard.errors import (HEARTBEAT_ENDS, HEARTBEAT_REPORTED, RETRYABLE,
+                          ShardError)
 from shard.v1 import shard_pb2 as pb
 from shard.v1 import shard_pb2_grpc as pb_grpc
 
 _TAILS = {"pad": pb.TAIL_POLICY_PAD, "drop": pb.TAIL_POLICY_DROP,
           "uneven": pb.TAIL_POLICY_UNEVEN}
+
+_Response = TypeVar("_Response")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,8 +38,9 @@ class Membership:
     committed_position: int
 
 
-def job_spec(dataset_size, world_size, *, seed=0, shuffle=True, tail="pad",
-             min_world_size=0, max_world_size=0):
+def job_spec(dataset_size: int, world_size: int, *, seed: int = 0,
+             shuffle: bool = True, tail: str = "pad", min_world_size: int = 0,
+             max_world_size: int = 0) -> pb.JobSpec:
     """A JobSpec with DistributedSampler's meaning: tail "pad" is
     drop_last=False, "drop" is drop_last=True, "uneven" splits every sample
     exactly once (evaluation)."""
@@ -50,14 +56,17 @@ class Client:
     """Calls one coordinator ("host:port").
 
     Unary calls retry UNAVAILABLE with exponential backoff (0.1 s doubling
-    to 5 s, with jitter) until `retry_deadline` seconds passed; every other
-    error raises ShardError at once. Each attempt is bounded by
+    to 5 s, with jitter) until `retry_deadline` seconds passed, except
+    heartbeat() and store_add(), which make one attempt (the clients' table:
+    proto/shard/v1/client_retries.json); every other error raises the
+    ShardError subclass of its code at once. Each attempt is bounded by
     `rpc_timeout` seconds (joins add their wait).
     """
 
-    def __init__(self, address, *, token_file=None, tls_ca=None,
-                 tls_cert=None, tls_key=None, retry_deadline=60.0,
-                 rpc_timeout=30.0):
+    def __init__(self, address: str, *, token_file: Optional[str] = None,
+                 tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
+                 tls_key: Optional[str] = None, retry_deadline: float = 60.0,
+                 rpc_timeout: float = 30.0) -> None:
         if not address:
             raise ValueError("address must be host:port")
         self._channel, self._metadata = open_channel(
@@ -69,18 +78,19 @@ class Client:
         # coordinator end its old generation at once.
         self._incarnation = random.getrandbits(63) | 1
 
-    def close(self):
+    def close(self) -> None:
         self._channel.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self.close()
 
     # -- plumbing ---------------------------------------------------------
 
-    def _call(self, name, request, timeout=None, retry=True):
+    def _call(self, name: str, request, timeout: Optional[float] = None,
+              retry: bool = True):
         method = getattr(self._stub, name)
         give_up = time.monotonic() + self._retry_deadline
         backoff = 0.1
@@ -96,26 +106,28 @@ class Client:
             backoff = min(backoff * 2, 5.0)
 
     @staticmethod
-    def _scope(membership):
+    def _scope(membership: Membership) -> pb.StoreScope:
         return pb.StoreScope(job_id=membership.job_id,
                              generation=membership.generation)
 
     # -- jobs and membership ----------------------------------------------
 
-    def create_job(self, job_id, spec):
+    def create_job(self, job_id: str, spec: pb.JobSpec) -> pb.Job:
         """Creates the job (ALREADY_EXISTS for another spec). `spec` is a
         JobSpec (see job_spec()). Returns the Job."""
         return self._call("CreateJob",
                           pb.CreateJobRequest(job_id=job_id, spec=spec))
 
-    def get_job(self, job_id):
+    def get_job(self, job_id: str) -> pb.Job:
         return self._call("GetJob", pb.GetJobRequest(job_id=job_id))
 
-    def delete_job(self, job_id, force=False):
+    def delete_job(self, job_id: str, force: bool = False) -> None:
         self._call("DeleteJob", pb.DeleteJobRequest(job_id=job_id,
                                                     force=force))
 
-    def join(self, job_id, member_id, *, spec=None, wait=600.0):
+    def join(self, job_id: str, member_id: str, *,
+             spec: Optional[pb.JobSpec] = None,
+             wait: float = 600.0) -> Membership:
         """Joins (creating the job with `spec` if it does not exist; a
         different stored spec is FAILED_PRECONDITION) and waits up to `wait`
         seconds for the world. Returns a Membership; DEADLINE_EXCEEDED if
@@ -145,24 +157,26 @@ class Client:
                           response.spec, response.committed_epoch,
                           response.committed_position)
 
-    def heartbeat(self, membership):
+    def heartbeat(self, membership: Membership) -> pb.HeartbeatResponse:
         """Renews the lease; ABORTED once the generation ended."""
         return self._call("Heartbeat", pb.HeartbeatRequest(
             job_id=membership.job_id, member_id=membership.member_id,
             generation=membership.generation,
             incarnation=self._incarnation), retry=False)
 
-    def start_heartbeat(self, membership, interval=2.0):
+    def start_heartbeat(self, membership: Membership,
+                        interval: float = 2.0) -> "Heartbeat":
         """Heartbeats every `interval` seconds on a daemon thread until
         stop() or the generation ended; returns the Heartbeat."""
         return Heartbeat(self, membership, interval)
 
-    def leave(self, membership):
+    def leave(self, membership: Membership) -> None:
         self._call("Leave", pb.LeaveRequest(
             job_id=membership.job_id, member_id=membership.member_id,
             incarnation=self._incarnation))
 
-    def commit(self, membership, epoch, position):
+    def commit(self, membership: Membership, epoch: int,
+               position: int) -> Tuple[int, int]:
         """Records that every rank consumed `position` entries of `epoch`
         (a multiple of the world size from the generation's start). Returns
         the stored (epoch, position): a complete epoch is the next one's
@@ -174,8 +188,9 @@ class Client:
 
     # -- streaming --------------------------------------------------------
 
-    def stream(self, membership, epoch, start_position=0, *,
-               prefetch_bytes=8 << 20, chunk_indices=0):
+    def stream(self, membership: Membership, epoch: int,
+               start_position: int = 0, *, prefetch_bytes: int = 8 << 20,
+               chunk_indices: int = 0) -> Iterator[np.ndarray]:
         """This rank's indices of `epoch` from global `start_position`, as
         numpy uint64 arrays (one per chunk), read ahead on a background
         thread up to `prefetch_bytes`; reconnects after UNAVAILABLE from the
@@ -189,11 +204,14 @@ class Client:
 
     # -- rendezvous store (the generation's key-value space) --------------
 
-    def store_set(self, membership, key, value):
+    def store_set(self, membership: Membership, key: str,
+                  value: bytes) -> None:
         self._call("StoreSet", pb.StoreSetRequest(
             scope=self._scope(membership), key=key, value=value))
 
-    def _wait_in_rounds(self, name, make_request, wait, done):
+    def _wait_in_rounds(self, name: str, make_request: Callable[[int], object],
+                        wait: float,
+                        done: Callable[[_Response], bool]) -> _Response:
         """The coordinator cuts each wait at its --max-wait: repeats the
         call until `done(response)`, or until `wait` seconds are spent."""
         until = time.monotonic() + wait
@@ -204,7 +222,8 @@ class Client:
             if done(response) or time.monotonic() >= until:
                 return response
 
-    def store_get(self, membership, key, wait=0.0):
+    def store_get(self, membership: Membership, key: str,
+                  wait: float = 0.0) -> Optional[bytes]:
         """The value, or None if the key is not set within `wait` s."""
         response = self._wait_in_rounds(
             "StoreGet", lambda wait_ms: pb.StoreGetRequest(
@@ -212,7 +231,7 @@ class Client:
             wait, lambda r: r.found)
         return response.value if response.found else None
 
-    def store_add(self, membership, key, delta):
+    def store_add(self, membership: Membership, key: str, delta: int) -> int:
         """Adds `delta`; not idempotent, so never retried (an UNAVAILABLE
         add may or may not have been applied: ShardError at once), as in
         the C++ client."""
@@ -220,12 +239,14 @@ class Client:
             scope=self._scope(membership), key=key, delta=delta),
             retry=False).value
 
-    def store_compare_set(self, membership, key, expected, desired):
+    def store_compare_set(self, membership: Membership, key: str,
+                          expected: bytes, desired: bytes) -> bytes:
         return self._call("StoreCompareSet", pb.StoreCompareSetRequest(
             scope=self._scope(membership), key=key, expected=expected,
             desired=desired)).value
 
-    def store_wait(self, membership, keys, wait):
+    def store_wait(self, membership: Membership, keys: Iterable[str],
+                   wait: float) -> bool:
         """True once all keys are set, False if not within `wait` s."""
         keys = list(keys)
         return self._wait_in_rounds(
@@ -233,24 +254,30 @@ class Client:
                 scope=self._scope(membership), keys=keys, wait_ms=wait_ms),
             wait, lambda r: r.ready).ready
 
-    def store_delete(self, membership, key):
+    def store_delete(self, membership: Membership, key: str) -> bool:
         return self._call("StoreDelete", pb.StoreDeleteRequest(
             scope=self._scope(membership), key=key)).deleted
 
-    def store_count(self, membership):
+    def store_count(self, membership: Membership) -> int:
         return self._call("StoreCount", pb.StoreCountRequest(
             scope=self._scope(membership))).count
 
 
 class Heartbeat:
     """A daemon thread renewing a membership's lease (see
-    Client.start_heartbeat). A heartbeat answered ABORTED (the generation
-    ended; the lease is still renewed) keeps the thread going until the
-    owner re-joins; `error` holds the last such error, or the one that
-    stopped the thread (the member is gone: NOT_FOUND, FAILED_PRECONDITION,
-    or a refused token)."""
+    Client.start_heartbeat), following the clients' table
+    (proto/shard/v1/client_retries.json, the same in C++): ABORTED (the
+    generation ended; the lease is still renewed) is kept in `error` and the
+    thread goes on until the owner re-joins; NOT_FOUND, FAILED_PRECONDITION,
+    INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED and UNIMPLEMENTED
+    (the member is gone, or the call is refused) are kept in `error` and
+    stop the thread; other errors (UNAVAILABLE while the coordinator
+    restarts, a slow answer) are not an ending and are not kept."""
 
-    def __init__(self, client, membership, interval):
+    error: Optional[ShardError]
+
+    def __init__(self, client: Client, membership: Membership,
+                 interval: float) -> None:
         self.error = None
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -263,19 +290,17 @@ class Heartbeat:
             try:
                 client.heartbeat(membership)
             except ShardError as error:
-                if error.code in RETRYABLE:
-                    continue
-                self.error = error
-                if error.code not in (grpc.StatusCode.ABORTED,
-                                      grpc.StatusCode.DEADLINE_EXCEEDED):
+                if error.code in HEARTBEAT_REPORTED + HEARTBEAT_ENDS:
+                    self.error = error
+                if error.code in HEARTBEAT_ENDS:
                     return
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join()
 
 
-def default_member_id():
+def default_member_id() -> str:
     """pod/host name plus the local rank (LOCAL_RANK, else RANK, else the
     process id): stable across restarts of the same worker under torchrun
     or a Kubernetes Job."""

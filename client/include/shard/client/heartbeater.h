@@ -1,10 +1,14 @@
 // Keeps a membership's lease alive: sends a heartbeat every `interval` on a
-// background thread until destroyed, and stops and remembers the answer
-// when the coordinator says the membership is over: ABORTED (the generation
-// ended), FAILED_PRECONDITION (the member was removed) or NOT_FOUND (the job
-// was deleted, possibly re-created since), so the owner can re-join or stop.
-// Other errors (UNAVAILABLE while the coordinator restarts) are not an
-// ending: heartbeats go on. Thread-safe.
+// background thread until destroyed. What an answer does follows the
+// clients' table (proto/shard/v1/client_retries.json, the same in Python):
+// - ABORTED (the generation ended) is remembered and heartbeats go on: they
+//   keep the lease while the owner re-joins;
+// - NOT_FOUND (the job was deleted), FAILED_PRECONDITION (the member was
+//   removed), INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED and
+//   UNIMPLEMENTED are remembered and stop the heartbeats;
+// - any other error (UNAVAILABLE while the coordinator restarts, a slow
+//   answer) is not an ending: heartbeats go on.
+// Thread-safe.
 #ifndef SHARD_CLIENT_HEARTBEATER_H_
 #define SHARD_CLIENT_HEARTBEATER_H_
 
@@ -27,10 +31,13 @@ class Heartbeater {
   Heartbeater(const Heartbeater&) = delete;
   Heartbeater& operator=(const Heartbeater&) = delete;
 
-  // OK while the generation lives; the coordinator's answer once it ended.
+  // OK while the generation lives; the coordinator's answer once it (or
+  // the membership) ended.
   absl::Status status() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Whether `status` of a heartbeat ends the heartbeats (see above).
+  static bool Ends(const absl::Status& status);
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::shared_ptr<CoordinatorClient> client_;

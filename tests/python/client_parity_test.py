@@ -1,0 +1,202 @@
+#!/usr/bin/python3
+"""Both clients follow the clients' table (proto/shard/v1/client_retries.json).
+
+A fake shard.v1.Coordinator (grpcio, in this process) answers every call
+with a chosen status code and counts the calls per method. For every RPC of
+the table, the C++ client (through shard-client-probe) and the Python
+client (where it has the call) face UNAVAILABLE: a "retry" call is sent
+again, a "once" call exactly once. For heartbeats answered with each kind
+of code, both clients' heartbeat threads stop and report (heartbeat.ends),
+report and go on (heartbeat.reported) or go on silently (any other code).
+Also: the Python errors are the ShardError subclass of their code and
+survive pickling, `shard.job_spec` is exported (the package docstring uses
+it) and the package is marked typed (py.typed).
+Exit status 0 when every check passes.
+"""
+import collections
+import json
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+from concurrent import futures
+
+import grpc
+
+from harness import check, exit_code, parse_args
+
+TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                     "proto", "shard", "v1", "client_retries.json")
+# Calls the Python client makes; ListJobs, PreviewShard and Drain are
+# C++ only (shardctl's).
+PYTHON_CALLS = {
+    "CreateJob": lambda c, m: c.create_job("probe", _shard().job_spec(10, 1)),
+    "GetJob": lambda c, m: c.get_job("probe"),
+    "DeleteJob": lambda c, m: c.delete_job("probe"),
+    "JoinJob": lambda c, m: c.join("probe", "member", wait=0.0),
+    "Heartbeat": lambda c, m: c.heartbeat(m),
+    "Leave": lambda c, m: c.leave(m),
+    "CommitProgress": lambda c, m: c.commit(m, 0, 0),
+    "StoreSet": lambda c, m: c.store_set(m, "k", b"v"),
+    "StoreGet": lambda c, m: c.store_get(m, "k"),
+    "StoreAdd": lambda c, m: c.store_add(m, "k", 1),
+    "StoreCompareSet": lambda c, m: c.store_compare_set(m, "k", b"", b"v"),
+    "StoreWait": lambda c, m: c.store_wait(m, ["k"], 0.0),
+    "StoreDelete": lambda c, m: c.store_delete(m, "k"),
+    "StoreCount": lambda c, m: c.store_count(m),
+}
+GO_ON = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL", "RESOURCE_EXHAUSTED")
+
+
+def _shard():
+    import shard
+    return shard
+
+
+class FakeCoordinator:
+    """Answers every unary call with `code` and counts calls per method."""
+
+    def __init__(self, methods):
+        from shard.v1 import shard_pb2_grpc as pb_grpc
+        self.code = grpc.StatusCode.UNAVAILABLE
+        self.calls = collections.Counter()
+        self._lock = threading.Lock()
+
+        def handler(name):
+            def answer(servicer, request, context):
+                with self._lock:
+                    self.calls[name] += 1
+                context.abort(self.code, f"fake coordinator: {self.code.name}")
+            return answer
+        servicer = type("Fake", (pb_grpc.CoordinatorServicer,),
+                        {name: handler(name) for name in methods})()
+        self._server = grpc.server(futures.ThreadPoolExecutor(8))
+        pb_grpc.add_CoordinatorServicer_to_server(servicer, self._server)
+        self.address = f"127.0.0.1:{self._server.add_insecure_port('127.0.0.1:0')}"
+        self._server.start()
+
+    def reset(self, code):
+        with self._lock:
+            self.code = grpc.StatusCode[code]
+            self.calls.clear()
+
+    def count(self, name):
+        with self._lock:
+            return self.calls[name]
+
+    def stop(self):
+        self._server.stop(0)
+
+
+def probe(bin_dir, address, *args):
+    out = subprocess.run([f"{bin_dir}/shard-client-probe", "--coordinator",
+                          address, *args], capture_output=True, text=True,
+                         timeout=60)
+    if out.returncode != 0:
+        print(out.stderr, file=sys.stderr)
+    return out.stdout.strip()
+
+
+def check_retries(args, fake, table, shard):
+    membership = shard.Membership("probe", "member", 0, 1, 1, None, 0, 0)
+    client = shard.Client(fake.address, retry_deadline=1.0, rpc_timeout=5.0)
+    for rpc, mode in sorted(table["calls"].items()):
+        expected = "once" if mode == "once" else "more than once"
+        fake.reset("UNAVAILABLE")
+        code = probe(args.bin_dir, fake.address, "--call", rpc,
+                     "--retry-deadline", "1s")
+        sent = fake.count(rpc)
+        check(code == "UNAVAILABLE" and
+              (sent == 1 if mode == "once" else sent >= 2),
+              f"C++ {rpc} facing UNAVAILABLE: sent {sent} times ({expected}),"
+              f" answered {code}")
+        if rpc not in PYTHON_CALLS:
+            continue
+        fake.reset("UNAVAILABLE")
+        error = None
+        try:
+            PYTHON_CALLS[rpc](client, membership)
+        except shard.ShardError as raised:
+            error = raised
+        sent = fake.count(rpc)
+        check(isinstance(error, shard.errors.UnavailableError) and
+              (sent == 1 if mode == "once" else sent >= 2),
+              f"Python {rpc} facing UNAVAILABLE: sent {sent} times "
+              f"({expected}), raised {type(error).__name__}")
+    client.close()
+
+
+def check_heartbeats(args, fake, table, shard):
+    membership = shard.Membership("probe", "member", 0, 1, 1, None, 0, 0)
+    client = shard.Client(fake.address, retry_deadline=1.0, rpc_timeout=5.0)
+    ends, reported = table["heartbeat"]["ends"], table["heartbeat"]["reported"]
+    for code in ends + reported + list(GO_ON):
+        if code in ends:
+            want, reports = "stops", code
+        elif code in reported:
+            want, reports = "goes on", code
+        else:
+            want, reports = "goes on", "OK"
+        fake.reset(code)
+        got = probe(args.bin_dir, fake.address, "--heartbeat-for", "1s",
+                    "--interval", "50ms")
+        sent = fake.count("Heartbeat")
+        went_on = sent >= 3
+        check(got == reports and went_on == (want == "goes on"),
+              f"C++ heartbeat answered {code}: {want} (sent {sent}), "
+              f"reports {got}")
+        fake.reset(code)
+        beat = client.start_heartbeat(membership, interval=0.05)
+        time.sleep(1.0)
+        sent = fake.count("Heartbeat")
+        alive = beat._thread.is_alive()
+        got = beat.error.code.name if beat.error else "OK"
+        beat.stop()
+        check(got == reports and alive == (want == "goes on") and
+              (sent >= 3) == (want == "goes on"),
+              f"Python heartbeat answered {code}: {want} (sent {sent}, "
+              f"thread alive {alive}), reports {got}")
+    client.close()
+
+
+def check_errors(args, shard):
+    error = shard.ShardError("GetJob", grpc.StatusCode.NOT_FOUND, "no job")
+    check(type(error) is shard.errors.NotFoundError and
+          isinstance(error, shard.ShardError),
+          "ShardError(NOT_FOUND) is a shard.errors.NotFoundError")
+    again = pickle.loads(pickle.dumps(error))
+    check(type(again) is shard.errors.NotFoundError and
+          (again.method, again.code, again.message) ==
+          ("GetJob", grpc.StatusCode.NOT_FOUND, "no job"),
+          "a ShardError survives pickling with its subclass and fields")
+    check(all(issubclass(cls, shard.ShardError) for cls in
+              (shard.errors.AbortedError, shard.errors.UnavailableError,
+               shard.errors.FailedPreconditionError)),
+          "every code's subclass is a ShardError")
+    spec = shard.job_spec(dataset_size=10, world_size=2)
+    check(spec.dataset_size == 10 and spec.world_size == 2,
+          "shard.job_spec builds the JobSpec the package docstring uses")
+    check(os.path.exists(os.path.join(args.python_dir, "shard", "py.typed")),
+          "the package is marked typed (py.typed)")
+
+
+def main():
+    args = parse_args(__doc__)
+    import shard
+    import shard.errors
+    with open(TABLE) as f:
+        table = json.load(f)
+    fake = FakeCoordinator(table["calls"])
+    try:
+        check_retries(args, fake, table, shard)
+        check_heartbeats(args, fake, table, shard)
+    finally:
+        fake.stop()
+    check_errors(args, shard)
+    return exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
