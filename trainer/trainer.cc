@@ -281,168 +281,229 @@ class IndexLog {
   uint64_t lines_ = 0;
 };
 
-// One membership: join, form the process group, resume from the committed
-// progress, train, evaluate. ABORTED when the membership changes.
-absl::Status RunAttempt(
-    const TrainerOptions& options, const TrainingData& data,
-    const std::shared_ptr<client::CoordinatorClient>& client,
-    IndexLog& index_log, int attempt) {
-  std::optional<shard::v1::JobSpec> spec = options.job_spec;
-  if (spec) spec->set_dataset_size(data.train_size());
-  absl::StatusOr<client::Membership> joined =
-      JoinJob(*client, options, options.job_id, spec);
-  if (!joined.ok()) return joined.status();
-  const client::Membership membership = *joined;
-  if (!data.size_from_job() &&
-      membership.spec.dataset_size() != data.train_size()) {
-    client->Leave(membership).IgnoreError();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", membership.job_id, " has dataset_size ",
-        membership.spec.dataset_size(), " but the training data (",
-        data.description(), ") has ", data.train_size(),
-        " samples; create the job for this dataset or pass a matching "
-        "--dataset-size"));
+// One membership's training, in named steps: Join (and check the job
+// against the data), FormGroup, BuildModel (weights equal on every rank,
+// resumed from the committed progress), RunEpoch for each remaining epoch,
+// then Evaluate. Every step answers ABORTED when the membership changed (the
+// caller re-joins) and any other error to stop. Run() once per object.
+class Attempt {
+ public:
+  Attempt(const TrainerOptions& options, const TrainingData& data,
+          std::shared_ptr<client::CoordinatorClient> client,
+          IndexLog& index_log, int number)
+      : options_(options),
+        data_(data),
+        client_(std::move(client)),
+        index_log_(index_log),
+        number_(number) {}
+
+  absl::Status Run() {
+    if (absl::Status s = Join(); !s.ok()) return s;
+    if (absl::Status s = FormGroup(); !s.ok()) return s;
+    if (absl::Status s = BuildModel(); !s.ok()) return s;
+    torch_adapter::ShardSampler sampler(client_, membership_);
+    std::shared_ptr<torch_adapter::ShardSamplerProgress> progress =
+        sampler.progress();
+    progress->ResumeAt({start_.epoch, start_.position});
+    auto loader = torch::data::make_data_loader(
+        data_.Train(membership_.spec.dataset_size()), std::move(sampler),
+        torch::data::DataLoaderOptions()
+            .batch_size(options_.batch_size)
+            .workers(options_.loader_workers));
+    for (uint64_t epoch = start_.epoch; epoch < options_.epochs; ++epoch) {
+      if (absl::Status s = RunEpoch(epoch, *loader, *progress); !s.ok()) {
+        return s;
+      }
+    }
+    if (data_.eval_size() > 0) {
+      if (absl::Status s = Evaluate(options_, data_, client_, membership_,
+                                    group_, model_, device_);
+          !s.ok()) {
+        return s;
+      }
+    }
+    std::printf("final rank=%u param_checksum=%016llx\n", membership_.rank,
+                static_cast<unsigned long long>(ParameterChecksum(*model_)));
+    client_->Leave(membership_).IgnoreError();
+    return absl::OkStatus();
   }
-  const uint32_t rank = membership.rank;
-  const uint64_t world = membership.world_size;
-  client::Heartbeater heartbeater(client, membership,
-                                  options.heartbeat_interval);
 
-  std::string backend;
-  absl::StatusOr<ProcessGroupPtr> group =
-      FormProcessGroup(client, membership, options.process_group, &backend);
-  if (!group.ok()) {
-    // A backend this build or host lacks is a configuration error; any other
-    // failure (a peer gone, the generation ended while forming) means the
-    // membership changed.
-    if (absl::IsFailedPrecondition(group.status())) return group.status();
-    return MembershipChanged(group.status().message());
+ private:
+  // Joins (creating the job from --job-spec flags sized to the data) and
+  // starts heartbeating; FAILED_PRECONDITION when the job's dataset_size
+  // does not match the training data.
+  absl::Status Join() {
+    std::optional<shard::v1::JobSpec> spec = options_.job_spec;
+    if (spec) spec->set_dataset_size(data_.train_size());
+    absl::StatusOr<client::Membership> joined =
+        JoinJob(*client_, options_, options_.job_id, spec);
+    if (!joined.ok()) return joined.status();
+    membership_ = *joined;
+    if (!data_.size_from_job() &&
+        membership_.spec.dataset_size() != data_.train_size()) {
+      client_->Leave(membership_).IgnoreError();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", membership_.job_id, " has dataset_size ",
+          membership_.spec.dataset_size(), " but the training data (",
+          data_.description(), ") has ", data_.train_size(),
+          " samples; create the job for this dataset or pass a matching "
+          "--dataset-size"));
+    }
+    heartbeater_ = std::make_unique<client::Heartbeater>(
+        client_, membership_, options_.heartbeat_interval);
+    return absl::OkStatus();
   }
-  std::printf(
-      "joined job=%s member=%s rank=%u world_size=%llu generation=%llu "
-      "backend=%s attempt=%d log_lines=%llu\n",
-      membership.job_id.c_str(), membership.member_id.c_str(), rank,
-      static_cast<unsigned long long>(world),
-      static_cast<unsigned long long>(membership.generation), backend.c_str(),
-      attempt, static_cast<unsigned long long>(index_log.lines()));
 
-  // Ranks start from different weights on purpose: the broadcast below (or
-  // the shared checkpoint) must make them equal.
-  const torch::Device device = DeviceFor(backend, static_cast<int>(rank));
-  torch::manual_seed(1000 + rank);
-  const ModelKind model_kind = options.model.value_or(
-      data.task() == Task::kClassification ? ModelKind::kCnn : ModelKind::kMlp);
-  absl::StatusOr<torch::nn::Sequential> made =
-      MakeModel(model_kind, data.example_shape(), data.outputs());
-  if (!made.ok()) return made.status();
-  torch::nn::Sequential model = *made;
-  model->to(device);
-  torch::optim::SGD optimizer(
-      model->parameters(),
-      torch::optim::SGDOptions(options.learning_rate).momentum(0.9));
-  absl::StatusOr<Progress> start =
-      ResumePoint(options, membership, *model, optimizer);
-  if (!start.ok()) return start.status();
-  std::printf("resuming rank=%u epoch=%llu position=%llu\n", rank,
-              static_cast<unsigned long long>(start->epoch),
-              static_cast<unsigned long long>(start->position));
-  std::fflush(stdout);
-  try {
-    BroadcastParameters(model->parameters(), *group);
-  } catch (const std::exception& e) {
-    return FromTorchError(e, "broadcast");
+  // Forms the process group through the coordinator's store.
+  absl::Status FormGroup() {
+    absl::StatusOr<ProcessGroupPtr> group = FormProcessGroup(
+        client_, membership_, options_.process_group, &backend_);
+    if (!group.ok()) {
+      // A backend this build or host lacks is a configuration error; any
+      // other failure (a peer gone, the generation ended while forming)
+      // means the membership changed.
+      if (absl::IsFailedPrecondition(group.status())) return group.status();
+      return MembershipChanged(group.status().message());
+    }
+    group_ = *std::move(group);
+    device_ = DeviceFor(backend_, static_cast<int>(membership_.rank));
+    std::printf(
+        "joined job=%s member=%s rank=%u world_size=%u generation=%llu "
+        "backend=%s attempt=%d log_lines=%llu\n",
+        membership_.job_id.c_str(), membership_.member_id.c_str(),
+        membership_.rank, membership_.world_size,
+        static_cast<unsigned long long>(membership_.generation),
+        backend_.c_str(), number_,
+        static_cast<unsigned long long>(index_log_.lines()));
+    return absl::OkStatus();
   }
-  GradientSync sync(model->parameters(), *group);
-  Checkpointer checkpointer(options, *client, membership, *model, optimizer);
 
-  torch_adapter::ShardSampler sampler(client, membership);
-  auto progress = sampler.progress();
-  progress->ResumeAt({start->epoch, start->position});
-  auto loader = torch::data::make_data_loader(
-      data.Train(membership.spec.dataset_size()), std::move(sampler),
-      torch::data::DataLoaderOptions()
-          .batch_size(options.batch_size)
-          .workers(options.loader_workers));
+  // The model and optimizer, loaded from the checkpoint of the committed
+  // progress (if any) and then broadcast from rank 0, with the gradient
+  // sync and the checkpointer that go with them.
+  absl::Status BuildModel() {
+    // Ranks start from different weights on purpose: the broadcast below
+    // (or the shared checkpoint) must make them equal.
+    torch::manual_seed(1000 + membership_.rank);
+    const ModelKind kind = options_.model.value_or(
+        data_.task() == Task::kClassification ? ModelKind::kCnn
+                                              : ModelKind::kMlp);
+    absl::StatusOr<torch::nn::Sequential> made =
+        MakeModel(kind, data_.example_shape(), data_.outputs());
+    if (!made.ok()) return made.status();
+    model_ = *made;
+    model_->to(device_);
+    optimizer_ = std::make_unique<torch::optim::SGD>(
+        model_->parameters(),
+        torch::optim::SGDOptions(options_.learning_rate).momentum(0.9));
+    absl::StatusOr<Progress> start =
+        ResumePoint(options_, membership_, *model_, *optimizer_);
+    if (!start.ok()) return start.status();
+    start_ = *start;
+    std::printf("resuming rank=%u epoch=%llu position=%llu\n", membership_.rank,
+                static_cast<unsigned long long>(start_.epoch),
+                static_cast<unsigned long long>(start_.position));
+    std::fflush(stdout);
+    try {
+      BroadcastParameters(model_->parameters(), group_);
+    } catch (const std::exception& e) {
+      return FromTorchError(e, "broadcast");
+    }
+    sync_ = std::make_unique<GradientSync>(model_->parameters(), group_);
+    checkpointer_ = std::make_unique<Checkpointer>(
+        options_, *client_, membership_, *model_, *optimizer_);
+    return absl::OkStatus();
+  }
 
-  for (uint64_t epoch = start->epoch; epoch < options.epochs; ++epoch) {
+  // Trains one epoch from the loader, checkpointing every
+  // --checkpoint-every steps and at the end (which commits the next
+  // epoch's start).
+  template <typename Loader>
+  absl::Status RunEpoch(uint64_t epoch, Loader& loader,
+                        torch_adapter::ShardSamplerProgress& progress) {
     uint64_t samples = 0, steps = 0;
     double loss_sum = 0;
     const Clock::time_point began = Clock::now();
-    const absl::Duration index_wait_before = progress->IndexWait();
+    const absl::Duration index_wait_before = progress.IndexWait();
     // A periodic checkpoint runs before the next step, so the last step of
     // an epoch is covered by the epoch-end checkpoint instead: progress is
     // never recorded as the end of an epoch, only as the next one's start.
     bool checkpoint_due = false;
     try {
-      for (std::vector<IndexedExample>& batch : *loader) {
-        if (absl::Status s = heartbeater.status(); !s.ok()) {
+      for (std::vector<IndexedExample>& batch : loader) {
+        if (absl::Status s = heartbeater_->status(); !s.ok()) {
           return MembershipChanged(s.message());
         }
         if (checkpoint_due) {
           checkpoint_due = false;
-          const torch_adapter::EpochPosition at = progress->Current();
-          if (absl::Status s = checkpointer.Save({at.epoch, at.position});
+          const torch_adapter::EpochPosition at = progress.Current();
+          if (absl::Status s = checkpointer_->Save({at.epoch, at.position});
               !s.ok()) {
             return s;
           }
         }
         auto [x, y] = Collate(batch);
-        x = x.to(device);
-        y = y.to(device);
-        sync.Prepare();
-        optimizer.zero_grad();
-        torch::Tensor loss = Loss(data.task(), model->forward(x), y);
+        x = x.to(device_);
+        y = y.to(device_);
+        sync_->Prepare();
+        optimizer_->zero_grad();
+        torch::Tensor loss = Loss(data_.task(), model_->forward(x), y);
         loss.backward();
-        sync.Finish();
-        optimizer.step();
+        sync_->Finish();
+        optimizer_->step();
         samples += batch.size();
         // Loader workers run ahead of this loop: the position counts what
         // it received.
-        progress->Consumed(batch.size());
+        progress.Consumed(batch.size());
         ++steps;
         loss_sum += loss.item<double>();
-        index_log.Write(epoch, rank, batch);
-        checkpoint_due = options.checkpoint_every > 0 &&
-                         steps % options.checkpoint_every == 0;
+        index_log_.Write(epoch, membership_.rank, batch);
+        checkpoint_due = options_.checkpoint_every > 0 &&
+                         steps % options_.checkpoint_every == 0;
       }
     } catch (const std::exception& e) {
       // A collective fails when a peer is gone; the stream fails when the
       // generation ended (both: re-join), or the job is gone (stop).
       return FromTorchError(e, absl::StrCat("training epoch ", epoch));
     }
-    if (progress->Current().epoch != epoch) {
+    if (progress.Current().epoch != epoch) {
       return absl::InternalError(absl::StrCat("sampler served epoch ",
-                                              progress->Current().epoch,
+                                              progress.Current().epoch,
                                               " while training epoch ", epoch));
     }
     const double seconds =
         std::chrono::duration<double>(Clock::now() - began).count();
     const double index_wait =
-        absl::ToDoubleSeconds(progress->IndexWait() - index_wait_before);
+        absl::ToDoubleSeconds(progress.IndexWait() - index_wait_before);
     std::printf(
         "epoch %llu rank=%u steps=%llu samples=%llu loss=%.6f "
         "samples_per_s=%.0f seconds=%.3f index_wait_s=%.4f\n",
-        static_cast<unsigned long long>(epoch), rank,
+        static_cast<unsigned long long>(epoch), membership_.rank,
         static_cast<unsigned long long>(steps),
         static_cast<unsigned long long>(samples),
         steps > 0 ? loss_sum / steps : 0.0,
         seconds > 0 ? samples / seconds : 0.0, seconds, index_wait);
     std::fflush(stdout);
-    if (absl::Status s = checkpointer.Save({epoch + 1, 0}); !s.ok()) return s;
+    return checkpointer_->Save({epoch + 1, 0});
   }
 
-  if (data.eval_size() > 0) {
-    if (absl::Status s =
-            Evaluate(options, data, client, membership, *group, model, device);
-        !s.ok()) {
-      return s;
-    }
-  }
-  std::printf("final rank=%u param_checksum=%016llx\n", rank,
-              static_cast<unsigned long long>(ParameterChecksum(*model)));
-  client->Leave(membership).IgnoreError();
-  return absl::OkStatus();
-}
+  const TrainerOptions& options_;
+  const TrainingData& data_;
+  const std::shared_ptr<client::CoordinatorClient> client_;
+  IndexLog& index_log_;
+  const int number_;
+  // Set by the steps, in order.
+  client::Membership membership_;
+  std::unique_ptr<client::Heartbeater> heartbeater_;
+  ProcessGroupPtr group_;
+  std::string backend_;
+  torch::Device device_ = torch::kCPU;
+  torch::nn::Sequential model_{nullptr};
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+  Progress start_;
+  std::unique_ptr<GradientSync> sync_;
+  std::unique_ptr<Checkpointer> checkpointer_;
+};
 
 }  // namespace
 
@@ -466,7 +527,7 @@ absl::Status RunTrainer(const TrainerOptions& options) {
   absl::Status status;
   for (int attempt = 0; attempt <= options.max_rejoins; ++attempt) {
     try {
-      status = RunAttempt(options, *data, client, index_log, attempt);
+      status = Attempt(options, *data, client, index_log, attempt).Run();
     } catch (const std::exception& e) {
       // libtorch throws; one that escapes the attempt is a bug, reported as
       // an error rather than std::terminate.
