@@ -10,10 +10,11 @@
 namespace shard::server {
 
 namespace {
-// How often claims waiting for memory look again even without a release
-// (a release only wakes Await; WhenReady waiters are served by the
-// background thread).
-constexpr absl::Duration kMemoryRetry = absl::Milliseconds(20);
+// Claims waiting for memory are woken by every release and by every holder
+// letting an order go (which may make it evictable); they also look again
+// this often, for the one change that wakes nobody: a claim dropped without
+// being awaited.
+constexpr absl::Duration kMemoryRecheck = absl::Seconds(1);
 }  // namespace
 
 bool EpochOrderCache::Budget::TryReserve(uint64_t bytes) {
@@ -26,16 +27,29 @@ bool EpochOrderCache::Budget::TryReserve(uint64_t bytes) {
 void EpochOrderCache::Budget::Release(uint64_t bytes) {
   absl::MutexLock lock(&mu);
   used -= bytes;
-  ++releases;
+  ++changes;
 }
 
-void EpochOrderCache::Budget::AwaitRelease(absl::Time until) {
+void EpochOrderCache::Budget::Poke() {
   absl::MutexLock lock(&mu);
-  const uint64_t seen = releases;
-  auto released = [this, seen]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return releases != seen;
-  };
-  mu.AwaitWithDeadline(absl::Condition(&released), until);
+  ++changes;
+}
+
+uint64_t EpochOrderCache::Budget::Changes() const {
+  absl::MutexLock lock(&mu);
+  return changes;
+}
+
+void EpochOrderCache::Budget::AwaitChange(uint64_t seen, absl::Time until) {
+  absl::MutexLock lock(&mu);
+  auto changed = [this, seen]()
+                     ABSL_NO_THREAD_SAFETY_ANALYSIS { return changes != seen; };
+  mu.AwaitWithDeadline(absl::Condition(&changed), until);
+}
+
+void EpochOrderCache::HolderDone::operator()(const plan::EpochOrder*) {
+  order.reset();  // The cache's copy may be the last one now: evictable.
+  budget->Poke();
 }
 
 uint64_t EpochOrderCache::Budget::Used() const {
@@ -57,6 +71,7 @@ void EpochOrderCache::Stop() {
     stopping_ = true;
     prefetch_queue_.clear();
     waiters.swap(memory_waiters_);
+    budget_->Poke();  // Wakes the background thread.
   }
   if (prefetch_thread_.joinable()) prefetch_thread_.join();
   for (MemoryWaiter& waiter : waiters) {
@@ -96,6 +111,7 @@ EpochOrderCache::Claim EpochOrderCache::ClaimOrder(
       slots_.lower_bound(Key(job.incarnation, 0)) != slots_.lower_bound(key);
   if (!stopping_ && epoch < plan::kMaxEpoch && !older_cached) {
     prefetch_queue_.push_back({job, spec, epoch + 1});
+    budget_->Poke();
   }
   return claim;
 }
@@ -103,6 +119,8 @@ EpochOrderCache::Claim EpochOrderCache::ClaimOrder(
 absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Await(
     Claim claim, absl::Time deadline) {
   while (claim.over_budget_) {
+    // Read before trying, so that a change right after the try wakes us.
+    const uint64_t seen = budget_->Changes();
     {
       absl::MutexLock lock(&mu_);
       if (PlaceOverBudgetClaim(claim)) break;
@@ -111,7 +129,8 @@ absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Await(
         absl::Now() >= deadline) {
       return OverBudget(claim);
     }
-    budget_->AwaitRelease(std::min(deadline, absl::Now() + kMemoryRetry));
+    budget_->AwaitChange(seen,
+                         std::min(deadline, absl::Now() + kMemoryRecheck));
   }
   if (claim.slot_ == nullptr) {
     return std::make_shared<const plan::EpochOrder>(
@@ -134,13 +153,13 @@ absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Await(
 }
 
 absl::StatusOr<EpochOrderCache::Order> EpochOrderCache::Outcome(
-    const Claim& claim, const Slot& slot) {
+    const Claim& claim, const Slot& slot) const {
   if (slot.failed) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "cannot allocate the epoch order of job ", claim.job_.job_id, " (",
         plan::EpochOrderBytes(claim.spec_), " bytes)"));
   }
-  return slot.order;
+  return HandOut(slot.order);
 }
 
 void EpochOrderCache::WhenReady(Claim claim, OrderCallback done,
@@ -154,7 +173,8 @@ void EpochOrderCache::WhenReady(Claim claim, OrderCallback done,
         return;
       }
       memory_waiters_.push_back({std::move(claim), std::move(done), deadline});
-      new_memory_waiter_ = true;  // Wakes the background thread.
+      new_memory_waiter_ = true;
+      budget_->Poke();  // Wakes the background thread.
       return;
     }
   }
@@ -208,7 +228,7 @@ void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
                        plan::EpochOrderBytes(spec), " bytes)"));
     } else {
       slot->order = std::move(order);
-      outcome = slot->order;
+      outcome = HandOut(slot->order);
     }
     waiting.swap(slot->waiting);
   }
@@ -221,6 +241,7 @@ void EpochOrderCache::Prepare(const JobIncarnation& job,
   absl::MutexLock lock(&mu_);
   if (stopping_) return;
   prefetch_queue_.push_back({job, spec, epoch});
+  budget_->Poke();
 }
 
 void EpochOrderCache::ReleaseBefore(const JobIncarnation& job,
@@ -233,6 +254,7 @@ void EpochOrderCache::ReleaseBefore(const JobIncarnation& job,
   prefetch_queue_.push_back({job, spec, epoch});
   if (epoch < plan::kMaxEpoch)
     prefetch_queue_.push_back({job, spec, epoch + 1});
+  budget_->Poke();
 }
 
 void EpochOrderCache::Forget(uint64_t incarnation) {
@@ -274,8 +296,19 @@ void EpochOrderCache::PrefetchLoop() {
       };
       if (memory_waiters_.empty()) {
         mu_.Await(absl::Condition(&has_work));
-      } else {
-        mu_.AwaitWithTimeout(absl::Condition(&has_work), kMemoryRetry);
+      } else if (!has_work()) {
+        // Claims wait for memory: sleep on the budget, which every release,
+        // every order let go and every new piece of work (Poke) changes,
+        // until the first waiter's deadline. The count is read before
+        // unlocking, so nothing in between is missed.
+        const uint64_t seen = budget_->Changes();
+        absl::Time until = absl::Now() + kMemoryRecheck;
+        for (const MemoryWaiter& waiter : memory_waiters_) {
+          until = std::min(until, waiter.deadline);
+        }
+        mu_.Unlock();
+        budget_->AwaitChange(seen, until);
+        mu_.Lock();
       }
       if (stopping_) return;
       new_memory_waiter_ = false;

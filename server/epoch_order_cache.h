@@ -28,6 +28,8 @@
 // waits for memory to be released (Await: until its deadline; WhenReady:
 // until the deadline given to it) and then fails with RESOURCE_EXHAUSTED
 // naming the budget; an order larger than the whole budget fails at once.
+// Waiting claims are woken when an order's bytes are released and when a
+// holder lets an order go (it may be evictable then).
 // Preparations (next epochs, Prepare) only use free budget and never
 // evict. Thread-safety: all methods are thread-safe. Stop() (also run by the
 // destructor) ends the background thread; Get() keeps working without it.
@@ -173,15 +175,33 @@ class EpochOrderCache {
     explicit Budget(uint64_t limit_bytes) : limit(limit_bytes) {}
     bool TryReserve(uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu);
     void Release(uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu);
-    // Returns once some bytes were released or at `until`.
-    void AwaitRelease(absl::Time until) ABSL_LOCKS_EXCLUDED(mu);
+    // Counts a change that may let a waiting claim proceed without a
+    // release (a holder let an order go, so it may be evicted) or that
+    // gives the background thread work.
+    void Poke() ABSL_LOCKS_EXCLUDED(mu);
+    // Releases and pokes so far.
+    uint64_t Changes() const ABSL_LOCKS_EXCLUDED(mu);
+    // Returns once Changes() differs from `seen`, or at `until`.
+    void AwaitChange(uint64_t seen, absl::Time until) ABSL_LOCKS_EXCLUDED(mu);
     uint64_t Used() const ABSL_LOCKS_EXCLUDED(mu);
 
     const uint64_t limit;
-    mutable absl::Mutex mu;
+    mutable absl::Mutex mu;  // Taken after the cache's mu_, never before.
     uint64_t used ABSL_GUARDED_BY(mu) = 0;
-    uint64_t releases ABSL_GUARDED_BY(mu) = 0;
+    uint64_t changes ABSL_GUARDED_BY(mu) = 0;
   };
+  // The deleter of an order handed out to a caller: drops the caller's
+  // share of the cached order, then pokes the budget (the order may be
+  // evictable now). Every holder outside the cache holds one of these.
+  struct HolderDone {
+    std::shared_ptr<const plan::EpochOrder> order;
+    std::shared_ptr<Budget> budget;
+    void operator()(const plan::EpochOrder*);
+  };
+  // `order` as handed out to a caller (see HolderDone).
+  Order HandOut(const std::shared_ptr<const plan::EpochOrder>& order) const {
+    return Order(order.get(), HolderDone{order, budget_});
+  }
   // A WhenReady() claim waiting for memory.
   struct MemoryWaiter {
     Claim claim;
@@ -216,7 +236,7 @@ class EpochOrderCache {
   void Fill(const Key& key, const std::shared_ptr<Slot>& slot,
             const shard::v1::JobSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
   // The slot's outcome once computed (the order or RESOURCE_EXHAUSTED).
-  static absl::StatusOr<Order> Outcome(const Claim& claim, const Slot& slot);
+  absl::StatusOr<Order> Outcome(const Claim& claim, const Slot& slot) const;
   void EvictOlderThan(uint64_t incarnation, uint64_t epoch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PrefetchLoop() ABSL_LOCKS_EXCLUDED(mu_);
