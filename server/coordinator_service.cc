@@ -22,13 +22,6 @@ bool SameSpec(const shard::v1::JobSpec& a, const shard::v1::JobSpec& b) {
 
 }  // namespace
 
-absl::Time CoordinatorService::WaitDeadline(uint32_t wait_ms,
-                                            absl::Time call_deadline) const {
-  return std::min(
-      absl::Now() + std::min(absl::Milliseconds(wait_ms), options_.max_wait),
-      call_deadline);
-}
-
 JobIncarnation IncarnationOf(const JobState& job) {
   return {job.job_id, job.incarnation};
 }
@@ -67,6 +60,10 @@ CoordinatorService::CoordinatorService(CoordinatorOptions options,
       orders_(/*compute_threads=*/2, options_.order_cache_bytes),
       rendezvous_(options_.rendezvous),
       waiting_calls_(options_.max_waiting_calls),
+      store_service_(&rendezvous_, &waiting_calls_, options_.max_wait,
+                     [this](const shard::v1::StoreScope& scope) {
+                       return CheckStoreScope(scope);
+                     }),
       log_(std::move(opened.log)),
       writes_(std::move(opened.state), log_.get()),
       leases_(options_.now) {
@@ -145,6 +142,14 @@ absl::StatusOr<const JobState*> CoordinatorService::FindFormedJob(
                      state.generation, ": re-join"));
   }
   return job;
+}
+
+absl::Status CoordinatorService::CheckStoreScope(
+    const shard::v1::StoreScope& scope) const {
+  if (absl::Status s = plan::ValidateJobId(scope.job_id()); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckServing(); !s.ok()) return s;
+  return FindFormedJob(scope.job_id(), scope.generation()).status();
 }
 
 absl::Status CoordinatorService::CheckNotFromEarlierJob(const JobState& job,
@@ -263,8 +268,8 @@ absl::StatusOr<shard::v1::ListJobsResponse> CoordinatorService::ListJobs(
 ParkedCalls::Handle CoordinatorService::StartJoinJob(
     const shard::v1::JoinJobRequest& request, absl::Time call_deadline,
     Reply<shard::v1::JoinJobResponse> reply) {
-  const absl::Time deadline =
-      WaitDeadline(request.wait_for_world_ms(), call_deadline);
+  const absl::Time deadline = WaitDeadline(request.wait_for_world_ms(),
+                                           options_.max_wait, call_deadline);
   const std::string& job_id = request.job_id();
   const std::string& member_id = request.member_id();
   const bool wait_asked = request.wait_for_world_ms() > 0;

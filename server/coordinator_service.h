@@ -13,7 +13,8 @@
 //
 // Files: coordinator_service.cc (jobs, joins, commits), coordinator_
 // membership.cc (leases, leaving, forming worlds), coordinator_shards.cc
-// (streams, previews), coordinator_rendezvous.cc (the c10d Store RPCs).
+// (streams, previews). The c10d Store RPCs are store(), a StoreService
+// whose scope check is this service's.
 #ifndef SERVER_COORDINATOR_SERVICE_H_
 #define SERVER_COORDINATOR_SERVICE_H_
 
@@ -40,6 +41,7 @@
 #include "server/reply.h"
 #include "server/shard_cursor.h"
 #include "server/storage/state_log.h"
+#include "server/store_service.h"
 #include "server/waiting_calls.h"
 #include "server/write_path.h"
 #include "shard/v1/shard.pb.h"
@@ -169,28 +171,8 @@ class CoordinatorService {
   // Bytes the rendezvous store holds (metrics).
   size_t rendezvous_bytes() const { return rendezvous_.total_bytes(); }
 
-  // Rendezvous key-value space of the current generation (c10d Store).
-  absl::StatusOr<shard::v1::StoreSetResponse> StoreSet(
-      const shard::v1::StoreSetRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
-  // Store gets and waits with wait_ms > 0 park the call (see StartJoinJob)
-  // and count against max_waiting_calls.
-  ParkedCalls::Handle StartStoreGet(const shard::v1::StoreGetRequest& request,
-                                    absl::Time call_deadline,
-                                    Reply<shard::v1::StoreGetResponse> reply)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<shard::v1::StoreAddResponse> StoreAdd(
-      const shard::v1::StoreAddRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<shard::v1::StoreCompareSetResponse> StoreCompareSet(
-      const shard::v1::StoreCompareSetRequest& request)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  ParkedCalls::Handle StartStoreWait(const shard::v1::StoreWaitRequest& request,
-                                     absl::Time call_deadline,
-                                     Reply<shard::v1::StoreWaitResponse> reply)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<shard::v1::StoreDeleteResponse> StoreDelete(
-      const shard::v1::StoreDeleteRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<shard::v1::StoreCountResponse> StoreCount(
-      const shard::v1::StoreCountRequest& request) ABSL_LOCKS_EXCLUDED(mu_);
+  // The rendezvous key-value RPCs of each job's current generation.
+  StoreService& store() { return store_service_; }
 
   // From now on every call answers UNAVAILABLE; waiting joins wake up.
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
@@ -313,30 +295,15 @@ class CoordinatorService {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LeaseLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // When a wait of `wait_ms` asked for by a request ends: at most max_wait
-  // from now, and not after the call's deadline.
-  absl::Time WaitDeadline(uint32_t wait_ms, absl::Time call_deadline) const;
-  // A store get or wait about to start: its checked scope, its waiting slot
-  // (none when it does not ask to wait) and its deadline.
-  struct StoreWaitStart {
-    RendezvousStore::Scope scope;
-    std::optional<WaitingCalls::Slot> slot;
-    absl::Time deadline;
-  };
-  // CheckScope, then a waiting slot for a call asking to wait `wait_ms`
-  // (RESOURCE_EXHAUSTED past max_waiting_calls).
-  absl::StatusOr<StoreWaitStart> StartStoreWaiting(
-      const shard::v1::StoreScope& scope, uint32_t wait_ms,
-      WaitingCalls::Kind kind, absl::Time call_deadline)
+  // OK if store calls may use `scope`: the job's formed generation.
+  absl::Status CheckStoreScope(const shard::v1::StoreScope& scope) const
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Validates a store scope and returns its key.
-  absl::StatusOr<RendezvousStore::Scope> CheckScope(
-      const shard::v1::StoreScope& scope) ABSL_LOCKS_EXCLUDED(mu_);
 
   const CoordinatorOptions options_;
   EpochOrderCache orders_;
   RendezvousStore rendezvous_;
   WaitingCalls waiting_calls_;
+  StoreService store_service_;
 
   mutable absl::Mutex mu_;
   const std::unique_ptr<storage::StateLog> log_;  // Thread-safe.

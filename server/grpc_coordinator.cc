@@ -152,7 +152,8 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreSet(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreSetRequest* request,
     shard::v1::StoreSetResponse* response) {
-  return Serve(context, response, [&] { return service_->StoreSet(*request); });
+  return Serve(context, response,
+               [&] { return service_->store().StoreSet(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreGet(
@@ -161,8 +162,8 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreGet(
     shard::v1::StoreGetResponse* response) {
   return Serve(context, response,
                [&](Reply<shard::v1::StoreGetResponse> reply) {
-                 return service_->StartStoreGet(*request, DeadlineOf(context),
-                                                std::move(reply));
+                 return service_->store().StartStoreGet(
+                     *request, DeadlineOf(context), std::move(reply));
                });
 }
 
@@ -170,7 +171,8 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreAdd(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreAddRequest* request,
     shard::v1::StoreAddResponse* response) {
-  return Serve(context, response, [&] { return service_->StoreAdd(*request); });
+  return Serve(context, response,
+               [&] { return service_->store().StoreAdd(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreCompareSet(
@@ -178,7 +180,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreCompareSet(
     const shard::v1::StoreCompareSetRequest* request,
     shard::v1::StoreCompareSetResponse* response) {
   return Serve(context, response,
-               [&] { return service_->StoreCompareSet(*request); });
+               [&] { return service_->store().StoreCompareSet(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreWait(
@@ -187,8 +189,8 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreWait(
     shard::v1::StoreWaitResponse* response) {
   return Serve(context, response,
                [&](Reply<shard::v1::StoreWaitResponse> reply) {
-                 return service_->StartStoreWait(*request, DeadlineOf(context),
-                                                 std::move(reply));
+                 return service_->store().StartStoreWait(
+                     *request, DeadlineOf(context), std::move(reply));
                });
 }
 
@@ -197,7 +199,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreDelete(
     const shard::v1::StoreDeleteRequest* request,
     shard::v1::StoreDeleteResponse* response) {
   return Serve(context, response,
-               [&] { return service_->StoreDelete(*request); });
+               [&] { return service_->store().StoreDelete(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreCount(
@@ -205,7 +207,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreCount(
     const shard::v1::StoreCountRequest* request,
     shard::v1::StoreCountResponse* response) {
   return Serve(context, response,
-               [&] { return service_->StoreCount(*request); });
+               [&] { return service_->store().StoreCount(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::DeleteJob(

@@ -1,7 +1,10 @@
 #include "server/waiting_calls.h"
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace shard::server {
 
@@ -48,6 +51,12 @@ void WaitingCalls::Leave(Kind kind) {
   absl::MutexLock lock(&mu_);
   --total_;
   --by_kind_[static_cast<size_t>(kind)];
+}
+
+absl::Time WaitDeadline(uint32_t wait_ms, absl::Duration max_wait,
+                        absl::Time call_deadline) {
+  return std::min(absl::Now() + std::min(absl::Milliseconds(wait_ms), max_wait),
+                  call_deadline);
 }
 
 }  // namespace shard::server

@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace shard::server {
 
@@ -52,6 +53,11 @@ class WaitingCalls {
   size_t total_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<size_t, kKinds> by_kind_ ABSL_GUARDED_BY(mu_) = {};
 };
+
+// When a wait of `wait_ms` asked for by a request ends: at most `max_wait`
+// from now, and not after the call's deadline.
+absl::Time WaitDeadline(uint32_t wait_ms, absl::Duration max_wait,
+                        absl::Time call_deadline);
 
 }  // namespace shard::server
 

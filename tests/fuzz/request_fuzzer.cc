@@ -101,7 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 9: {
       shard::v1::StoreSetRequest r;
-      if (Parse(data, size, &r)) service.StoreSet(r).IgnoreError();
+      if (Parse(data, size, &r)) service.store().StoreSet(r).IgnoreError();
       break;
     }
     case 10: {
@@ -111,12 +111,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 11: {
       shard::v1::StoreAddRequest r;
-      if (Parse(data, size, &r)) service.StoreAdd(r).IgnoreError();
+      if (Parse(data, size, &r)) service.store().StoreAdd(r).IgnoreError();
       break;
     }
     case 12: {
       shard::v1::StoreCompareSetRequest r;
-      if (Parse(data, size, &r)) service.StoreCompareSet(r).IgnoreError();
+      if (Parse(data, size, &r))
+        service.store().StoreCompareSet(r).IgnoreError();
       break;
     }
     case 13: {
@@ -126,12 +127,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 14: {
       shard::v1::StoreDeleteRequest r;
-      if (Parse(data, size, &r)) service.StoreDelete(r).IgnoreError();
+      if (Parse(data, size, &r)) service.store().StoreDelete(r).IgnoreError();
       break;
     }
     case 15: {
       shard::v1::StoreCountRequest r;
-      if (Parse(data, size, &r)) service.StoreCount(r).IgnoreError();
+      if (Parse(data, size, &r)) service.store().StoreCount(r).IgnoreError();
       break;
     }
     case 16: {

@@ -59,13 +59,13 @@ class BlockingCoordinator : public server::CoordinatorService {
   absl::StatusOr<shard::v1::StoreGetResponse> StoreGet(
       const shard::v1::StoreGetRequest& request, absl::Time call_deadline) {
     return AwaitReply<shard::v1::StoreGetResponse>([&](auto reply) {
-      StartStoreGet(request, call_deadline, std::move(reply));
+      store().StartStoreGet(request, call_deadline, std::move(reply));
     });
   }
   absl::StatusOr<shard::v1::StoreWaitResponse> StoreWait(
       const shard::v1::StoreWaitRequest& request, absl::Time call_deadline) {
     return AwaitReply<shard::v1::StoreWaitResponse>([&](auto reply) {
-      StartStoreWait(request, call_deadline, std::move(reply));
+      store().StartStoreWait(request, call_deadline, std::move(reply));
     });
   }
 };

@@ -95,7 +95,7 @@ class JobIncarnationTest : public ::testing::Test {
     request.mutable_scope()->set_generation(generation);
     request.set_key(key);
     request.set_value(std::string(1 << 16, 'v'));
-    return service_.StoreSet(request).status();
+    return service_.store().StoreSet(request).status();
   }
 
   absl::StatusOr<int64_t> StoreCount(const std::string& job,
@@ -104,7 +104,7 @@ class JobIncarnationTest : public ::testing::Test {
     request.mutable_scope()->set_job_id(job);
     request.mutable_scope()->set_generation(generation);
     absl::StatusOr<shard::v1::StoreCountResponse> count =
-        service_.StoreCount(request);
+        service_.store().StoreCount(request);
     if (!count.ok()) return count.status();
     return count->count();
   }

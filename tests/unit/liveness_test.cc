@@ -187,7 +187,7 @@ TEST(WaitLimitsTest, WaitingCallsAreCountedAgainstTheLimit) {
   *set.mutable_scope() = get.scope();
   set.set_key("key");
   set.set_value("v");
-  ASSERT_TRUE(service.StoreSet(set).ok());
+  ASSERT_TRUE(service.store().StoreSet(set).ok());
   waiter.join();
   ASSERT_TRUE(waited.ok()) << waited.status();
   EXPECT_EQ(waited->value(), "v");

@@ -1,53 +1,49 @@
-// CoordinatorService: the rendezvous key-value RPCs (c10d Store).
-#include <algorithm>
+#include "server/store_service.h"
+
 #include <optional>
 #include <string>
-
-#include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "common/plan/job_spec.h"
-#include "server/coordinator_service.h"
-#include "server/event_log.h"
+#include <utility>
 
 namespace shard::server {
 
-absl::StatusOr<RendezvousStore::Scope> CoordinatorService::CheckScope(
-    const shard::v1::StoreScope& scope) {
-  if (absl::Status s = plan::ValidateJobId(scope.job_id()); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
-  if (absl::Status s = CheckServing(); !s.ok()) return s;
-  absl::StatusOr<const JobState*> job =
-      FindFormedJob(scope.job_id(), scope.generation());
-  if (!job.ok()) return job.status();
+StoreService::StoreService(RendezvousStore* store, WaitingCalls* waiting,
+                           absl::Duration max_wait, ScopeCheck check_scope)
+    : store_(store),
+      waiting_(waiting),
+      max_wait_(max_wait),
+      check_scope_(std::move(check_scope)) {}
+
+absl::StatusOr<RendezvousStore::Scope> StoreService::CheckScope(
+    const shard::v1::StoreScope& scope) const {
+  if (absl::Status s = check_scope_(scope); !s.ok()) return s;
   return RendezvousStore::Scope(scope.job_id(), scope.generation());
 }
 
-absl::StatusOr<shard::v1::StoreSetResponse> CoordinatorService::StoreSet(
+absl::StatusOr<shard::v1::StoreSetResponse> StoreService::StoreSet(
     const shard::v1::StoreSetRequest& request) {
   absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
   if (!scope.ok()) return scope.status();
-  absl::Status status = rendezvous_.Set(*scope, request.key(), request.value());
+  absl::Status status = store_->Set(*scope, request.key(), request.value());
   if (!status.ok()) return status;
   return shard::v1::StoreSetResponse();
 }
 
-absl::StatusOr<CoordinatorService::StoreWaitStart>
-CoordinatorService::StartStoreWaiting(const shard::v1::StoreScope& scope,
-                                      uint32_t wait_ms, WaitingCalls::Kind kind,
-                                      absl::Time call_deadline) {
+absl::StatusOr<StoreService::StoreWaitStart> StoreService::StartStoreWaiting(
+    const shard::v1::StoreScope& scope, uint32_t wait_ms,
+    WaitingCalls::Kind kind, absl::Time call_deadline) {
   absl::StatusOr<RendezvousStore::Scope> checked = CheckScope(scope);
   if (!checked.ok()) return checked.status();
   StoreWaitStart start{*std::move(checked), std::nullopt,
-                       WaitDeadline(wait_ms, call_deadline)};
+                       WaitDeadline(wait_ms, max_wait_, call_deadline)};
   if (wait_ms > 0) {
-    absl::StatusOr<WaitingCalls::Slot> entered = waiting_calls_.Enter(kind);
+    absl::StatusOr<WaitingCalls::Slot> entered = waiting_->Enter(kind);
     if (!entered.ok()) return entered.status();
     start.slot.emplace(*std::move(entered));
   }
   return start;
 }
 
-ParkedCalls::Handle CoordinatorService::StartStoreGet(
+ParkedCalls::Handle StoreService::StartStoreGet(
     const shard::v1::StoreGetRequest& request, absl::Time call_deadline,
     Reply<shard::v1::StoreGetResponse> reply) {
   absl::StatusOr<StoreWaitStart> start =
@@ -57,7 +53,7 @@ ParkedCalls::Handle CoordinatorService::StartStoreGet(
     std::move(reply)(start.status());
     return {};
   }
-  return rendezvous_.StartGet(
+  return store_->StartGet(
       start->scope, request.key(), start->deadline,
       [slot = std::move(start->slot), reply = std::move(reply)](
           absl::StatusOr<std::optional<std::string>> value) mutable {
@@ -70,12 +66,12 @@ ParkedCalls::Handle CoordinatorService::StartStoreGet(
       });
 }
 
-absl::StatusOr<shard::v1::StoreAddResponse> CoordinatorService::StoreAdd(
+absl::StatusOr<shard::v1::StoreAddResponse> StoreService::StoreAdd(
     const shard::v1::StoreAddRequest& request) {
   absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
   if (!scope.ok()) return scope.status();
   absl::StatusOr<int64_t> value =
-      rendezvous_.Add(*scope, request.key(), request.delta());
+      store_->Add(*scope, request.key(), request.delta());
   if (!value.ok()) return value.status();
   shard::v1::StoreAddResponse response;
   response.set_value(*value);
@@ -83,11 +79,11 @@ absl::StatusOr<shard::v1::StoreAddResponse> CoordinatorService::StoreAdd(
 }
 
 absl::StatusOr<shard::v1::StoreCompareSetResponse>
-CoordinatorService::StoreCompareSet(
+StoreService::StoreCompareSet(
     const shard::v1::StoreCompareSetRequest& request) {
   absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
   if (!scope.ok()) return scope.status();
-  absl::StatusOr<std::string> value = rendezvous_.CompareSet(
+  absl::StatusOr<std::string> value = store_->CompareSet(
       *scope, request.key(), request.expected(), request.desired());
   if (!value.ok()) return value.status();
   shard::v1::StoreCompareSetResponse response;
@@ -95,7 +91,7 @@ CoordinatorService::StoreCompareSet(
   return response;
 }
 
-ParkedCalls::Handle CoordinatorService::StartStoreWait(
+ParkedCalls::Handle StoreService::StartStoreWait(
     const shard::v1::StoreWaitRequest& request, absl::Time call_deadline,
     Reply<shard::v1::StoreWaitResponse> reply) {
   absl::StatusOr<StoreWaitStart> start =
@@ -105,7 +101,7 @@ ParkedCalls::Handle CoordinatorService::StartStoreWait(
     std::move(reply)(start.status());
     return {};
   }
-  return rendezvous_.StartWait(
+  return store_->StartWait(
       start->scope, {request.keys().begin(), request.keys().end()},
       start->deadline,
       [slot = std::move(start->slot),
@@ -118,22 +114,22 @@ ParkedCalls::Handle CoordinatorService::StartStoreWait(
       });
 }
 
-absl::StatusOr<shard::v1::StoreDeleteResponse> CoordinatorService::StoreDelete(
+absl::StatusOr<shard::v1::StoreDeleteResponse> StoreService::StoreDelete(
     const shard::v1::StoreDeleteRequest& request) {
   absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
   if (!scope.ok()) return scope.status();
-  absl::StatusOr<bool> deleted = rendezvous_.Delete(*scope, request.key());
+  absl::StatusOr<bool> deleted = store_->Delete(*scope, request.key());
   if (!deleted.ok()) return deleted.status();
   shard::v1::StoreDeleteResponse response;
   response.set_deleted(*deleted);
   return response;
 }
 
-absl::StatusOr<shard::v1::StoreCountResponse> CoordinatorService::StoreCount(
+absl::StatusOr<shard::v1::StoreCountResponse> StoreService::StoreCount(
     const shard::v1::StoreCountRequest& request) {
   absl::StatusOr<RendezvousStore::Scope> scope = CheckScope(request.scope());
   if (!scope.ok()) return scope.status();
-  absl::StatusOr<int64_t> count = rendezvous_.Count(*scope);
+  absl::StatusOr<int64_t> count = store_->Count(*scope);
   if (!count.ok()) return count.status();
   shard::v1::StoreCountResponse response;
   response.set_count(*count);
