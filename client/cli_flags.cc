@@ -5,7 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 
-namespace shard::cli {
+namespace shard::client {
 
 absl::StatusOr<CliFlags> CliFlags::Parse(
     const std::vector<std::string>& args,
@@ -102,4 +102,4 @@ absl::StatusOr<absl::Duration> CliFlags::Duration(
   return value;
 }
 
-}  // namespace shard::cli
+}  // namespace shard::client

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace shard::cli {
+namespace shard::client {
 
 class CliFlags {
  public:
@@ -44,6 +44,6 @@ class CliFlags {
   std::map<std::string, std::string> values_;
 };
 
-}  // namespace shard::cli
+}  // namespace shard::client
 
 #endif  // CLIENT_CLI_FLAGS_H_

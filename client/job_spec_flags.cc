@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace shard::cli {
+namespace shard::client {
 namespace {
 
 constexpr const char* kSpecFlags[] = {
@@ -93,4 +93,4 @@ absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const CliFlags& flags,
   return spec;
 }
 
-}  // namespace shard::cli
+}  // namespace shard::client

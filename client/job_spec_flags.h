@@ -15,7 +15,7 @@
 #include "client/cli_flags.h"
 #include "shard/v1/shard.pb.h"
 
-namespace shard::cli {
+namespace shard::client {
 
 // Adds the flag names above to `accepted`.
 void AddJobSpecFlagNames(std::set<std::string>& accepted);
@@ -31,6 +31,6 @@ absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const CliFlags& flags,
                                                     uint64_t dataset_size,
                                                     uint64_t world_size);
 
-}  // namespace shard::cli
+}  // namespace shard::client
 
 #endif  // CLIENT_JOB_SPEC_FLAGS_H_

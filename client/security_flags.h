@@ -16,7 +16,7 @@ inline void AddSecurityFlagNames(std::set<std::string>& accepted) {
   accepted.insert({"tls-ca", "tls-cert", "tls-key", "auth-token-file"});
 }
 
-inline ChannelSecurity SecurityFromFlags(const cli::CliFlags& flags) {
+inline ChannelSecurity SecurityFromFlags(const client::CliFlags& flags) {
   ChannelSecurity security;
   security.tls_ca_file = flags.String("tls-ca", "");
   security.tls_cert_file = flags.String("tls-cert", "");

@@ -67,8 +67,10 @@ void RendezvousStore::DropSpaces(std::map<Scope, Space>::iterator first,
   for (const Scope& scope : dropped) parked_.Wake(TopicOf(scope));
   total_bytes_ -= freed;
   // Give large frees back to the system: without this glibc keeps the
-  // pages of a big ended generation in its arenas.
-  if (freed >= kTrimAfterFreedBytes) malloc_trim(0);
+  // pages of a big ended generation in its arenas. Trimming walks every
+  // arena, so it runs on the completion pool, outside this store's lock and
+  // the coordinator's (which ends generations under its own).
+  if (freed >= kTrimAfterFreedBytes) parked_.Complete([] { malloc_trim(0); });
 }
 
 absl::StatusOr<RendezvousStore::Space*> RendezvousStore::LiveSpace(

@@ -66,9 +66,9 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
                                     "heartbeat-interval",
                                     "max-rejoins"};
   shard::client::AddSecurityFlagNames(accepted);
-  shard::cli::AddJobSpecFlagNames(accepted);
-  absl::StatusOr<shard::cli::CliFlags> flags =
-      shard::cli::CliFlags::Parse(args, accepted);
+  shard::client::AddJobSpecFlagNames(accepted);
+  absl::StatusOr<shard::client::CliFlags> flags =
+      shard::client::CliFlags::Parse(args, accepted);
   if (!flags.ok()) return flags.status();
   shard::trainer::TrainerOptions options;
   absl::StatusOr<std::string> coordinator = flags->String("coordinator");
@@ -113,10 +113,10 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
   }
   if (*world > 0) {
     absl::StatusOr<shard::v1::JobSpec> spec =
-        shard::cli::JobSpecFromFlags(*flags, /*dataset_size=*/0, *world);
+        shard::client::JobSpecFromFlags(*flags, /*dataset_size=*/0, *world);
     if (!spec.ok()) return spec.status();
     options.job_spec = *spec;  // dataset_size comes from the data
-  } else if (shard::cli::HasJobSpecFlags(*flags)) {
+  } else if (shard::client::HasJobSpecFlags(*flags)) {
     return absl::InvalidArgumentError(
         "the job-spec flags (--seed, --tail, ...) state the job's spec and "
         "need --world-size");

@@ -17,7 +17,7 @@ namespace {
 
 enum class Output { kTable, kJson };
 
-absl::StatusOr<Output> ParseOutput(const cli::CliFlags& flags) {
+absl::StatusOr<Output> ParseOutput(const client::CliFlags& flags) {
   const std::string output = flags.String("output", "table");
   if (output == "table") return Output::kTable;
   if (output == "json") return Output::kJson;
@@ -107,7 +107,8 @@ const std::vector<std::string>& JobHeader() {
 
 absl::Status Status(client::CoordinatorClient& client,
                     const std::vector<std::string>& args) {
-  absl::StatusOr<cli::CliFlags> flags = cli::CliFlags::Parse(args, {"output"});
+  absl::StatusOr<client::CliFlags> flags =
+      client::CliFlags::Parse(args, {"output"});
   if (!flags.ok()) return flags.status();
   absl::StatusOr<Output> output = ParseOutput(*flags);
   if (!output.ok()) return output.status();
@@ -130,8 +131,8 @@ absl::Status Status(client::CoordinatorClient& client,
 
 absl::Status Describe(client::CoordinatorClient& client,
                       const std::vector<std::string>& args) {
-  absl::StatusOr<cli::CliFlags> flags =
-      cli::CliFlags::Parse(args, {"job", "output"});
+  absl::StatusOr<client::CliFlags> flags =
+      client::CliFlags::Parse(args, {"job", "output"});
   if (!flags.ok()) return flags.status();
   absl::StatusOr<std::string> job_id = flags->String("job");
   if (!job_id.ok()) return job_id.status();
@@ -169,8 +170,8 @@ absl::Status Describe(client::CoordinatorClient& client,
 
 absl::Status DeleteJob(client::CoordinatorClient& client,
                        const std::vector<std::string>& args) {
-  absl::StatusOr<cli::CliFlags> flags =
-      cli::CliFlags::Parse(args, {"job", "force", "output"});
+  absl::StatusOr<client::CliFlags> flags =
+      client::CliFlags::Parse(args, {"job", "force", "output"});
   if (!flags.ok()) return flags.status();
   absl::StatusOr<std::string> job_id = flags->String("job");
   if (!job_id.ok()) return job_id.status();
@@ -189,7 +190,8 @@ absl::Status DeleteJob(client::CoordinatorClient& client,
 
 absl::Status Drain(client::CoordinatorClient& client,
                    const std::vector<std::string>& args) {
-  absl::StatusOr<cli::CliFlags> flags = cli::CliFlags::Parse(args, {"output"});
+  absl::StatusOr<client::CliFlags> flags =
+      client::CliFlags::Parse(args, {"output"});
   if (!flags.ok()) return flags.status();
   absl::StatusOr<Output> output = ParseOutput(*flags);
   if (!output.ok()) return output.status();

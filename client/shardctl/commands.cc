@@ -10,7 +10,7 @@
 #include "shard/client/heartbeater.h"
 
 namespace shard::shardctl {
-using cli::CliFlags;
+using client::CliFlags;
 namespace {
 
 // Buffers text and writes it to stdout in large blocks.
@@ -35,7 +35,7 @@ class StdoutBuffer {
 absl::Status CreateJob(client::CoordinatorClient& client,
                        const std::vector<std::string>& args) {
   std::set<std::string> accepted = {"job", "size", "world-size"};
-  cli::AddJobSpecFlagNames(accepted);
+  client::AddJobSpecFlagNames(accepted);
   absl::StatusOr<CliFlags> flags = CliFlags::Parse(args, accepted);
   if (!flags.ok()) return flags.status();
   absl::StatusOr<std::string> job = flags->String("job");
@@ -45,7 +45,7 @@ absl::Status CreateJob(client::CoordinatorClient& client,
     if (!s.ok()) return s;
   }
   absl::StatusOr<shard::v1::JobSpec> spec =
-      cli::JobSpecFromFlags(*flags, *size, *world);
+      client::JobSpecFromFlags(*flags, *size, *world);
   if (!spec.ok()) return spec.status();
   absl::StatusOr<shard::v1::Job> created = client.CreateJob(*job, *spec);
   if (!created.ok()) return created.status();

@@ -80,8 +80,8 @@ int main(int argc, char** argv) {
   std::set<std::string> global_names = {"coordinator", "timeout",
                                         "retry-deadline"};
   shard::client::AddSecurityFlagNames(global_names);
-  absl::StatusOr<shard::cli::CliFlags> global =
-      shard::cli::CliFlags::Parse(global_args, global_names);
+  absl::StatusOr<shard::client::CliFlags> global =
+      shard::client::CliFlags::Parse(global_args, global_names);
   if (!global.ok()) return Fail(std::string(global.status().message()), 2);
   const char* env_address = std::getenv("SHARD_COORDINATOR");
   shard::client::ClientOptions options;

@@ -175,7 +175,7 @@ int Run(const std::string& address, int pid, int members,
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
-  auto flags = shard::cli::CliFlags::Parse(
+  auto flags = shard::client::CliFlags::Parse(
       std::vector<std::string>(argv + 1, argv + argc),
       {"coordinator", "coordinator-pid", "members", "seconds"});
   if (!flags.ok()) return shard::bench::Fail(flags.status().ToString());

@@ -119,7 +119,7 @@ int Run(const std::string& address, int pid, int joins) {
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
-  auto flags = shard::cli::CliFlags::Parse(
+  auto flags = shard::client::CliFlags::Parse(
       std::vector<std::string>(argv + 1, argv + argc),
       {"coordinator", "coordinator-pid", "joins"});
   if (!flags.ok()) return shard::bench::Fail(flags.status().ToString());

@@ -37,8 +37,8 @@ double MedianSeconds(int repeats, F&& run) {
 }
 
 int Run(const std::vector<std::string>& args) {
-  absl::StatusOr<cli::CliFlags> flags =
-      cli::CliFlags::Parse(args, {"sizes", "repeats", "variant", "seed"});
+  absl::StatusOr<client::CliFlags> flags =
+      client::CliFlags::Parse(args, {"sizes", "repeats", "variant", "seed"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
     return 2;

@@ -57,7 +57,7 @@ struct Order {
 };
 
 int Run(const std::vector<std::string>& args) {
-  absl::StatusOr<cli::CliFlags> flags = cli::CliFlags::Parse(
+  absl::StatusOr<client::CliFlags> flags = client::CliFlags::Parse(
       args, {"path", "world-size", "rank", "blocks", "seed"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());

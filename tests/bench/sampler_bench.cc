@@ -70,7 +70,7 @@ int Run(const std::string& address, const std::string& job, uint32_t world,
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
-  auto flags = shard::cli::CliFlags::Parse(
+  auto flags = shard::client::CliFlags::Parse(
       std::vector<std::string>(argv + 1, argv + argc),
       {"coordinator", "job", "world-size", "epoch", "chunk-indices"});
   if (!flags.ok()) return shard::bench::Fail(flags.status().ToString());

@@ -156,7 +156,7 @@ int Memcpy(uint64_t bytes) {
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
-  auto flags = shard::cli::CliFlags::Parse(
+  auto flags = shard::client::CliFlags::Parse(
       std::vector<std::string>(argv + 1, argv + argc),
       {"coordinator", "job", "ranks", "coordinator-pid", "ranks-per-connection",
        "memcpy-bytes"});

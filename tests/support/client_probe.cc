@@ -68,7 +68,7 @@ absl::Status CallByName(CoordinatorClient& c, const std::string& rpc) {
 }
 
 int Main(const std::vector<std::string>& args) {
-  absl::StatusOr<cli::CliFlags> flags = cli::CliFlags::Parse(
+  absl::StatusOr<client::CliFlags> flags = client::CliFlags::Parse(
       args,
       {"coordinator", "call", "retry-deadline", "heartbeat-for", "interval"});
   if (!flags.ok()) {

@@ -8,7 +8,7 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 
-namespace shard::cli {
+namespace shard::client {
 namespace {
 
 absl::StatusOr<CliFlags> Parse(const std::vector<std::string>& args) {
@@ -69,4 +69,4 @@ TEST(CliFlagsTest, BadValuesAreRefusedNamingTheFlag) {
 }
 
 }  // namespace
-}  // namespace shard::cli
+}  // namespace shard::client

@@ -71,7 +71,7 @@ absl::Status WriteShards(const std::string& dir, RecordHeader header,
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint32_t> Shards(const cli::CliFlags& flags) {
+absl::StatusOr<uint32_t> Shards(const client::CliFlags& flags) {
   absl::StatusOr<uint64_t> shards = flags.Uint64("shards", 1);
   if (!shards.ok()) return shards.status();
   if (*shards == 0 || *shards > 99999) {
@@ -81,8 +81,8 @@ absl::StatusOr<uint32_t> Shards(const cli::CliFlags& flags) {
 }
 
 absl::Status FashionMnist(const std::vector<std::string>& args) {
-  absl::StatusOr<cli::CliFlags> flags =
-      cli::CliFlags::Parse(args, {"out", "data-path", "shards"});
+  absl::StatusOr<client::CliFlags> flags =
+      client::CliFlags::Parse(args, {"out", "data-path", "shards"});
   if (!flags.ok()) return flags.status();
   absl::StatusOr<std::string> out = flags->String("out");
   if (!out.ok()) return out.status();
@@ -112,7 +112,7 @@ absl::Status FashionMnist(const std::vector<std::string>& args) {
 }
 
 absl::Status Synthetic(const std::vector<std::string>& args) {
-  absl::StatusOr<cli::CliFlags> flags = cli::CliFlags::Parse(
+  absl::StatusOr<client::CliFlags> flags = client::CliFlags::Parse(
       args, {"out", "records", "record-size", "shards", "seed"});
   if (!flags.ok()) return flags.status();
   absl::StatusOr<std::string> out = flags->String("out");
@@ -152,7 +152,7 @@ absl::Status Inspect(const std::vector<std::string>& args) {
   if (args.empty() || args[0].rfind("--", 0) == 0) {
     return absl::InvalidArgumentError("inspect needs a PATH");
   }
-  absl::StatusOr<cli::CliFlags> flags = cli::CliFlags::Parse(
+  absl::StatusOr<client::CliFlags> flags = client::CliFlags::Parse(
       std::vector<std::string>(args.begin() + 1, args.end()), {"verify"});
   if (!flags.ok()) return flags.status();
   absl::StatusOr<bool> verify = flags->Bool("verify", false);
