@@ -56,6 +56,12 @@ CoordinatorService::CoordinatorService(CoordinatorOptions options)
 
 CoordinatorService::CoordinatorService(CoordinatorOptions options,
                                        storage::OpenedLog opened)
+    : CoordinatorService(std::move(options), std::move(opened.log),
+                         std::move(opened.state)) {}
+
+CoordinatorService::CoordinatorService(
+    CoordinatorOptions options, std::unique_ptr<storage::StateStore> store,
+    CoordinatorState recovered)
     : options_(std::move(options)),
       orders_(/*compute_threads=*/2, options_.order_cache_bytes),
       rendezvous_(options_.rendezvous),
@@ -64,8 +70,8 @@ CoordinatorService::CoordinatorService(CoordinatorOptions options,
                      [this](const shard::v1::StoreScope& scope) {
                        return CheckStoreScope(scope);
                      }),
-      log_(std::move(opened.log)),
-      writes_(std::move(opened.state), log_.get()),
+      log_(std::move(store)),
+      writes_(std::move(recovered), log_.get()),
       leases_(options_.now) {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> job_ids;

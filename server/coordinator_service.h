@@ -96,6 +96,11 @@ class CoordinatorService {
   // the disk). Once the log breaks every call answers its UNAVAILABLE
   // error. Recovered members get a full lease from now.
   CoordinatorService(CoordinatorOptions options, storage::OpenedLog opened);
+  // The same over any durable store, holding `recovered` (the state the
+  // store's last sequence describes).
+  CoordinatorService(CoordinatorOptions options,
+                     std::unique_ptr<storage::StateStore> store,
+                     CoordinatorState recovered);
   // Stops the lease thread.
   ~CoordinatorService();
 
@@ -306,7 +311,7 @@ class CoordinatorService {
   StoreService store_service_;
 
   mutable absl::Mutex mu_;
-  const std::unique_ptr<storage::StateLog> log_;  // Thread-safe.
+  const std::unique_ptr<storage::StateStore> log_;  // Thread-safe.
   WritePath writes_ ABSL_GUARDED_BY(mu_);
   // Leases and job activity. Mutable: reads (FindJob) count as activity.
   mutable LeaseTable leases_ ABSL_GUARDED_BY(mu_);

@@ -18,14 +18,14 @@
 #include "absl/status/statusor.h"
 #include "server/coordinator_state.h"
 #include "server/reply.h"
-#include "server/storage/state_log.h"
+#include "server/storage/state_store.h"
 #include "shard/state/v1/updates.pb.h"
 
 namespace shard::server {
 
 class WritePath {
  public:
-  WritePath(CoordinatorState state, storage::StateLog* log)
+  WritePath(CoordinatorState state, storage::StateStore* log)
       : state_(std::move(state)), log_(log) {}
 
   const CoordinatorState& state() const { return state_; }
@@ -46,17 +46,17 @@ class WritePath {
 
  private:
   CoordinatorState state_;
-  storage::StateLog* const log_;
+  storage::StateStore* const log_;
   bool draining_ = false;
 };
 
 // Answers `reply` with `answer` once every record up to `journaled` is
-// durable in `log` (see StateLog::WhenDurable: at once if it already is,
+// durable in `log` (see StateStore::WhenDurable: at once if it already is,
 // else on the log's writer thread), or with the log's error if it broke
 // first. An error answer goes out at once: it promises nothing. Never
 // blocks; call it without holding locks.
 template <typename Response>
-void ReplyWhenDurable(storage::StateLog& log, uint64_t journaled,
+void ReplyWhenDurable(storage::StateStore& log, uint64_t journaled,
                       Reply<Response> reply, absl::StatusOr<Response> answer) {
   if (!answer.ok()) return std::move(reply)(std::move(answer));
   log.WhenDurable(journaled,

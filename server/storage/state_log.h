@@ -52,6 +52,7 @@
 #include "absl/time/time.h"
 #include "common/storage/file_system.h"
 #include "server/coordinator_state.h"
+#include "server/storage/state_store.h"
 #include "shard/state/v1/updates.pb.h"
 
 namespace shard::storage {
@@ -106,7 +107,8 @@ struct OpenedLog {
   RecoveryStats stats;
 };
 
-class StateLog {
+// The local journal: a StateStore on one machine's disk.
+class StateLog : public StateStore {
  public:
   // Recovers the state stored under `dir` (created if missing) in
   // kRepair mode and opens the log for appending. `file_system` must
@@ -118,40 +120,35 @@ class StateLog {
   static std::unique_ptr<StateLog> InMemory();
 
   // Writes everything queued, then stops the writer thread.
-  ~StateLog();
+  ~StateLog() override;
   StateLog(const StateLog&) = delete;
   StateLog& operator=(const StateLog&) = delete;
 
   // Queues the update for the writer thread and returns its sequence; never
   // waits for the disk. UNAVAILABLE once the log is broken.
   absl::StatusOr<uint64_t> Enqueue(const shard::state::v1::StateUpdate& update)
+      override ABSL_LOCKS_EXCLUDED(mu_);
+  // StateStore::WhenDurable: runs `done` on the writer thread right after
+  // the fsync (or the failure) that decides it.
+  void WhenDurable(uint64_t sequence, Durable done) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  // What WhenDurable() runs: OK, or the UNAVAILABLE error of a log that
-  // broke before the record was durable.
-  using Durable = absl::AnyInvocable<void(absl::Status) &&>;
-  // Runs `done` exactly once, when every record up to `sequence` is
-  // durable or the log broke first: at once on the calling thread if that
-  // is already decided, else on the writer thread right after the fsync
-  // (or the failure) that decides it. `done` must be quick (it delays the
-  // next group) and must not call back into this log; call this without
-  // holding a lock that `done` takes.
-  void WhenDurable(uint64_t sequence, Durable done) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Queues a snapshot of `state` when one is due. `state` must include
   // every queued record (the caller holds the lock it applies them under);
   // it is copied here (the only work done under the caller's lock) and
   // serialized and written by the writer thread. A failed snapshot is
   // logged and retried later (the journal still holds everything).
-  void MaybeSnapshot(const server::CoordinatorState& state)
+  void MaybeSnapshot(const server::CoordinatorState& state) override
       ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until everything queued (records and snapshots) was written.
   void Flush() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Sequence of the last queued record.
-  uint64_t last_sequence() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t last_sequence() const override ABSL_LOCKS_EXCLUDED(mu_);
   // Size of the last snapshot written or recovered, in bytes.
   uint64_t snapshot_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
   // OK, or why the log stopped accepting records.
-  absl::Status broken() const ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status broken() const override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // A queued record (framed, with its sequence) or snapshot.

@@ -7,14 +7,14 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/notification.h"
-#include "server/storage/state_log.h"
+#include "server/storage/state_store.h"
 #include "shard/state/v1/updates.pb.h"
 
 namespace shard::testing {
 
 // Blocks until every record up to `sequence` is durable: OK, or the log's
 // UNAVAILABLE error if it broke first.
-inline absl::Status AwaitDurable(storage::StateLog& log, uint64_t sequence) {
+inline absl::Status AwaitDurable(storage::StateStore& log, uint64_t sequence) {
   absl::Notification decided;
   absl::Status result;
   log.WhenDurable(sequence, [&](absl::Status status) {
@@ -26,7 +26,7 @@ inline absl::Status AwaitDurable(storage::StateLog& log, uint64_t sequence) {
 }
 
 // Queues `update` and blocks until it is durable.
-inline absl::Status AppendDurably(storage::StateLog& log,
+inline absl::Status AppendDurably(storage::StateStore& log,
                                   const shard::state::v1::StateUpdate& update) {
   absl::StatusOr<uint64_t> sequence = log.Enqueue(update);
   if (!sequence.ok()) return sequence.status();
