@@ -1,0 +1,98 @@
+// One coordinator replica's session with etcd (v3 API over the project's
+// own gRPC): a lease that lives while the replica keeps it alive, a
+// campaign for the coordinator cluster's leader key, and writes fenced by
+// the leadership.
+//
+// Fencing: the leader key <prefix>leader is created with the session's
+// lease, so it disappears when the lease lapses (the replica paused, was
+// partitioned or died). Every write of a leader is one etcd Txn that first
+// compares the leader key's create revision with the one its campaign won:
+// a deposed leader's write, however late it arrives, finds another revision
+// (or no key) and changes nothing. The leader key's value names the
+// leader, so followers and refused campaigns can say who leads.
+//
+// Thread-safe; every call is synchronous and bounded by Options::timeout.
+// Errors: UNAVAILABLE when etcd cannot be reached (the message names etcd
+// and the endpoint), FAILED_PRECONDITION when the leadership is not (or no
+// longer) this session's, NOT_FOUND when the lease is gone.
+#ifndef SERVER_REPLICATION_ETCD_SESSION_H_
+#define SERVER_REPLICATION_ETCD_SESSION_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+
+namespace shard::server::replication {
+
+class EtcdSession {
+ public:
+  struct Options {
+    // HOST:PORT of an etcd member's client endpoint (plaintext).
+    std::string endpoint;
+    // Every key of this coordinator cluster starts with it.
+    std::string prefix = "/shard/";
+    // The session's lease; a leader that cannot renew it for this long is
+    // deposed.
+    absl::Duration lease_ttl = absl::Seconds(5);
+    // Bound of each call.
+    absl::Duration timeout = absl::Seconds(5);
+  };
+  // A won campaign: the leader key's create revision fences every write.
+  struct Leadership {
+    int64_t revision = 0;
+    std::string identity;
+  };
+
+  // Connects and grants the session's lease.
+  static absl::StatusOr<std::unique_ptr<EtcdSession>> Start(Options options);
+
+  int64_t lease_id() const { return lease_id_; }
+  std::string leader_key() const { return options_.prefix + "leader"; }
+
+  // Renews the lease once (a replica calls it every lease_ttl / 3).
+  // NOT_FOUND when the lease already lapsed.
+  absl::Status KeepAlive();
+  // Ends the lease now: the leader key, if this session held it, goes.
+  absl::Status Revoke();
+
+  // Becomes the leader if nobody is: creates the leader key (value
+  // `identity`) with the session's lease. FAILED_PRECONDITION naming the
+  // current leader otherwise.
+  absl::StatusOr<Leadership> Campaign(const std::string& identity);
+  // The current leader's identity; NOT_FOUND when there is none.
+  absl::StatusOr<std::string> Leader();
+
+  // Puts every (key, value) in one Txn that succeeds only while
+  // `leadership` holds: FAILED_PRECONDITION (nothing written) otherwise.
+  // Keys are relative to the prefix.
+  absl::Status FencedPut(
+      const Leadership& leadership,
+      const std::vector<std::pair<std::string, std::string>>& entries);
+  // The value of `key` (relative to the prefix); NOT_FOUND if absent.
+  absl::StatusOr<std::string> Get(const std::string& key);
+
+ private:
+  EtcdSession(Options options, std::shared_ptr<grpc::Channel> channel);
+  // A context bounded by the timeout.
+  std::unique_ptr<grpc::ClientContext> Context() const;
+  // An etcd call's failure, naming etcd and the call.
+  absl::Status EtcdError(const grpc::Status& status,
+                         absl::string_view call) const;
+
+  const Options options_;
+  std::unique_ptr<etcdserverpb::KV::Stub> kv_;
+  std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
+  int64_t lease_id_ = 0;
+};
+
+}  // namespace shard::server::replication
+
+#endif  // SERVER_REPLICATION_ETCD_SESSION_H_

@@ -1,0 +1,110 @@
+// EtcdSession against a real etcd: one leader at a time, and a deposed
+// leader's write is refused by etcd itself (the fence), however late it
+// comes.
+#include "server/replication/etcd_session.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/support/etcd_process.h"
+
+namespace shard::server::replication {
+namespace {
+
+class EtcdSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<testing::EtcdProcess>> etcd =
+        testing::EtcdProcess::Start();
+    ASSERT_TRUE(etcd.ok()) << etcd.status();
+    etcd_ = *std::move(etcd);
+  }
+
+  std::unique_ptr<EtcdSession> Session(absl::Duration ttl = absl::Seconds(5)) {
+    EtcdSession::Options options;
+    options.endpoint = etcd_->endpoint();
+    options.prefix = "/test/";
+    options.lease_ttl = ttl;
+    absl::StatusOr<std::unique_ptr<EtcdSession>> session =
+        EtcdSession::Start(options);
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.ok() ? *std::move(session) : nullptr;
+  }
+
+  std::unique_ptr<testing::EtcdProcess> etcd_;
+};
+
+TEST_F(EtcdSessionTest, OneLeaderAtATimeAndOthersAreToldWho) {
+  std::unique_ptr<EtcdSession> a = Session();
+  std::unique_ptr<EtcdSession> b = Session();
+  ASSERT_TRUE(a && b);
+  absl::StatusOr<EtcdSession::Leadership> led = a->Campaign("replica-a");
+  ASSERT_TRUE(led.ok()) << led.status();
+  absl::StatusOr<EtcdSession::Leadership> refused = b->Campaign("replica-b");
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("replica-a"), std::string::npos)
+      << refused.status();
+  EXPECT_EQ(*b->Leader(), "replica-a");
+  EXPECT_TRUE(a->FencedPut(*led, {{"jobs/x", "1"}}).ok());
+  EXPECT_EQ(*b->Get("jobs/x"), "1");
+}
+
+TEST_F(EtcdSessionTest, ADeposedLeadersWriteIsRefusedAndChangesNothing) {
+  std::unique_ptr<EtcdSession> a = Session();
+  std::unique_ptr<EtcdSession> b = Session();
+  ASSERT_TRUE(a && b);
+  absl::StatusOr<EtcdSession::Leadership> old_leader = a->Campaign("replica-a");
+  ASSERT_TRUE(old_leader.ok()) << old_leader.status();
+  ASSERT_TRUE(a->FencedPut(*old_leader, {{"jobs/x", "from-a"}}).ok());
+  // A's lease ends (as when it lapses while A is paused): B takes over.
+  ASSERT_TRUE(a->Revoke().ok());
+  absl::StatusOr<EtcdSession::Leadership> new_leader = b->Campaign("replica-b");
+  ASSERT_TRUE(new_leader.ok()) << new_leader.status();
+  EXPECT_NE(new_leader->revision, old_leader->revision);
+  ASSERT_TRUE(b->FencedPut(*new_leader, {{"jobs/x", "from-b"}}).ok());
+  // A, unaware, writes with its old leadership: etcd refuses the Txn.
+  absl::Status late =
+      a->FencedPut(*old_leader, {{"jobs/x", "late-a"}, {"jobs/y", "late-a"}});
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+  EXPECT_EQ(*b->Get("jobs/x"), "from-b");
+  EXPECT_EQ(b->Get("jobs/y").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*b->Leader(), "replica-b");  // B still leads.
+}
+
+TEST_F(EtcdSessionTest, ALeaseNotKeptAliveLapsesAndFreesTheLeadership) {
+  std::unique_ptr<EtcdSession> a = Session(absl::Seconds(1));
+  std::unique_ptr<EtcdSession> b = Session();
+  ASSERT_TRUE(a && b);
+  absl::StatusOr<EtcdSession::Leadership> led = a->Campaign("replica-a");
+  ASSERT_TRUE(led.ok()) << led.status();
+  EXPECT_TRUE(a->KeepAlive().ok());
+  // No keep-alive: etcd expires the lease (its TTL is at least 1 s; etcd
+  // may round it up), and with it the leader key.
+  absl::StatusOr<EtcdSession::Leadership> taken;
+  const absl::Time until = absl::Now() + absl::Seconds(30);
+  do {
+    absl::SleepFor(absl::Milliseconds(200));
+    taken = b->Campaign("replica-b");
+  } while (!taken.ok() && absl::Now() < until);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_EQ(a->KeepAlive().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(a->FencedPut(*led, {{"jobs/x", "late"}}).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(EtcdSessionTest, AnUnreachableEtcdIsUnavailableNamingIt) {
+  EtcdSession::Options options;
+  options.endpoint = "127.0.0.1:1";  // Nothing listens there.
+  options.timeout = absl::Milliseconds(500);
+  absl::StatusOr<std::unique_ptr<EtcdSession>> session =
+      EtcdSession::Start(options);
+  ASSERT_EQ(session.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(session.status().message().find("etcd at 127.0.0.1:1"),
+            std::string::npos)
+      << session.status();
+}
+
+}  // namespace
+}  // namespace shard::server::replication
