@@ -166,4 +166,32 @@ absl::StatusOr<std::string> EtcdSession::Get(const std::string& key) {
   return response.kvs(0).value();
 }
 
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+EtcdSession::List(const std::string& key_prefix) {
+  constexpr int64_t kPage = 1000;
+  const std::string first = options_.prefix + key_prefix;
+  // The end of the range: the prefix with its last byte incremented.
+  std::string end = first;
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) {
+    end.pop_back();
+  }
+  if (!end.empty()) end.back() = static_cast<char>(end.back() + 1);
+  std::vector<std::pair<std::string, std::string>> found;
+  std::string from = first;
+  while (true) {
+    etcdserverpb::RangeRequest request;
+    request.set_key(from);
+    request.set_range_end(end.empty() ? std::string(1, '\0') : end);
+    request.set_limit(kPage);
+    etcdserverpb::RangeResponse response;
+    grpc::Status status = kv_->Range(Context().get(), request, &response);
+    if (!status.ok()) return EtcdError(status, "Range");
+    for (const auto& kv : response.kvs()) {
+      found.emplace_back(kv.key().substr(options_.prefix.size()), kv.value());
+    }
+    if (!response.more() || response.kvs_size() == 0) return found;
+    from = response.kvs(response.kvs_size() - 1).key() + '\0';
+  }
+}
+
 }  // namespace shard::server::replication

@@ -78,6 +78,11 @@ class EtcdSession {
       const std::vector<std::pair<std::string, std::string>>& entries);
   // The value of `key` (relative to the prefix); NOT_FOUND if absent.
   absl::StatusOr<std::string> Get(const std::string& key);
+  // Every (key, value) whose key starts with `key_prefix` (relative to the
+  // session's prefix, as are the keys returned), in key order; read in
+  // pages so that no answer outgrows a gRPC message.
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> List(
+      const std::string& key_prefix);
 
  private:
   EtcdSession(Options options, std::shared_ptr<grpc::Channel> channel);

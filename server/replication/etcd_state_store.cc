@@ -1,0 +1,172 @@
+#include "server/replication/etcd_state_store.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+
+namespace shard::server::replication {
+namespace {
+
+constexpr absl::string_view kLogPrefix = "log/";
+
+}  // namespace
+
+std::string EtcdStateStore::RecordKey(uint64_t sequence) {
+  return absl::StrFormat("%s%020d", kLogPrefix, sequence);
+}
+
+absl::StatusOr<EtcdStateStore::Recovered> EtcdStateStore::Recover(
+    EtcdSession& session) {
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> records =
+      session.List(std::string(kLogPrefix));
+  if (!records.ok()) return records.status();
+  Recovered recovered;
+  for (const auto& [key, value] : *records) {
+    uint64_t sequence = 0;
+    absl::string_view digits = key;
+    if (!absl::ConsumePrefix(&digits, kLogPrefix) ||
+        !absl::SimpleAtoi(digits, &sequence) || key != RecordKey(sequence)) {
+      return absl::DataLossError(
+          absl::StrCat("etcd key ", key, " is not a record key"));
+    }
+    shard::state::v1::JournalRecord record;
+    if (!record.ParseFromString(value) || record.sequence() != sequence) {
+      return absl::DataLossError(absl::StrCat(
+          "etcd record ", key, " does not parse as record ", sequence));
+    }
+    if (sequence != recovered.last_sequence + 1) {
+      return absl::DataLossError(
+          absl::StrCat("etcd holds record ", sequence, " after record ",
+                       recovered.last_sequence, ": the history has a gap"));
+    }
+    if (absl::Status s = recovered.state.Apply(record.update()); !s.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "etcd record ", sequence, " does not fit the state: ", s.message()));
+    }
+    recovered.last_sequence = sequence;
+  }
+  return recovered;
+}
+
+EtcdStateStore::EtcdStateStore(EtcdSession* session,
+                               EtcdSession::Leadership leadership,
+                               uint64_t last_sequence)
+    : session_(session),
+      leadership_(std::move(leadership)),
+      last_sequence_(last_sequence),
+      durable_sequence_(last_sequence),
+      writer_([this] { WriterLoop(); }) {}
+
+EtcdStateStore::~EtcdStateStore() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  writer_.join();
+  std::multimap<uint64_t, Durable> left;
+  {
+    absl::MutexLock lock(&mu_);
+    left.swap(pending_);
+  }
+  for (auto& [sequence, done] : left) {
+    std::move(done)(absl::UnavailableError("the etcd store was closed"));
+  }
+}
+
+absl::StatusOr<uint64_t> EtcdStateStore::Enqueue(
+    const shard::state::v1::StateUpdate& update) {
+  absl::MutexLock lock(&mu_);
+  if (!broken_.ok()) return broken_;
+  const uint64_t sequence = ++last_sequence_;
+  shard::state::v1::JournalRecord record;
+  record.set_sequence(sequence);
+  *record.mutable_update() = update;
+  queue_.emplace_back(RecordKey(sequence), record.SerializeAsString());
+  queue_last_ = sequence;
+  return sequence;
+}
+
+void EtcdStateStore::WhenDurable(uint64_t sequence, Durable done) {
+  absl::Status decided;
+  {
+    absl::MutexLock lock(&mu_);
+    if (durable_sequence_ < sequence && broken_.ok()) {
+      pending_.emplace(sequence, std::move(done));
+      return;
+    }
+    decided = durable_sequence_ >= sequence ? absl::OkStatus() : broken_;
+  }
+  std::move(done)(decided);
+}
+
+void EtcdStateStore::RunDecided() {
+  std::vector<std::pair<Durable, absl::Status>> decided;
+  {
+    absl::MutexLock lock(&mu_);
+    auto end =
+        broken_.ok() ? pending_.upper_bound(durable_sequence_) : pending_.end();
+    for (auto it = pending_.begin(); it != end; ++it) {
+      decided.emplace_back(std::move(it->second), it->first <= durable_sequence_
+                                                      ? absl::OkStatus()
+                                                      : broken_);
+    }
+    pending_.erase(pending_.begin(), end);
+  }
+  for (auto& [done, status] : decided) std::move(done)(status);
+}
+
+void EtcdStateStore::WriterLoop() {
+  while (true) {
+    std::vector<std::pair<std::string, std::string>> batch;
+    uint64_t last = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !queue_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (queue_.empty() || !broken_.ok()) return;
+      // One Txn: everything queued, up to kMaxRecordsPerTxn records.
+      const size_t take = std::min(queue_.size(), kMaxRecordsPerTxn);
+      batch.assign(std::make_move_iterator(queue_.begin()),
+                   std::make_move_iterator(queue_.begin() + take));
+      queue_.erase(queue_.begin(), queue_.begin() + take);
+      last = queue_last_ - queue_.size();
+    }
+    absl::Status written = session_->FencedPut(leadership_, batch);
+    {
+      absl::MutexLock lock(&mu_);
+      ++transactions_;
+      if (written.ok()) {
+        durable_sequence_ = last;
+      } else {
+        broken_ = absl::UnavailableError(absl::StrCat(
+            "cannot make state durable in etcd (", written.message(),
+            "); this coordinator refuses all calls until it is restarted"));
+        queue_.clear();
+      }
+    }
+    RunDecided();
+  }
+}
+
+uint64_t EtcdStateStore::last_sequence() const {
+  absl::MutexLock lock(&mu_);
+  return last_sequence_;
+}
+
+absl::Status EtcdStateStore::broken() const {
+  absl::MutexLock lock(&mu_);
+  return broken_;
+}
+
+uint64_t EtcdStateStore::transactions() const {
+  absl::MutexLock lock(&mu_);
+  return transactions_;
+}
+
+}  // namespace shard::server::replication
