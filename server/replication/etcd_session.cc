@@ -46,7 +46,8 @@ EtcdSession::EtcdSession(Options options,
                          std::shared_ptr<grpc::Channel> channel)
     : options_(std::move(options)),
       kv_(etcdserverpb::KV::NewStub(channel)),
-      lease_(etcdserverpb::Lease::NewStub(channel)) {}
+      lease_(etcdserverpb::Lease::NewStub(channel)),
+      watch_(etcdserverpb::Watch::NewStub(channel)) {}
 
 std::unique_ptr<grpc::ClientContext> EtcdSession::Context() const {
   auto context = std::make_unique<grpc::ClientContext>();
@@ -166,32 +167,108 @@ absl::StatusOr<std::string> EtcdSession::Get(const std::string& key) {
   return response.kvs(0).value();
 }
 
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
-EtcdSession::List(const std::string& key_prefix) {
-  constexpr int64_t kPage = 1000;
+std::pair<std::string, std::string> EtcdSession::PrefixRange(
+    const std::string& key_prefix) const {
   const std::string first = options_.prefix + key_prefix;
-  // The end of the range: the prefix with its last byte incremented.
+  // The end of the range: the prefix with its last byte incremented ("\0":
+  // to the end of the key space).
   std::string end = first;
   while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) {
     end.pop_back();
   }
-  if (!end.empty()) end.back() = static_cast<char>(end.back() + 1);
+  if (end.empty()) return {first, std::string(1, '\0')};
+  end.back() = static_cast<char>(end.back() + 1);
+  return {first, end};
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+EtcdSession::List(const std::string& key_prefix, int64_t* revision) {
+  constexpr int64_t kPage = 1000;
+  const auto [first, end] = PrefixRange(key_prefix);
   std::vector<std::pair<std::string, std::string>> found;
   std::string from = first;
+  int64_t at = 0;  // The revision of the first page; later pages read it.
   while (true) {
     etcdserverpb::RangeRequest request;
     request.set_key(from);
-    request.set_range_end(end.empty() ? std::string(1, '\0') : end);
+    request.set_range_end(end);
     request.set_limit(kPage);
+    request.set_revision(at);
     etcdserverpb::RangeResponse response;
     grpc::Status status = kv_->Range(Context().get(), request, &response);
     if (!status.ok()) return EtcdError(status, "Range");
+    if (at == 0) at = response.header().revision();
     for (const auto& kv : response.kvs()) {
       found.emplace_back(kv.key().substr(options_.prefix.size()), kv.value());
     }
-    if (!response.more() || response.kvs_size() == 0) return found;
+    if (!response.more() || response.kvs_size() == 0) break;
     from = response.kvs(response.kvs_size() - 1).key() + '\0';
   }
+  if (revision != nullptr) *revision = at;
+  return found;
+}
+
+absl::StatusOr<std::unique_ptr<EtcdSession::PrefixWatch>> EtcdSession::Watch(
+    const std::string& key_prefix, int64_t start_revision) {
+  std::unique_ptr<PrefixWatch> watch(new PrefixWatch());
+  watch->prefix_size_ = options_.prefix.size();
+  watch->endpoint_ = options_.endpoint;
+  watch->stream_ = watch_->Watch(&watch->context_);
+  const auto [first, end] = PrefixRange(key_prefix);
+  etcdserverpb::WatchRequest request;
+  auto* create = request.mutable_create_request();
+  create->set_key(first);
+  create->set_range_end(end);
+  create->set_start_revision(start_revision);
+  create->add_filters(etcdserverpb::WatchCreateRequest::NODELETE);
+  etcdserverpb::WatchResponse created;
+  if (!watch->stream_->Write(request) || !watch->stream_->Read(&created) ||
+      !created.created()) {
+    watch->Cancel();
+    return EtcdError(watch->Finish(), "Watch");
+  }
+  return watch;
+}
+
+EtcdSession::PrefixWatch::~PrefixWatch() {
+  Cancel();
+  Finish().IgnoreError();
+}
+
+grpc::Status EtcdSession::PrefixWatch::Finish() {
+  if (finished_) return grpc::Status::CANCELLED;
+  finished_ = true;
+  return stream_->Finish();
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+EtcdSession::PrefixWatch::Next() {
+  etcdserverpb::WatchResponse response;
+  while (stream_->Read(&response)) {
+    if (response.compact_revision() > 0) {
+      return absl::DataLossError(absl::StrCat(
+          "etcd at ", endpoint_, " compacted its history to revision ",
+          response.compact_revision(), " past this watch's start"));
+    }
+    if (response.canceled()) {
+      return absl::UnavailableError(
+          absl::StrCat("etcd at ", endpoint_,
+                       " cancelled the watch: ", response.cancel_reason()));
+    }
+    if (response.events_size() == 0) continue;  // Progress only.
+    std::vector<std::pair<std::string, std::string>> puts;
+    for (const auto& event : response.events()) {
+      puts.emplace_back(event.kv().key().substr(prefix_size_),
+                        event.kv().value());
+    }
+    return puts;
+  }
+  const grpc::Status ended = Finish();
+  if (ended.error_code() == grpc::StatusCode::CANCELLED) {
+    return absl::CancelledError("the watch was cancelled");
+  }
+  return absl::UnavailableError(absl::StrCat(
+      "etcd at ", endpoint_, " ended the watch: ", ended.error_message()));
 }
 
 }  // namespace shard::server::replication

@@ -80,9 +80,41 @@ class EtcdSession {
   absl::StatusOr<std::string> Get(const std::string& key);
   // Every (key, value) whose key starts with `key_prefix` (relative to the
   // session's prefix, as are the keys returned), in key order; read in
-  // pages so that no answer outgrows a gRPC message.
+  // pages, all at one etcd revision (stored in `*revision` when given), so
+  // that no answer outgrows a gRPC message and the pages agree.
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> List(
-      const std::string& key_prefix);
+      const std::string& key_prefix, int64_t* revision = nullptr);
+
+  // The changes of the keys under one prefix, from a revision on.
+  class PrefixWatch {
+   public:
+    ~PrefixWatch();
+    // Blocks for the next changes, as (key relative to the session's
+    // prefix, value) puts in revision order; the status that ended the
+    // watch (Cancel: CANCELLED; etcd gone: UNAVAILABLE; history compacted
+    // past the start: DATA_LOSS).
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Next();
+    // Ends the watch; a Next() blocked in another thread returns.
+    void Cancel() { context_.TryCancel(); }
+
+   private:
+    friend class EtcdSession;
+    PrefixWatch() = default;
+    // Finishes the stream once; its status.
+    grpc::Status Finish();
+
+    grpc::ClientContext context_;
+    bool finished_ = false;
+    std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest,
+                                             etcdserverpb::WatchResponse>>
+        stream_;
+    size_t prefix_size_ = 0;
+    std::string endpoint_;
+  };
+  // Watches the keys under `key_prefix` from `start_revision` on (puts
+  // only). UNAVAILABLE if etcd does not accept the watch.
+  absl::StatusOr<std::unique_ptr<PrefixWatch>> Watch(
+      const std::string& key_prefix, int64_t start_revision);
 
  private:
   EtcdSession(Options options, std::shared_ptr<grpc::Channel> channel);
@@ -92,9 +124,14 @@ class EtcdSession {
   absl::Status EtcdError(const grpc::Status& status,
                          absl::string_view call) const;
 
+  // [first, end) of the keys starting with `key_prefix`.
+  std::pair<std::string, std::string> PrefixRange(
+      const std::string& key_prefix) const;
+
   const Options options_;
   std::unique_ptr<etcdserverpb::KV::Stub> kv_;
   std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
+  std::unique_ptr<etcdserverpb::Watch::Stub> watch_;
   int64_t lease_id_ = 0;
 };
 

@@ -9,47 +9,49 @@
 #include "absl/strings/strip.h"
 
 namespace shard::server::replication {
-namespace {
-
-constexpr absl::string_view kLogPrefix = "log/";
-
-}  // namespace
-
 std::string EtcdStateStore::RecordKey(uint64_t sequence) {
-  return absl::StrFormat("%s%020d", kLogPrefix, sequence);
+  return absl::StrFormat("%s%020d", kRecordPrefix, sequence);
 }
 
 absl::StatusOr<EtcdStateStore::Recovered> EtcdStateStore::Recover(
     EtcdSession& session) {
-  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> records =
-      session.List(std::string(kLogPrefix));
-  if (!records.ok()) return records.status();
   Recovered recovered;
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> records =
+      session.List(std::string(kRecordPrefix), &recovered.revision);
+  if (!records.ok()) return records.status();
   for (const auto& [key, value] : *records) {
-    uint64_t sequence = 0;
-    absl::string_view digits = key;
-    if (!absl::ConsumePrefix(&digits, kLogPrefix) ||
-        !absl::SimpleAtoi(digits, &sequence) || key != RecordKey(sequence)) {
-      return absl::DataLossError(
-          absl::StrCat("etcd key ", key, " is not a record key"));
-    }
-    shard::state::v1::JournalRecord record;
-    if (!record.ParseFromString(value) || record.sequence() != sequence) {
-      return absl::DataLossError(absl::StrCat(
-          "etcd record ", key, " does not parse as record ", sequence));
-    }
-    if (sequence != recovered.last_sequence + 1) {
-      return absl::DataLossError(
-          absl::StrCat("etcd holds record ", sequence, " after record ",
-                       recovered.last_sequence, ": the history has a gap"));
-    }
-    if (absl::Status s = recovered.state.Apply(record.update()); !s.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          "etcd record ", sequence, " does not fit the state: ", s.message()));
-    }
-    recovered.last_sequence = sequence;
+    if (absl::Status s = ApplyRecord(key, value, recovered); !s.ok()) return s;
   }
   return recovered;
+}
+
+absl::Status EtcdStateStore::ApplyRecord(const std::string& key,
+                                         const std::string& value,
+                                         Recovered& into) {
+  uint64_t sequence = 0;
+  absl::string_view digits = key;
+  if (!absl::ConsumePrefix(&digits, kRecordPrefix) ||
+      !absl::SimpleAtoi(digits, &sequence) || key != RecordKey(sequence)) {
+    return absl::DataLossError(
+        absl::StrCat("etcd key ", key, " is not a record key"));
+  }
+  if (sequence <= into.last_sequence) return absl::OkStatus();
+  shard::state::v1::JournalRecord record;
+  if (!record.ParseFromString(value) || record.sequence() != sequence) {
+    return absl::DataLossError(absl::StrCat(
+        "etcd record ", key, " does not parse as record ", sequence));
+  }
+  if (sequence != into.last_sequence + 1) {
+    return absl::DataLossError(
+        absl::StrCat("etcd holds record ", sequence, " after record ",
+                     into.last_sequence, ": the history has a gap"));
+  }
+  if (absl::Status s = into.state.Apply(record.update()); !s.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "etcd record ", sequence, " does not fit the state: ", s.message()));
+  }
+  into.last_sequence = sequence;
+  return absl::OkStatus();
 }
 
 EtcdStateStore::EtcdStateStore(EtcdSession* session,

@@ -31,6 +31,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "server/coordinator_state.h"
 #include "server/replication/etcd_session.h"
@@ -41,13 +42,23 @@ namespace shard::server::replication {
 class EtcdStateStore : public storage::StateStore {
  public:
   static constexpr size_t kMaxRecordsPerTxn = 100;
+  // Records live under <prefix>log/<sequence, 20 digits>.
+  static constexpr absl::string_view kRecordPrefix = "log/";
 
   struct Recovered {
     CoordinatorState state;
     uint64_t last_sequence = 0;
+    // The etcd revision the records were read at: a watch from the next
+    // one sees every later record.
+    int64_t revision = 0;
   };
   // The state the records under the session's prefix describe.
   static absl::StatusOr<Recovered> Recover(EtcdSession& session);
+  // Applies the record stored under `key` (relative to the prefix) to
+  // `into` if it is the next one; one already applied is skipped; a gap, a
+  // foreign key or a record that does not fit is DATA_LOSS.
+  static absl::Status ApplyRecord(const std::string& key,
+                                  const std::string& value, Recovered& into);
 
   // A store appending after `last_sequence` (what Recover found) with
   // `leadership`. `session` must outlive the store.
