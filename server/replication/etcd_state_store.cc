@@ -59,8 +59,8 @@ EtcdStateStore::EtcdStateStore(EtcdSession* session,
                                uint64_t last_sequence)
     : session_(session),
       leadership_(std::move(leadership)),
+      waiters_(last_sequence),
       last_sequence_(last_sequence),
-      durable_sequence_(last_sequence),
       writer_([this] { WriterLoop(); }) {}
 
 EtcdStateStore::~EtcdStateStore() {
@@ -69,14 +69,7 @@ EtcdStateStore::~EtcdStateStore() {
     stopping_ = true;
   }
   writer_.join();
-  std::multimap<uint64_t, Durable> left;
-  {
-    absl::MutexLock lock(&mu_);
-    left.swap(pending_);
-  }
-  for (auto& [sequence, done] : left) {
-    std::move(done)(absl::UnavailableError("the etcd store was closed"));
-  }
+  waiters_.Close("the etcd store was closed");
 }
 
 absl::StatusOr<uint64_t> EtcdStateStore::Enqueue(
@@ -93,32 +86,7 @@ absl::StatusOr<uint64_t> EtcdStateStore::Enqueue(
 }
 
 void EtcdStateStore::WhenDurable(uint64_t sequence, Durable done) {
-  absl::Status decided;
-  {
-    absl::MutexLock lock(&mu_);
-    if (durable_sequence_ < sequence && broken_.ok()) {
-      pending_.emplace(sequence, std::move(done));
-      return;
-    }
-    decided = durable_sequence_ >= sequence ? absl::OkStatus() : broken_;
-  }
-  std::move(done)(decided);
-}
-
-void EtcdStateStore::RunDecided() {
-  std::vector<std::pair<Durable, absl::Status>> decided;
-  {
-    absl::MutexLock lock(&mu_);
-    auto end =
-        broken_.ok() ? pending_.upper_bound(durable_sequence_) : pending_.end();
-    for (auto it = pending_.begin(); it != end; ++it) {
-      decided.emplace_back(std::move(it->second), it->first <= durable_sequence_
-                                                      ? absl::OkStatus()
-                                                      : broken_);
-    }
-    pending_.erase(pending_.begin(), end);
-  }
-  for (auto& [done, status] : decided) std::move(done)(status);
+  waiters_.Add(sequence, std::move(done));
 }
 
 void EtcdStateStore::WriterLoop() {
@@ -140,19 +108,22 @@ void EtcdStateStore::WriterLoop() {
       last = queue_last_ - queue_.size();
     }
     absl::Status written = session_->FencedPut(leadership_, batch);
+    absl::Status broken;
     {
       absl::MutexLock lock(&mu_);
       ++transactions_;
-      if (written.ok()) {
-        durable_sequence_ = last;
-      } else {
-        broken_ = absl::UnavailableError(absl::StrCat(
+      if (!written.ok()) {
+        broken_ = broken = absl::UnavailableError(absl::StrCat(
             "cannot make state durable in etcd (", written.message(),
             "); this coordinator refuses all calls until it is restarted"));
         queue_.clear();
       }
     }
-    RunDecided();
+    if (broken.ok()) {
+      waiters_.Advance(last);
+    } else {
+      waiters_.Break(broken);
+    }
   }
 }
 

@@ -22,7 +22,6 @@
 #define SERVER_REPLICATION_ETCD_STATE_STORE_H_
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -35,6 +34,7 @@
 #include "absl/synchronization/mutex.h"
 #include "server/coordinator_state.h"
 #include "server/replication/etcd_session.h"
+#include "server/storage/durable_waiters.h"
 #include "server/storage/state_store.h"
 
 namespace shard::server::replication {
@@ -85,21 +85,18 @@ class EtcdStateStore : public storage::StateStore {
 
  private:
   void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
-  // Runs (outside mu_) the callbacks decided by now.
-  void RunDecided() ABSL_LOCKS_EXCLUDED(mu_);
 
   EtcdSession* const session_;
   const EtcdSession::Leadership leadership_;
 
+  storage::DurableWaiters waiters_;  // Thread-safe on its own.
   mutable absl::Mutex mu_;
   std::vector<std::pair<std::string, std::string>> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t queue_last_ ABSL_GUARDED_BY(mu_) = 0;  // Sequence of its last.
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_);
-  uint64_t durable_sequence_ ABSL_GUARDED_BY(mu_);
   uint64_t transactions_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::multimap<uint64_t, Durable> pending_ ABSL_GUARDED_BY(mu_);
   std::thread writer_;
 };
 

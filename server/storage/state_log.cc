@@ -207,16 +207,8 @@ StateLog::~StateLog() {
     changed_.SignalAll();
   }
   if (writer_.joinable()) writer_.join();
-  // The writer wrote everything queued, so nothing should be left; a
-  // callback that is must still run exactly once.
-  std::multimap<uint64_t, Durable> left;
-  {
-    absl::MutexLock lock(&mu_);
-    left.swap(pending_);
-  }
-  for (auto& [sequence, done] : left) {
-    std::move(done)(absl::UnavailableError("the journal was closed"));
-  }
+  // The writer wrote everything queued, so nothing should be left.
+  waiters_.Close("the journal was closed");
 }
 
 std::unique_ptr<StateLog> StateLog::InMemory() {
@@ -242,7 +234,6 @@ absl::StatusOr<OpenedLog> StateLog::Open(FileSystem* fs, const std::string& dir,
   {
     absl::MutexLock lock(&log.mu_);
     log.last_sequence_ = last;
-    log.durable_sequence_ = last;
     log.snapshot_bytes_ = recovered->snapshot_bytes;
     log.records_since_snapshot_ = recovered->stats.replayed_records;
   }
@@ -257,6 +248,7 @@ absl::StatusOr<OpenedLog> StateLog::Open(FileSystem* fs, const std::string& dir,
   } else if (absl::Status s = log.StartSegment(last + 1); !s.ok()) {
     return s;
   }
+  log.waiters_.Advance(last);
   log.writer_ = std::thread([&log] { log.WriterLoop(); });
   return opened;
 }
@@ -271,12 +263,13 @@ absl::Status StateLog::StartSegment(uint64_t first_sequence) {
 
 absl::StatusOr<uint64_t> StateLog::Enqueue(
     const shard::state::v1::StateUpdate& update) {
-  absl::MutexLock lock(&mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   if (!broken_.ok()) return broken_;
   const uint64_t sequence = ++last_sequence_;
   ++records_since_snapshot_;
   if (file_system_ == nullptr) {
-    durable_sequence_ = sequence;
+    lock.Release();
+    waiters_.Advance(sequence);  // Kept nowhere: durable at once.
     return sequence;
   }
   shard::state::v1::JournalRecord record;
@@ -289,32 +282,7 @@ absl::StatusOr<uint64_t> StateLog::Enqueue(
 }
 
 void StateLog::WhenDurable(uint64_t sequence, Durable done) {
-  absl::Status decided;
-  {
-    absl::MutexLock lock(&mu_);
-    if (durable_sequence_ < sequence && broken_.ok()) {
-      pending_.emplace(sequence, std::move(done));
-      return;
-    }
-    decided = durable_sequence_ >= sequence ? absl::OkStatus() : broken_;
-  }
-  std::move(done)(decided);
-}
-
-void StateLog::RunDecided() {
-  std::vector<std::pair<Durable, absl::Status>> decided;
-  {
-    absl::MutexLock lock(&mu_);
-    auto end =
-        broken_.ok() ? pending_.upper_bound(durable_sequence_) : pending_.end();
-    for (auto it = pending_.begin(); it != end; ++it) {
-      decided.emplace_back(std::move(it->second), it->first <= durable_sequence_
-                                                      ? absl::OkStatus()
-                                                      : broken_);
-    }
-    pending_.erase(pending_.begin(), end);
-  }
-  for (auto& [done, status] : decided) std::move(done)(status);
+  waiters_.Add(sequence, std::move(done));
 }
 
 void StateLog::MaybeSnapshot(const server::CoordinatorState& state) {
@@ -407,12 +375,7 @@ bool StateLog::WriteGroup(const std::string& framed, uint64_t last,
   if (options_.on_sync) {
     options_.on_sync(written - began, absl::Now() - written, records);
   }
-  {
-    absl::MutexLock lock(&mu_);
-    durable_sequence_ = last;
-    changed_.SignalAll();
-  }
-  RunDecided();
+  waiters_.Advance(last);
   return true;
 }
 
@@ -427,7 +390,7 @@ void StateLog::Break(const absl::Status& cause) {
     queue_.clear();
     changed_.SignalAll();
   }
-  RunDecided();
+  waiters_.Break(broken);
   if (options_.on_broken) options_.on_broken(broken);
 }
 

@@ -37,7 +37,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -52,6 +51,7 @@
 #include "absl/time/time.h"
 #include "common/storage/file_system.h"
 #include "server/coordinator_state.h"
+#include "server/storage/durable_waiters.h"
 #include "server/storage/state_store.h"
 #include "shard/state/v1/updates.pb.h"
 
@@ -172,8 +172,6 @@ class StateLog : public StateStore {
       ABSL_LOCKS_EXCLUDED(mu_);
   void WriteSnapshot(const QueuedSnapshot& queued) ABSL_LOCKS_EXCLUDED(mu_);
   void Break(const absl::Status& cause) ABSL_LOCKS_EXCLUDED(mu_);
-  // Runs (outside mu_) the WhenDurable callbacks decided by now.
-  void RunDecided() ABSL_LOCKS_EXCLUDED(mu_);
 
   FileSystem* const file_system_;  // Null for the in-memory log.
   const std::string dir_;
@@ -186,12 +184,11 @@ class StateLog : public StateStore {
   std::vector<QueuedItem> queue_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;  // A batch is being written.
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t durable_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t snapshot_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
-  // WhenDurable callbacks not decided yet, by sequence.
-  std::multimap<uint64_t, Durable> pending_ ABSL_GUARDED_BY(mu_);
+  // WhenDurable callbacks (thread-safe on its own).
+  DurableWaiters waiters_{0};
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread writer_;
 };
