@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/replication/etcd_test_base.h"
 #include "tests/support/durable_append.h"
-#include "tests/support/etcd_process.h"
 #include "tests/support/state_updates.h"
 
 namespace shard::server::replication {
@@ -19,22 +19,11 @@ using shard::testing::Created;
 using shard::testing::Joined;
 using shard::testing::NormalSpec;
 
-std::unique_ptr<EtcdSession> Session(const std::string& endpoint) {
-  EtcdSession::Options options;
-  options.endpoint = endpoint;
-  options.prefix = "/cluster/";
-  absl::StatusOr<std::unique_ptr<EtcdSession>> session =
-      EtcdSession::Start(options);
-  EXPECT_TRUE(session.ok()) << session.status();
-  return session.ok() ? *std::move(session) : nullptr;
-}
+class EtcdFollowerTest : public EtcdTestBase {};
 
-TEST(EtcdFollowerTest, AStandbyHoldsTheLeadersStateByteForByte) {
-  absl::StatusOr<std::unique_ptr<testing::EtcdProcess>> etcd =
-      testing::EtcdProcess::Start();
-  ASSERT_TRUE(etcd.ok()) << etcd.status();
-  std::unique_ptr<EtcdSession> leader = Session((*etcd)->endpoint());
-  std::unique_ptr<EtcdSession> standby = Session((*etcd)->endpoint());
+TEST_F(EtcdFollowerTest, AStandbyHoldsTheLeadersStateByteForByte) {
+  std::unique_ptr<EtcdSession> leader = Session();
+  std::unique_ptr<EtcdSession> standby = Session();
   ASSERT_TRUE(leader && standby);
   absl::StatusOr<EtcdSession::Leadership> led = leader->Campaign("replica-a");
   ASSERT_TRUE(led.ok()) << led.status();

@@ -8,33 +8,12 @@
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "tests/support/etcd_process.h"
+#include "tests/replication/etcd_test_base.h"
 
 namespace shard::server::replication {
 namespace {
 
-class EtcdSessionTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<testing::EtcdProcess>> etcd =
-        testing::EtcdProcess::Start();
-    ASSERT_TRUE(etcd.ok()) << etcd.status();
-    etcd_ = *std::move(etcd);
-  }
-
-  std::unique_ptr<EtcdSession> Session(absl::Duration ttl = absl::Seconds(5)) {
-    EtcdSession::Options options;
-    options.endpoint = etcd_->endpoint();
-    options.prefix = "/test/";
-    options.lease_ttl = ttl;
-    absl::StatusOr<std::unique_ptr<EtcdSession>> session =
-        EtcdSession::Start(options);
-    EXPECT_TRUE(session.ok()) << session.status();
-    return session.ok() ? *std::move(session) : nullptr;
-  }
-
-  std::unique_ptr<testing::EtcdProcess> etcd_;
-};
+class EtcdSessionTest : public EtcdTestBase {};
 
 TEST_F(EtcdSessionTest, OneLeaderAtATimeAndOthersAreToldWho) {
   std::unique_ptr<EtcdSession> a = Session();

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
+#include "tests/replication/etcd_test_base.h"
 #include "tests/support/durable_append.h"
-#include "tests/support/etcd_process.h"
 #include "tests/support/state_updates.h"
 
 namespace shard::server::replication {
@@ -23,27 +23,7 @@ using shard::testing::Created;
 using shard::testing::Joined;
 using shard::testing::NormalSpec;
 
-class EtcdStateStoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<testing::EtcdProcess>> etcd =
-        testing::EtcdProcess::Start();
-    ASSERT_TRUE(etcd.ok()) << etcd.status();
-    etcd_ = *std::move(etcd);
-  }
-
-  std::unique_ptr<EtcdSession> Session() {
-    EtcdSession::Options options;
-    options.endpoint = etcd_->endpoint();
-    options.prefix = "/cluster/";
-    absl::StatusOr<std::unique_ptr<EtcdSession>> session =
-        EtcdSession::Start(options);
-    EXPECT_TRUE(session.ok()) << session.status();
-    return session.ok() ? *std::move(session) : nullptr;
-  }
-
-  std::unique_ptr<testing::EtcdProcess> etcd_;
-};
+class EtcdStateStoreTest : public EtcdTestBase {};
 
 // Jobs and their members, as a coordinator would journal them.
 std::vector<StateUpdate> History(int jobs) {
