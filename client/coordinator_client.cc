@@ -15,10 +15,11 @@ namespace {
 
 using Stub = shard::v1::Coordinator::Stub;
 
-// One unary call with retries of UNAVAILABLE; each attempt has `timeout`.
+// One unary call with retries of UNAVAILABLE (each moving on to the
+// replica that leads, see CoordinatorReplicas); each attempt has `timeout`.
 template <typename Request, typename Response>
 absl::StatusOr<Response> CallWithRetry(
-    Stub* stub,
+    CoordinatorReplicas& replicas,
     grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
                                  Response*),
     const char* name, const Request& request, absl::Duration timeout,
@@ -27,7 +28,11 @@ absl::StatusOr<Response> CallWithRetry(
   absl::Status status = RetryUnavailable(retry, [&]() -> absl::Status {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    return FromGrpcStatus((stub->*method)(&context, request, &response), name);
+    const CoordinatorReplicas::Pick replica = replicas.Current();
+    absl::Status status = FromGrpcStatus(
+        ((*replica.stub).*method)(&context, request, &response), name);
+    if (absl::IsUnavailable(status)) replicas.Failed(replica, context);
+    return status;
   });
   if (!status.ok()) return status;
   return response;
@@ -53,7 +58,7 @@ RetryPolicy NoRetry() {
 // spent, so that the caller's own timeout is what counts.
 template <typename Request, typename Response, typename Done>
 absl::StatusOr<Response> WaitInRounds(
-    Stub* stub,
+    CoordinatorReplicas& replicas,
     grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
                                  Response*),
     const char* name, Request request, absl::Duration wait,
@@ -64,8 +69,8 @@ absl::StatusOr<Response> WaitInRounds(
         std::max(absl::ZeroDuration(), until - absl::Now());
     request.set_wait_ms(static_cast<uint32_t>(
         std::clamp<int64_t>(absl::ToInt64Milliseconds(left), 0, UINT32_MAX)));
-    absl::StatusOr<Response> response =
-        CallWithRetry(stub, method, name, request, rpc_timeout + left, retry);
+    absl::StatusOr<Response> response = CallWithRetry(
+        replicas, method, name, request, rpc_timeout + left, retry);
     if (!response.ok() || done(*response) || absl::Now() >= until) {
       return response;
     }
@@ -76,22 +81,18 @@ absl::StatusOr<Response> WaitInRounds(
 
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(
     const ClientOptions& options) {
-  if (options.address.empty()) {
-    return absl::InvalidArgumentError(
-        "coordinator address is empty; expected HOST:PORT");
-  }
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      NewCoordinatorChannel(options.address, options.security,
-                            kMaxReceiveBytes);
-  if (!channel.ok()) return channel.status();
-  return std::unique_ptr<CoordinatorClient>(new CoordinatorClient(
-      options, shard::v1::Coordinator::NewStub(*channel)));
+  absl::StatusOr<std::shared_ptr<CoordinatorReplicas>> replicas =
+      CoordinatorReplicas::Open(options.address, options.security,
+                                kMaxReceiveBytes);
+  if (!replicas.ok()) return replicas.status();
+  return std::unique_ptr<CoordinatorClient>(
+      new CoordinatorClient(options, *std::move(replicas)));
 }
 
-CoordinatorClient::CoordinatorClient(ClientOptions options,
-                                     std::shared_ptr<Stub> stub)
+CoordinatorClient::CoordinatorClient(
+    ClientOptions options, std::shared_ptr<CoordinatorReplicas> replicas)
     : options_(std::move(options)),
-      stub_(std::move(stub)),
+      replicas_(std::move(replicas)),
       incarnation_(std::random_device{}() |
                    (uint64_t{std::random_device{}()} << 32) | 1) {}
 
@@ -100,7 +101,7 @@ absl::StatusOr<shard::v1::Job> CoordinatorClient::CreateJob(
   shard::v1::CreateJobRequest request;
   request.set_job_id(job_id);
   *request.mutable_spec() = spec;
-  return CallWithRetry(stub_.get(), &Stub::CreateJob, "CreateJob", request,
+  return CallWithRetry(*replicas_, &Stub::CreateJob, "CreateJob", request,
                        options_.rpc_timeout, options_.retry);
 }
 
@@ -108,13 +109,13 @@ absl::StatusOr<shard::v1::Job> CoordinatorClient::GetJob(
     const std::string& job_id) {
   shard::v1::GetJobRequest request;
   request.set_job_id(job_id);
-  return CallWithRetry(stub_.get(), &Stub::GetJob, "GetJob", request,
+  return CallWithRetry(*replicas_, &Stub::GetJob, "GetJob", request,
                        options_.rpc_timeout, options_.retry);
 }
 
 absl::StatusOr<std::vector<shard::v1::Job>> CoordinatorClient::ListJobs() {
   absl::StatusOr<shard::v1::ListJobsResponse> response = CallWithRetry(
-      stub_.get(), &Stub::ListJobs, "ListJobs", shard::v1::ListJobsRequest(),
+      *replicas_, &Stub::ListJobs, "ListJobs", shard::v1::ListJobsRequest(),
       options_.rpc_timeout, options_.retry);
   if (!response.ok()) return response.status();
   return std::vector<shard::v1::Job>(response->jobs().begin(),
@@ -138,7 +139,7 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
         std::max(absl::ZeroDuration(), until - absl::Now());
     request.set_wait_for_world_ms(static_cast<uint32_t>(
         std::min<int64_t>(absl::ToInt64Milliseconds(left), UINT32_MAX)));
-    response = CallWithRetry(stub_.get(), &Stub::JoinJob, "JoinJob", request,
+    response = CallWithRetry(*replicas_, &Stub::JoinJob, "JoinJob", request,
                              options_.rpc_timeout + left, options_.retry);
     if (response.ok() || !absl::IsDeadlineExceeded(response.status()) ||
         absl::Now() >= until) {
@@ -167,8 +168,8 @@ absl::StatusOr<shard::v1::PreviewShardResponse> CoordinatorClient::Preview(
   request.set_epoch(epoch);
   request.set_offset(offset);
   request.set_limit(limit);
-  return CallWithRetry(stub_.get(), &Stub::PreviewShard, "PreviewShard",
-                       request, options_.rpc_timeout, options_.retry);
+  return CallWithRetry(*replicas_, &Stub::PreviewShard, "PreviewShard", request,
+                       options_.rpc_timeout, options_.retry);
 }
 
 absl::Status CoordinatorClient::Heartbeat(const Membership& membership) {
@@ -177,7 +178,7 @@ absl::Status CoordinatorClient::Heartbeat(const Membership& membership) {
   request.set_member_id(membership.member_id);
   request.set_generation(membership.generation);
   request.set_incarnation(incarnation_);
-  return CallWithRetry(stub_.get(), &Stub::Heartbeat, "Heartbeat", request,
+  return CallWithRetry(*replicas_, &Stub::Heartbeat, "Heartbeat", request,
                        options_.rpc_timeout, NoRetry())
       .status();
 }
@@ -187,7 +188,7 @@ absl::Status CoordinatorClient::Leave(const Membership& membership) {
   request.set_job_id(membership.job_id);
   request.set_member_id(membership.member_id);
   request.set_incarnation(incarnation_);
-  return CallWithRetry(stub_.get(), &Stub::Leave, "Leave", request,
+  return CallWithRetry(*replicas_, &Stub::Leave, "Leave", request,
                        options_.rpc_timeout, options_.retry)
       .status();
 }
@@ -197,14 +198,14 @@ absl::Status CoordinatorClient::DeleteJob(const std::string& job_id,
   shard::v1::DeleteJobRequest request;
   request.set_job_id(job_id);
   request.set_force(force);
-  return CallWithRetry(stub_.get(), &Stub::DeleteJob, "DeleteJob", request,
+  return CallWithRetry(*replicas_, &Stub::DeleteJob, "DeleteJob", request,
                        options_.rpc_timeout, options_.retry)
       .status();
 }
 
 absl::StatusOr<absl::Duration> CoordinatorClient::Drain() {
   absl::StatusOr<shard::v1::DrainResponse> response =
-      CallWithRetry(stub_.get(), &Stub::Drain, "Drain",
+      CallWithRetry(*replicas_, &Stub::Drain, "Drain",
                     shard::v1::DrainRequest(), options_.rpc_timeout, NoRetry());
   if (!response.ok()) return response.status();
   return absl::Milliseconds(response->grace_ms());
@@ -218,7 +219,7 @@ CoordinatorClient::CommitProgress(const Membership& membership, uint64_t epoch,
   request.set_generation(membership.generation);
   request.set_epoch(epoch);
   request.set_position(position);
-  return CallWithRetry(stub_.get(), &Stub::CommitProgress, "CommitProgress",
+  return CallWithRetry(*replicas_, &Stub::CommitProgress, "CommitProgress",
                        request, options_.rpc_timeout, options_.retry);
 }
 
@@ -229,7 +230,7 @@ absl::Status CoordinatorClient::StoreSet(const Membership& membership,
   *request.mutable_scope() = ScopeOf(membership);
   request.set_key(key);
   request.set_value(value);
-  return CallWithRetry(stub_.get(), &Stub::StoreSet, "StoreSet", request,
+  return CallWithRetry(*replicas_, &Stub::StoreSet, "StoreSet", request,
                        options_.rpc_timeout, options_.retry)
       .status();
 }
@@ -240,7 +241,7 @@ absl::StatusOr<std::optional<std::string>> CoordinatorClient::StoreGet(
   *request.mutable_scope() = ScopeOf(membership);
   request.set_key(key);
   absl::StatusOr<shard::v1::StoreGetResponse> response = WaitInRounds(
-      stub_.get(), &Stub::StoreGet, "StoreGet", request, wait,
+      *replicas_, &Stub::StoreGet, "StoreGet", request, wait,
       options_.rpc_timeout, options_.retry,
       [](const shard::v1::StoreGetResponse& r) { return r.found(); });
   if (!response.ok()) return response.status();
@@ -255,7 +256,7 @@ absl::StatusOr<int64_t> CoordinatorClient::StoreAdd(
   request.set_key(key);
   request.set_delta(delta);
   absl::StatusOr<shard::v1::StoreAddResponse> response =
-      CallWithRetry(stub_.get(), &Stub::StoreAdd, "StoreAdd", request,
+      CallWithRetry(*replicas_, &Stub::StoreAdd, "StoreAdd", request,
                     options_.rpc_timeout, NoRetry());
   if (!response.ok()) return response.status();
   return response->value();
@@ -270,7 +271,7 @@ absl::StatusOr<std::string> CoordinatorClient::StoreCompareSet(
   request.set_expected(expected);
   request.set_desired(desired);
   absl::StatusOr<shard::v1::StoreCompareSetResponse> response =
-      CallWithRetry(stub_.get(), &Stub::StoreCompareSet, "StoreCompareSet",
+      CallWithRetry(*replicas_, &Stub::StoreCompareSet, "StoreCompareSet",
                     request, options_.rpc_timeout, options_.retry);
   if (!response.ok()) return response.status();
   return response->value();
@@ -283,7 +284,7 @@ absl::StatusOr<bool> CoordinatorClient::StoreWait(
   *request.mutable_scope() = ScopeOf(membership);
   for (const std::string& key : keys) request.add_keys(key);
   absl::StatusOr<shard::v1::StoreWaitResponse> response = WaitInRounds(
-      stub_.get(), &Stub::StoreWait, "StoreWait", request, wait,
+      *replicas_, &Stub::StoreWait, "StoreWait", request, wait,
       options_.rpc_timeout, options_.retry,
       [](const shard::v1::StoreWaitResponse& r) { return r.ready(); });
   if (!response.ok()) return response.status();
@@ -296,7 +297,7 @@ absl::StatusOr<bool> CoordinatorClient::StoreDelete(
   *request.mutable_scope() = ScopeOf(membership);
   request.set_key(key);
   absl::StatusOr<shard::v1::StoreDeleteResponse> response =
-      CallWithRetry(stub_.get(), &Stub::StoreDelete, "StoreDelete", request,
+      CallWithRetry(*replicas_, &Stub::StoreDelete, "StoreDelete", request,
                     options_.rpc_timeout, options_.retry);
   if (!response.ok()) return response.status();
   return response->deleted();
@@ -307,7 +308,7 @@ absl::StatusOr<int64_t> CoordinatorClient::StoreCount(
   shard::v1::StoreCountRequest request;
   *request.mutable_scope() = ScopeOf(membership);
   absl::StatusOr<shard::v1::StoreCountResponse> response =
-      CallWithRetry(stub_.get(), &Stub::StoreCount, "StoreCount", request,
+      CallWithRetry(*replicas_, &Stub::StoreCount, "StoreCount", request,
                     options_.rpc_timeout, options_.retry);
   if (!response.ok()) return response.status();
   return response->count();
@@ -322,8 +323,8 @@ std::unique_ptr<ShardStream> CoordinatorClient::OpenStream(
   request.set_rank(membership.rank);
   request.set_epoch(epoch);
   request.set_start_position(start_position);
-  return std::make_unique<ShardStream>(stub_, request, membership.world_size,
-                                       options, options_.retry);
+  return std::make_unique<ShardStream>(
+      replicas_, request, membership.world_size, options, options_.retry);
 }
 
 }  // namespace shard::client

@@ -11,11 +11,11 @@
 
 namespace shard::client {
 
-ShardStream::ShardStream(std::shared_ptr<shard::v1::Coordinator::Stub> stub,
+ShardStream::ShardStream(std::shared_ptr<CoordinatorReplicas> replicas,
                          shard::v1::StreamShardRequest request,
                          uint32_t world_size, const StreamOptions& options,
                          const RetryPolicy& retry)
-    : stub_(std::move(stub)),
+    : replicas_(std::move(replicas)),
       request_(std::move(request)),
       world_size_(world_size),
       options_(options),
@@ -81,8 +81,9 @@ absl::Status ShardStream::ReadOnce() {
     request.set_max_chunk_indices(options_.chunk_indices);
     active_context_ = &context;
   }
+  const CoordinatorReplicas::Pick replica = replicas_->Current();
   std::unique_ptr<grpc::ClientReader<shard::v1::IndexChunk>> reader =
-      stub_->StreamShard(&context, request);
+      replica.stub->StreamShard(&context, request);
   shard::v1::IndexChunk chunk;
   absl::Status status;
   while (reader->Read(&chunk)) {
@@ -124,7 +125,9 @@ absl::Status ShardStream::ReadOnce() {
   active_context_ = nullptr;
   if (!status.ok()) return status;
   if (cancelled_) return absl::CancelledError("stream closed");
-  return FromGrpcStatus(finish, "StreamShard");
+  absl::Status ended = FromGrpcStatus(finish, "StreamShard");
+  if (absl::IsUnavailable(ended)) replicas_->Failed(replica, context);
+  return ended;
 }
 
 absl::StatusOr<size_t> ShardStream::Next(absl::Span<uint64_t> out) {

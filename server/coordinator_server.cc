@@ -87,6 +87,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
 
   GrpcCoordinatorOptions glue;
   glue.token = server->token_ ? &*server->token_ : nullptr;
+  glue.serving_gate = opts.serving_gate;
   if (opts.metrics != nullptr) {
     glue.stream_hooks.indices_streamed = [metrics =
                                               opts.metrics](uint64_t count) {
@@ -149,7 +150,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     }
     server->health_address_ = BoundAddress(opts.health_listen, health_port);
   }
-  server->SetServing(true);
+  server->SetServing(opts.healthy);
   return server;
 }
 

@@ -46,6 +46,11 @@ struct CoordinatorServerOptions {
   metrics::ServerMetrics* metrics = nullptr;
   // How long in-flight calls may run once a stop begins.
   absl::Duration shutdown_grace = absl::Seconds(10);
+  // Replicated coordinators: see GrpcCoordinatorOptions::serving_gate.
+  std::function<absl::Status()> serving_gate;
+  // Health at start: SERVING, or NOT_SERVING for a standby replica (a
+  // readiness probe then routes to the leader alone).
+  bool healthy = true;
   // Called (once) when a client sends the Drain RPC, after the server
   // turned NOT_SERVING; the owner then calls Stop(). Unset: Drain answers
   // UNIMPLEMENTED.

@@ -74,6 +74,7 @@ CoordinatorService::CoordinatorService(
       writes_(std::move(recovered), log_.get()),
       leases_(options_.now) {
   absl::MutexLock lock(&mu_);
+  store_lost_through_ = state().last_generation();
   std::vector<std::string> job_ids;
   for (const auto& [id, job] : state().jobs()) {
     job_ids.push_back(id);
@@ -155,7 +156,19 @@ absl::Status CoordinatorService::CheckStoreScope(
   if (absl::Status s = plan::ValidateJobId(scope.job_id()); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckServing(); !s.ok()) return s;
-  return FindFormedJob(scope.job_id(), scope.generation()).status();
+  if (absl::Status s =
+          FindFormedJob(scope.job_id(), scope.generation()).status();
+      !s.ok()) {
+    return s;
+  }
+  if (scope.generation() <= store_lost_through_) {
+    return absl::AbortedError(absl::StrCat(
+        "the rendezvous keys of generation ", scope.generation(), " of job ",
+        scope.job_id(),
+        " did not survive the coordinator's restart or failover (they live "
+        "in memory); leave and join again to form a new generation"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CoordinatorService::CheckNotFromEarlierJob(const JobState& job,

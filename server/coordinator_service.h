@@ -319,6 +319,11 @@ class CoordinatorService {
   ParkedCalls parked_{&mu_, kCompletionThreads};
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t idle_jobs_expired_ ABSL_GUARDED_BY(mu_) = 0;
+  // The rendezvous store lives in memory: the generations recovered from
+  // the store (up to this one) lost their keys, and their store calls
+  // answer ABORTED so that trainers form a new generation instead of
+  // waiting for keys that are gone.
+  uint64_t store_lost_through_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread lease_thread_;
 };
 

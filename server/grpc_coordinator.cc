@@ -4,7 +4,10 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/time/clock.h"
+#include "absl/types/optional.h"
+#include "common/leader_hint.h"
 #include "server/event_log.h"
 #include "server/shard_stream_reactor.h"
 
@@ -21,17 +24,32 @@ GrpcCoordinator::GrpcCoordinator(CoordinatorService* service,
                                  GrpcCoordinatorOptions options)
     : service_(service), options_(std::move(options)) {}
 
-grpc::Status GrpcCoordinator::Authorize(
-    const grpc::ServerContextBase* context) const {
-  if (options_.token == nullptr) return grpc::Status::OK;
-  const auto& metadata = context->client_metadata();
-  const auto found = metadata.find("authorization");
-  std::optional<absl::string_view> authorization;
-  if (found != metadata.end()) {
-    authorization =
-        absl::string_view(found->second.data(), found->second.size());
+grpc::Status GrpcCoordinator::Admit(grpc::CallbackServerContext* context,
+                                    Scope scope) const {
+  if (options_.token != nullptr) {
+    const auto& metadata = context->client_metadata();
+    const auto found = metadata.find("authorization");
+    std::optional<absl::string_view> authorization;
+    if (found != metadata.end()) {
+      authorization =
+          absl::string_view(found->second.data(), found->second.size());
+    }
+    if (absl::Status denied = options_.token->Check(authorization);
+        !denied.ok()) {
+      return ToGrpcStatus(denied);
+    }
   }
-  return ToGrpcStatus(options_.token->Check(authorization));
+  if (scope == Scope::kLeaderOnly && options_.serving_gate) {
+    if (absl::Status refused = options_.serving_gate(); !refused.ok()) {
+      if (absl::optional<absl::Cord> leader =
+              refused.GetPayload(kLeaderMetadataKey);
+          leader.has_value() && !leader->empty()) {
+        context->AddTrailingMetadata(kLeaderMetadataKey, std::string(*leader));
+      }
+      return ToGrpcStatus(refused);
+    }
+  }
+  return grpc::Status::OK;
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Finished(
@@ -43,8 +61,9 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Finished(
 
 template <typename Response, typename Call>
 grpc::ServerUnaryReactor* GrpcCoordinator::Serve(
-    grpc::CallbackServerContext* context, Response* response, Call call) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+    grpc::CallbackServerContext* context, Response* response, Call call,
+    Scope scope) {
+  if (grpc::Status denied = Admit(context, scope); !denied.ok()) {
     return Finished(context, denied);
   }
   if constexpr (std::is_invocable_v<Call>) {
@@ -102,7 +121,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::JoinJob(
 grpc::ServerWriteReactor<shard::v1::IndexChunk>* GrpcCoordinator::StreamShard(
     grpc::CallbackServerContext* context,
     const shard::v1::StreamShardRequest* request) {
-  if (grpc::Status denied = Authorize(context); !denied.ok()) {
+  if (grpc::Status denied = Admit(context, Scope::kLeaderOnly); !denied.ok()) {
     return ShardStreamReactor::Refuse(denied);
   }
   return ShardStreamReactor::Serve(service_, *request, &options_.stream_hooks);
@@ -223,18 +242,20 @@ grpc::ServerUnaryReactor* GrpcCoordinator::DeleteJob(
 grpc::ServerUnaryReactor* GrpcCoordinator::Drain(
     grpc::CallbackServerContext* context, const shard::v1::DrainRequest*,
     shard::v1::DrainResponse* response) {
-  return Serve(context, response,
-               [&]() -> absl::StatusOr<shard::v1::DrainResponse> {
-                 if (!options_.on_drain) {
-                   return absl::UnimplementedError(
-                       "this server cannot be drained remotely");
-                 }
-                 LogEvent("drain requested by " + context->peer());
-                 shard::v1::DrainResponse drained;
-                 drained.set_grace_ms(static_cast<uint64_t>(
-                     absl::ToInt64Milliseconds(options_.on_drain())));
-                 return drained;
-               });
+  return Serve(
+      context, response,
+      [&]() -> absl::StatusOr<shard::v1::DrainResponse> {
+        if (!options_.on_drain) {
+          return absl::UnimplementedError(
+              "this server cannot be drained remotely");
+        }
+        LogEvent("drain requested by " + context->peer());
+        shard::v1::DrainResponse drained;
+        drained.set_grace_ms(static_cast<uint64_t>(
+            absl::ToInt64Milliseconds(options_.on_drain())));
+        return drained;
+      },
+      Scope::kAnyReplica);
 }
 
 }  // namespace shard::server

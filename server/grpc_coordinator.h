@@ -28,6 +28,12 @@ struct GrpcCoordinatorOptions {
   std::function<absl::Duration()> on_drain;
   // Stream events (metrics).
   StreamHooks stream_hooks;
+  // Replicated coordinators: OK while this replica may serve (the leader
+  // with a live lease); otherwise its error (UNAVAILABLE naming the
+  // leader) answers every call but Drain, and its payload under
+  // kLeaderMetadataKey, when present, goes back as that trailer. Unset:
+  // always serves. Called once per call: must be cheap and thread-safe.
+  std::function<absl::Status()> serving_gate;
 };
 
 // Every method runs on gRPC's callback API, and every unary call takes one
@@ -115,18 +121,22 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
                                   shard::v1::DrainResponse* response) override;
 
  private:
+  // Which calls a replica that is not serving still answers.
+  enum class Scope { kLeaderOnly, kAnyReplica };
   // OK, or UNAUTHENTICATED when a token is configured and the call's
-  // authorization metadata does not carry it.
-  grpc::Status Authorize(const grpc::ServerContextBase* context) const;
+  // authorization metadata does not carry it, or the serving gate's
+  // refusal for a kLeaderOnly call (adding the leader trailer).
+  grpc::Status Admit(grpc::CallbackServerContext* context, Scope scope) const;
 
-  // The one unary path: Authorize(), then `call`, which either returns
+  // The one unary path: Admit(), then `call`, which either returns
   // the answer (absl::StatusOr<Response>, taking no argument) or takes the
   // Reply<Response> that answers later (returning nothing, or the
   // ParkedCalls::Handle that cancels its wait).
   template <typename Response, typename Call>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
-                                  Response* response, Call call);
-  // A reactor finished with `status` (e.g. refused by Authorize()).
+                                  Response* response, Call call,
+                                  Scope scope = Scope::kLeaderOnly);
+  // A reactor finished with `status` (e.g. refused by Admit()).
   static grpc::ServerUnaryReactor* Finished(
       grpc::CallbackServerContext* context, const grpc::Status& status);
 

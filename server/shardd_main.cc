@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -30,6 +31,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/storage/file_system.h"
@@ -41,14 +43,42 @@
 #include "server/storage/data_dir_lock.h"
 #include "server/storage/state_log.h"
 #include "shard/version.h"
+#if SHARD_HAVE_ETCD_API
+#include "server/replication/coordinator_replica.h"
+#include "server/replication/etcd_session.h"
+#include "server/replication/etcd_state_store.h"
+#endif
 
 ABSL_FLAG(std::string, listen, "0.0.0.0:7070",
           "HOST:PORT to serve gRPC on; port 0 picks a free port");
 ABSL_FLAG(std::string, data_dir, "",
-          "directory for durable state (journal + snapshots); required "
-          "unless --in-memory");
+          "directory for durable state (journal + snapshots); one of "
+          "--data-dir, --etcd-endpoints and --in-memory is required");
 ABSL_FLAG(bool, in_memory, false,
           "keep state in memory only (tests): a restart loses every job");
+ABSL_FLAG(std::string, etcd_endpoints, "",
+          "HOST:PORT[,HOST:PORT...] of etcd members: keep the state in etcd "
+          "and run as one replica of a coordinator cluster (one leader "
+          "serves, the others stand by)");
+ABSL_FLAG(std::string, etcd_prefix, "/shard/",
+          "etcd key prefix of this coordinator cluster (clusters sharing "
+          "one etcd use different prefixes)");
+ABSL_FLAG(absl::Duration, leader_lease, absl::Seconds(5),
+          "etcd lease of a replica: a leader that cannot renew it for this "
+          "long stops serving and a standby takes over");
+ABSL_FLAG(std::string, etcd_ca, "",
+          "PEM CA of etcd's certificates (TLS to etcd); empty: plaintext");
+ABSL_FLAG(std::string, etcd_cert, "",
+          "PEM client certificate for etcd (with --etcd-key)");
+ABSL_FLAG(std::string, etcd_key, "", "PEM private key of --etcd-cert");
+ABSL_FLAG(std::string, advertise_address, "",
+          "HOST:PORT clients reach this replica at (standbys name the "
+          "leader by it); empty: the bound address, with the host name for "
+          "a wildcard host");
+ABSL_FLAG(bool, check_etcd, false,
+          "verify the state history in etcd (--etcd-endpoints, "
+          "--etcd-prefix) read only, print what a new leader would find and "
+          "exit: 0 sound, 3 not recoverable");
 ABSL_FLAG(uint64_t, snapshot_every, 10000,
           "journal appends between snapshots (bounds recovery time)");
 ABSL_FLAG(uint64_t, max_order_bytes, uint64_t{4} << 30,
@@ -153,24 +183,172 @@ int CheckDataDir(const std::string& dir) {
   return 0;
 }
 
-int Run() {
-  // Block the shutdown signals in every thread; main waits for them below.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+#if SHARD_HAVE_ETCD_API
+using shard::server::replication::EtcdSession;
 
-  if (const std::string check = absl::GetFlag(FLAGS_check_data_dir);
-      !check.empty()) {
-    return CheckDataDir(check);
+EtcdSession::Options EtcdOptionsFromFlags() {
+  EtcdSession::Options options;
+  options.endpoints = absl::StrSplit(absl::GetFlag(FLAGS_etcd_endpoints), ',',
+                                     absl::SkipWhitespace());
+  options.prefix = absl::GetFlag(FLAGS_etcd_prefix);
+  options.lease_ttl = absl::GetFlag(FLAGS_leader_lease);
+  options.tls_ca_file = absl::GetFlag(FLAGS_etcd_ca);
+  options.tls_cert_file = absl::GetFlag(FLAGS_etcd_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_etcd_key);
+  return options;
+}
+
+// --check-etcd: reads the history as a new leader would, writes nothing
+// (the session's lease is revoked at once).
+int CheckEtcd() {
+  EtcdSession::Options options = EtcdOptionsFromFlags();
+  absl::StatusOr<std::unique_ptr<EtcdSession>> session =
+      EtcdSession::Start(options);
+  if (!session.ok()) {
+    std::cerr << "shardd: " << session.status().message() << "\n";
+    return kExitRuntimeError;
   }
+  absl::StatusOr<shard::server::replication::EtcdStateStore::Recovered>
+      recovered =
+          shard::server::replication::EtcdStateStore::Recover(**session);
+  absl::StatusOr<std::string> leader = (*session)->Leader();
+  (*session)->Revoke().IgnoreError();
+  if (!recovered.ok()) {
+    std::cout << "etcd history under " << options.prefix
+              << " is NOT recoverable: " << recovered.status() << "\n";
+    return RecoveryExitCode(recovered.status());
+  }
+  std::cout << "etcd history under " << options.prefix
+            << " is sound: " << recovered->state.jobs().size()
+            << " jobs, last record " << recovered->last_sequence
+            << " (etcd revision " << recovered->revision
+            << "); leader: " << (leader.ok() ? *leader : std::string("none"))
+            << "\n";
+  return 0;
+}
+#else
+int CheckEtcd() {
+  std::cerr << "shardd: this build has no etcd support (the etcd v3 API "
+               "protos were missing at build time: install "
+               "golang-etcd-server-dev and rebuild)\n";
+  return kExitUsage;
+}
+#endif
+
+// The coordinator gauges Prometheus reads at scrape time.
+shard::metrics::CoordinatorView ViewOf(
+    shard::server::CoordinatorService& service,
+    const shard::server::CoordinatorOptions& options) {
+  using Kind = shard::server::WaitingCalls::Kind;
+  shard::metrics::CoordinatorView view;
+  if (absl::StatusOr<shard::v1::ListJobsResponse> jobs = service.ListJobs({});
+      jobs.ok()) {
+    view.jobs.assign(jobs->jobs().begin(), jobs->jobs().end());
+  }
+  for (Kind kind : {Kind::kJoin, Kind::kStoreGet, Kind::kStoreWait}) {
+    view.waiting_calls.emplace_back(shard::server::WaitingCalls::KindName(kind),
+                                    service.waiting_calls(kind));
+  }
+  view.max_waiting_calls = options.max_waiting_calls;
+  view.store_bytes = service.rendezvous_bytes();
+  view.store_max_bytes = options.rendezvous.max_total_bytes;
+  view.order_bytes = service.order_bytes();
+  view.order_bytes_limit = options.order_cache_bytes;
+  view.order_evictions = service.order_evictions();
+  view.idle_jobs_expired = service.idle_jobs_expired();
+  return view;
+}
+
+// The coordinator's options from the flags; nullopt (reported) when they
+// do not fit.
+std::optional<shard::server::CoordinatorOptions> CoordinatorOptionsFromFlags() {
+  shard::server::CoordinatorOptions options;
+  options.max_order_bytes = absl::GetFlag(FLAGS_max_order_bytes);
+  options.order_cache_bytes = absl::GetFlag(FLAGS_order_cache_bytes);
+  if (options.order_cache_bytes == 0) {
+    options.order_cache_bytes = AvailableMemoryBytes() / 2;
+  }
+  options.lease = absl::GetFlag(FLAGS_lease);
+  options.max_wait = absl::GetFlag(FLAGS_max_wait);
+  options.idle_job_ttl = absl::GetFlag(FLAGS_idle_job_ttl);
+  options.max_waiting_calls = absl::GetFlag(FLAGS_max_waiting_calls);
+  options.rendezvous.max_total_bytes = absl::GetFlag(FLAGS_store_max_bytes);
+  if (options.lease <= absl::ZeroDuration() ||
+      options.max_wait < absl::ZeroDuration() ||
+      options.idle_job_ttl < absl::ZeroDuration()) {
+    std::cerr << "shardd: --lease must be positive, --max-wait and "
+                 "--idle-job-ttl not negative\n";
+    return std::nullopt;
+  }
+  return options;
+}
+
+shard::server::CoordinatorServerOptions ServerOptionsFromFlags(
+    shard::metrics::ServerMetrics* metrics) {
+  shard::server::CoordinatorServerOptions server_options;
+  server_options.listen = absl::GetFlag(FLAGS_listen);
+  server_options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  server_options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  server_options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  server_options.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  server_options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  server_options.health_listen = absl::GetFlag(FLAGS_health_listen);
+  server_options.metrics = metrics;
+  server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  // The Drain RPC takes the SIGTERM path below.
+  server_options.on_drain_requested = [] { kill(getpid(), SIGTERM); };
+  return server_options;
+}
+
+// Starts the metrics endpoint when --metrics-listen asks for one (false
+// after reporting a failure). `view` is called at scrape time.
+bool StartMetrics(shard::metrics::ServerMetrics& metrics,
+                  std::function<shard::metrics::CoordinatorView()> view,
+                  std::optional<shard::metrics::MetricsEndpoint>& endpoint) {
+  const std::string listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (listen.empty()) return true;
+  absl::StatusOr<shard::metrics::MetricsEndpoint> started =
+      shard::metrics::StartMetricsEndpoint(listen, metrics, std::move(view));
+  if (!started.ok()) {
+    std::cerr << "shardd: " << started.status().message() << "\n";
+    return false;
+  }
+  endpoint = *std::move(started);
+  LogEvent(absl::StrCat("serving metrics on http://", endpoint->address,
+                        "/metrics"));
+  std::cout << "metrics on " << endpoint->address << std::endl;
+  return true;
+}
+
+void LogServing(const shard::server::CoordinatorServerOptions& options,
+                const std::string& address, bool tls,
+                const std::string& health_address) {
+  LogEvent(absl::StrCat(
+      "serving shard.v1.Coordinator on ", address,
+      tls ? " (TLS" : " (plaintext",
+      options.tls_client_ca_file.empty() ? "" : ", client certificates",
+      options.auth_token_file.empty() ? "" : ", bearer token", ")"));
+  if (!health_address.empty()) {
+    LogEvent(
+        absl::StrCat("serving grpc.health.v1 (plaintext) on ", health_address));
+  }
+}
+
+// Waits for SIGTERM or SIGINT (blocked in every thread); the grace the
+// drain gets.
+absl::Duration AwaitShutdownSignal(const sigset_t& signals) {
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  const absl::Duration grace = absl::GetFlag(FLAGS_shutdown_grace);
+  LogEvent(absl::StrCat("received ", strsignal(signal_number),
+                        ": draining for up to ", absl::FormatDuration(grace)));
+  return grace;
+}
+
+// One shardd over a local journal (or --in-memory).
+int RunStandalone(const sigset_t& signals,
+                  shard::server::CoordinatorOptions options) {
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
-  if (data_dir.empty() == !absl::GetFlag(FLAGS_in_memory)) {
-    std::cerr << "shardd: give exactly one of --data-dir DIR (durable state) "
-                 "and --in-memory (tests)\n";
-    return kExitUsage;
-  }
   auto metrics = std::make_unique<shard::metrics::ServerMetrics>();
   shard::storage::OpenedLog opened{
       shard::storage::StateLog::InMemory(), {}, {}};
@@ -219,101 +397,30 @@ int Run() {
   } else {
     LogEvent("--in-memory: state is not persisted");
   }
-  shard::server::CoordinatorOptions options;
-  options.max_order_bytes = absl::GetFlag(FLAGS_max_order_bytes);
-  options.order_cache_bytes = absl::GetFlag(FLAGS_order_cache_bytes);
-  if (options.order_cache_bytes == 0) {
-    options.order_cache_bytes = AvailableMemoryBytes() / 2;
-  }
-  LogEvent(
-      absl::StrCat("order cache budget ", options.order_cache_bytes, " bytes"));
-  options.lease = absl::GetFlag(FLAGS_lease);
-  options.max_wait = absl::GetFlag(FLAGS_max_wait);
-  options.idle_job_ttl = absl::GetFlag(FLAGS_idle_job_ttl);
-  options.max_waiting_calls = absl::GetFlag(FLAGS_max_waiting_calls);
-  options.rendezvous.max_total_bytes = absl::GetFlag(FLAGS_store_max_bytes);
-  if (options.lease <= absl::ZeroDuration() ||
-      options.max_wait < absl::ZeroDuration() ||
-      options.idle_job_ttl < absl::ZeroDuration()) {
-    std::cerr << "shardd: --lease must be positive, --max-wait and "
-                 "--idle-job-ttl not negative\n";
-    return kExitUsage;
-  }
   shard::server::CoordinatorService service(options, std::move(opened));
 
+  // The endpoint stops before the service is destroyed.
   std::optional<shard::metrics::MetricsEndpoint> endpoint;
-  if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen);
-      !listen.empty()) {
-    // Gauges are read from the service at scrape time (no jobs while it
-    // drains). The endpoint stops before the service is destroyed.
-    absl::StatusOr<shard::metrics::MetricsEndpoint> started = shard::metrics::
-        StartMetricsEndpoint(listen, *metrics, [&service, options] {
-          using Kind = shard::server::WaitingCalls::Kind;
-          shard::metrics::CoordinatorView view;
-          if (absl::StatusOr<shard::v1::ListJobsResponse> jobs =
-                  service.ListJobs({});
-              jobs.ok()) {
-            view.jobs.assign(jobs->jobs().begin(), jobs->jobs().end());
-          }
-          for (Kind kind : {Kind::kJoin, Kind::kStoreGet, Kind::kStoreWait}) {
-            view.waiting_calls.emplace_back(
-                shard::server::WaitingCalls::KindName(kind),
-                service.waiting_calls(kind));
-          }
-          view.max_waiting_calls = options.max_waiting_calls;
-          view.store_bytes = service.rendezvous_bytes();
-          view.store_max_bytes = options.rendezvous.max_total_bytes;
-          view.order_bytes = service.order_bytes();
-          view.order_bytes_limit = options.order_cache_bytes;
-          view.order_evictions = service.order_evictions();
-          view.idle_jobs_expired = service.idle_jobs_expired();
-          return view;
-        });
-    if (!started.ok()) {
-      std::cerr << "shardd: " << started.status().message() << "\n";
-      return kExitRuntimeError;
-    }
-    endpoint = *std::move(started);
-    LogEvent(absl::StrCat("serving metrics on http://", endpoint->address,
-                          "/metrics"));
-    std::cout << "metrics on " << endpoint->address << std::endl;
+  if (!StartMetrics(
+          *metrics, [&service, options] { return ViewOf(service, options); },
+          endpoint)) {
+    return kExitRuntimeError;
   }
-
-  shard::server::CoordinatorServerOptions server_options;
-  server_options.listen = absl::GetFlag(FLAGS_listen);
-  server_options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
-  server_options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
-  server_options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
-  server_options.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
-  server_options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
-  server_options.health_listen = absl::GetFlag(FLAGS_health_listen);
-  server_options.metrics = metrics.get();
-  server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
-  // The Drain RPC takes the SIGTERM path below.
-  server_options.on_drain_requested = [] { kill(getpid(), SIGTERM); };
+  const shard::server::CoordinatorServerOptions server_options =
+      ServerOptionsFromFlags(metrics.get());
   absl::StatusOr<std::unique_ptr<shard::server::CoordinatorServer>> server =
       shard::server::CoordinatorServer::Start(&service, server_options);
   if (!server.ok()) {
     std::cerr << "shardd: " << server.status().message() << "\n";
-    return absl::IsInvalidArgument(server.status()) ? 2 : 1;
+    return absl::IsInvalidArgument(server.status()) ? kExitUsage
+                                                    : kExitRuntimeError;
   }
-  LogEvent(absl::StrCat(
-      "serving shard.v1.Coordinator on ", (*server)->address(),
-      (*server)->tls() ? " (TLS" : " (plaintext",
-      server_options.tls_client_ca_file.empty() ? "" : ", client certificates",
-      server_options.auth_token_file.empty() ? "" : ", bearer token", ")"));
-  if (!(*server)->health_address().empty()) {
-    LogEvent(absl::StrCat("serving grpc.health.v1 (plaintext) on ",
-                          (*server)->health_address()));
-  }
+  metrics->SetLeader(true);
+  LogServing(server_options, (*server)->address(), (*server)->tls(),
+             (*server)->health_address());
   std::cout << "listening on " << (*server)->address() << std::endl;
 
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  LogEvent(absl::StrCat(
-      "received ", strsignal(signal_number), ": draining for up to ",
-      absl::FormatDuration(absl::GetFlag(FLAGS_shutdown_grace))));
-  (*server)->Stop(absl::GetFlag(FLAGS_shutdown_grace));
+  (*server)->Stop(AwaitShutdownSignal(signals));
   if (journal_broken.load()) {
     LogEvent(
         "stopped: the journal could not be written; exiting 1 so that "
@@ -322,6 +429,108 @@ int Run() {
   }
   LogEvent("stopped");
   return 0;
+}
+
+#if SHARD_HAVE_ETCD_API
+// One replica of a coordinator cluster whose state lives in etcd.
+int RunReplicated(const sigset_t& signals,
+                  shard::server::CoordinatorOptions options) {
+  auto metrics = std::make_unique<shard::metrics::ServerMetrics>();
+  metrics->SetLeader(false);
+  shard::server::replication::ReplicaOptions replica_options;
+  replica_options.etcd = EtcdOptionsFromFlags();
+  replica_options.advertise = absl::GetFlag(FLAGS_advertise_address);
+  replica_options.coordinator = options;
+  replica_options.server = ServerOptionsFromFlags(metrics.get());
+  // A history that cannot be recovered: exit 3 like a bad data directory.
+  replica_options.on_fatal = [] { kill(getpid(), SIGTERM); };
+  if (replica_options.etcd.lease_ttl < absl::Seconds(1)) {
+    std::cerr << "shardd: --leader-lease must be at least 1s\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<
+      std::unique_ptr<shard::server::replication::CoordinatorReplica>>
+      replica = shard::server::replication::CoordinatorReplica::Start(
+          replica_options);
+  if (!replica.ok()) {
+    std::cerr << "shardd: " << replica.status().message() << "\n";
+    return absl::IsInvalidArgument(replica.status()) ? kExitUsage
+                                                     : kExitRuntimeError;
+  }
+  // The endpoint stops before the replica is destroyed.
+  std::optional<shard::metrics::MetricsEndpoint> endpoint;
+  if (!StartMetrics(
+          *metrics,
+          [raw = replica->get(), options] {
+            shard::metrics::CoordinatorView view;
+            raw->WithLeaderService(
+                [&](shard::server::CoordinatorService& service) {
+                  view = ViewOf(service, options);
+                });
+            return view;
+          },
+          endpoint)) {
+    return kExitRuntimeError;
+  }
+  LogEvent(absl::StrCat(
+      "replica ", (*replica)->identity(), " of the coordinator cluster under ",
+      replica_options.etcd.prefix, " (etcd ",
+      absl::GetFlag(FLAGS_etcd_endpoints), ", lease ",
+      absl::FormatDuration(replica_options.etcd.lease_ttl), ")"));
+  LogServing(replica_options.server, (*replica)->address(),
+             !replica_options.server.tls_cert_file.empty(),
+             replica_options.server.health_listen);
+  std::cout << "listening on " << (*replica)->address() << std::endl;
+
+  (*replica)->Stop(AwaitShutdownSignal(signals));
+  if (absl::Status fatal = (*replica)->fatal(); !fatal.ok()) {
+    LogEvent(absl::StrCat("stopped: ", fatal.message()));
+    return RecoveryExitCode(fatal);
+  }
+  LogEvent("stopped");
+  return 0;
+}
+#else
+int RunReplicated(const sigset_t&, shard::server::CoordinatorOptions) {
+  return CheckEtcd();  // Reports the missing etcd support.
+}
+#endif
+
+int Run() {
+  // Block the shutdown signals in every thread; main waits for them below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  if (const std::string check = absl::GetFlag(FLAGS_check_data_dir);
+      !check.empty()) {
+    return CheckDataDir(check);
+  }
+  const bool journal = !absl::GetFlag(FLAGS_data_dir).empty();
+  const bool etcd = !absl::GetFlag(FLAGS_etcd_endpoints).empty();
+  const bool in_memory = absl::GetFlag(FLAGS_in_memory);
+  if (absl::GetFlag(FLAGS_check_etcd)) {
+    if (!etcd) {
+      std::cerr << "shardd: --check-etcd needs --etcd-endpoints\n";
+      return kExitUsage;
+    }
+    return CheckEtcd();
+  }
+  if (int{journal} + int{etcd} + int{in_memory} != 1) {
+    std::cerr << "shardd: give exactly one of --data-dir DIR (durable state "
+                 "on this machine), --etcd-endpoints HOST:PORT[,...] (state "
+                 "in etcd, replicated shardd) and --in-memory (tests)\n";
+    return kExitUsage;
+  }
+  std::optional<shard::server::CoordinatorOptions> options =
+      CoordinatorOptionsFromFlags();
+  if (!options) return kExitUsage;
+  LogEvent(absl::StrCat("order cache budget ", options->order_cache_bytes,
+                        " bytes"));
+  if (etcd) return RunReplicated(signals, *std::move(options));
+  return RunStandalone(signals, *std::move(options));
 }
 
 // Flags are documented with dashes (--data-dir); Abseil names them with
@@ -350,14 +559,18 @@ int main(int argc, char** argv) {
     }
   }
   absl::SetProgramUsageMessage(
-      "shardd --listen HOST:PORT (--data-dir DIR | --in-memory) "
+      "shardd --listen HOST:PORT (--data-dir DIR | --in-memory | "
+      "--etcd-endpoints HOST:PORT[,...] [--etcd-prefix /shard/] "
+      "[--leader-lease 5s] [--etcd-ca PEM [--etcd-cert PEM --etcd-key PEM]] "
+      "[--advertise-address HOST:PORT]) "
       "[--snapshot-every N] [--lease 10s] [--max-order-bytes N] "
       "[--max-wait 5m] [--idle-job-ttl 168h] [--max-waiting-calls N] "
       "[--store-max-bytes N] "
       "[--shutdown-grace 10s] [--metrics-listen HOST:PORT] "
       "[--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]] "
       "[--auth-token-file FILE] [--health-listen HOST:PORT] "
-      "[--max-request-bytes N] | shardd --check-data-dir DIR");
+      "[--max-request-bytes N] | shardd --check-data-dir DIR | "
+      "shardd --check-etcd --etcd-endpoints HOST:PORT[,...]");
   std::vector<std::string> args = DashesToUnderscores(argc, argv);
   std::vector<char*> arg_pointers;
   for (std::string& arg : args) arg_pointers.push_back(arg.data());

@@ -227,7 +227,39 @@ ServerMetrics::ServerMetrics()
                          .Help("Records made durable by one fsync (group "
                                "commit of the updates queued meanwhile).")
                          .Register(*registry_)
-                         .Add({}, GroupBuckets())) {
+                         .Add({}, GroupBuckets())),
+      leader_(prometheus::BuildGauge()
+                  .Name("shard_leader")
+                  .Help("1 while this shardd serves: the leader of its "
+                        "coordinator cluster (etcd mode) or a shardd with a "
+                        "local journal; 0 while it stands by.")
+                  .Register(*registry_)
+                  .Add({})),
+      leadership_changes_(prometheus::BuildCounter()
+                              .Name("shard_leadership_changes_total")
+                              .Help("Times this replica became the leader "
+                                    "or stopped leading.")
+                              .Register(*registry_)
+                              .Add({})),
+      takeover_(prometheus::BuildHistogram()
+                    .Name("shard_takeover_seconds")
+                    .Help("From finding the leader key gone (the old "
+                          "leader's lease lapsed or was revoked) to serving "
+                          "as the new leader.")
+                    .Register(*registry_)
+                    .Add({}, LatencyBuckets())),
+      etcd_txn_(prometheus::BuildHistogram()
+                    .Name("shard_etcd_txn_duration_seconds")
+                    .Help("One fenced etcd Txn writing a group of state "
+                          "records.")
+                    .Register(*registry_)
+                    .Add({}, LatencyBuckets())),
+      etcd_txn_records_(prometheus::BuildHistogram()
+                            .Name("shard_etcd_txn_records")
+                            .Help("State records written by one fenced etcd "
+                                  "Txn (group commit).")
+                            .Register(*registry_)
+                            .Add({}, GroupBuckets())) {
   prometheus::BuildGauge()
       .Name("shard_build_info")
       .Help("Always 1; the labels describe the running shardd.")
@@ -270,6 +302,20 @@ void ServerMetrics::ObserveJournalGroup(absl::Duration write,
   journal_write_.Observe(absl::ToDoubleSeconds(write));
   journal_sync_.Observe(absl::ToDoubleSeconds(sync));
   journal_group_.Observe(static_cast<double>(records));
+}
+
+void ServerMetrics::SetLeader(bool leading) {
+  if ((leader_.Value() != 0) != leading) leadership_changes_.Increment();
+  leader_.Set(leading ? 1 : 0);
+}
+
+void ServerMetrics::ObserveTakeover(absl::Duration takeover) {
+  takeover_.Observe(absl::ToDoubleSeconds(takeover));
+}
+
+void ServerMetrics::ObserveEtcdTxn(absl::Duration latency, size_t records) {
+  etcd_txn_.Observe(absl::ToDoubleSeconds(latency));
+  etcd_txn_records_.Observe(static_cast<double>(records));
 }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>

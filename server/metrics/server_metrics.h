@@ -2,10 +2,11 @@
 //
 // ServerMetrics owns the registry and the event metrics (RPC latency by
 // service, method and code; indices streamed; journal write/fsync latency
-// and group size; build info). Job gauges (members, generation, committed
-// progress, ...) are added by the endpoint, read from the coordinator at scrape
-// time, so they are never stale and cost nothing between scrapes. Labels never
-// name a rank or a member. Thread-safety: every method is thread-safe.
+// and group size; etcd leadership and Txn latency; build info). Job gauges
+// (members, generation, committed progress, ...) are added by the endpoint,
+// read from the coordinator at scrape time, so they are never stale and cost
+// nothing between scrapes. Labels never name a rank or a member. Thread-safety:
+// every method is thread-safe.
 #ifndef SERVER_METRICS_SERVER_METRICS_H_
 #define SERVER_METRICS_SERVER_METRICS_H_
 
@@ -48,6 +49,15 @@ class ServerMetrics {
   void ObserveJournalGroup(absl::Duration write, absl::Duration sync,
                            size_t records);
 
+  // Replicated coordinators (shardd --etcd-endpoints).
+  // Whether this replica leads (shard_leader 1) or stands by (0).
+  void SetLeader(bool leading);
+  // This replica became the leader, `takeover` after it first found the
+  // leader key gone.
+  void ObserveTakeover(absl::Duration takeover);
+  // One fenced etcd Txn of `records` state records.
+  void ObserveEtcdTxn(absl::Duration latency, size_t records);
+
   // An interceptor factory that times every call (for ServerBuilder).
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
   NewInterceptorFactory();
@@ -60,6 +70,11 @@ class ServerMetrics {
   prometheus::Histogram& journal_write_;
   prometheus::Histogram& journal_sync_;
   prometheus::Histogram& journal_group_;
+  prometheus::Gauge& leader_;
+  prometheus::Counter& leadership_changes_;
+  prometheus::Histogram& takeover_;
+  prometheus::Histogram& etcd_txn_;
+  prometheus::Histogram& etcd_txn_records_;
 };
 
 // What the coordinator reports at scrape time.

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/security/secret_files.h"
 #include "grpcpp/grpcpp.h"
 
 namespace shard::server::replication {
@@ -9,45 +10,84 @@ namespace {
 
 using etcdserverpb::Compare;
 
+// Plaintext, or TLS with the options' CA (and client certificate).
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> EtcdCredentials(
+    const EtcdSession::Options& options) {
+  const bool has_cert = !options.tls_cert_file.empty();
+  if (has_cert != !options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--etcd-cert and --etcd-key go together");
+  }
+  if (options.tls_ca_file.empty()) {
+    if (has_cert) {
+      return absl::InvalidArgumentError(
+          "--etcd-cert needs --etcd-ca (the CA of etcd's certificates)");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  grpc::SslCredentialsOptions ssl;
+  absl::StatusOr<std::string> ca =
+      security::ReadPemFile(options.tls_ca_file, "--etcd-ca");
+  if (!ca.ok()) return ca.status();
+  ssl.pem_root_certs = *std::move(ca);
+  if (has_cert) {
+    absl::StatusOr<std::string> cert =
+        security::ReadPemFile(options.tls_cert_file, "--etcd-cert");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key =
+        security::ReadPrivateKeyFile(options.tls_key_file, "--etcd-key");
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  return grpc::SslCredentials(ssl);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EtcdSession>> EtcdSession::Start(
     Options options) {
-  if (options.endpoint.empty()) {
+  if (options.endpoints.empty()) {
     return absl::InvalidArgumentError(
-        "etcd endpoint is empty; expected "
-        "HOST:PORT");
+        "no etcd endpoint given; expected HOST:PORT[,HOST:PORT...]");
   }
   if (options.lease_ttl < absl::Seconds(1)) {
     return absl::InvalidArgumentError("the etcd lease must be at least 1s");
   }
-  auto channel =
-      grpc::CreateChannel(options.endpoint, grpc::InsecureChannelCredentials());
-  std::unique_ptr<EtcdSession> session(
-      new EtcdSession(std::move(options), std::move(channel)));
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      EtcdCredentials(options);
+  if (!credentials.ok()) return credentials.status();
+  std::unique_ptr<EtcdSession> session(new EtcdSession(std::move(options)));
+  for (const std::string& endpoint : session->options_.endpoints) {
+    std::shared_ptr<grpc::Channel> channel =
+        grpc::CreateChannel(endpoint, *credentials);
+    session->members_.push_back(Member{endpoint,
+                                       etcdserverpb::KV::NewStub(channel),
+                                       etcdserverpb::Lease::NewStub(channel),
+                                       etcdserverpb::Watch::NewStub(channel)});
+  }
   etcdserverpb::LeaseGrantRequest grant;
   grant.set_ttl(absl::ToInt64Seconds(session->options_.lease_ttl));
-  etcdserverpb::LeaseGrantResponse granted;
-  auto context = session->Context();
-  context->set_wait_for_ready(true);  // etcd may still be starting.
-  grpc::Status status =
-      session->lease_->LeaseGrant(context.get(), grant, &granted);
-  if (!status.ok()) return session->EtcdError(status, "LeaseGrant");
-  if (!granted.error().empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("etcd at ", session->options_.endpoint,
-                     " refused a lease: ", granted.error()));
+  absl::Status last_error;
+  for (size_t tried = 0; tried < session->members_.size(); ++tried) {
+    Member& member = session->member();
+    etcdserverpb::LeaseGrantResponse granted;
+    grpc::Status status =
+        member.lease->LeaseGrant(session->Context().get(), grant, &granted);
+    if (!status.ok()) {
+      last_error = session->EtcdError(status, member, "LeaseGrant");
+      continue;
+    }
+    if (!granted.error().empty()) {
+      return absl::UnavailableError(absl::StrCat(
+          "etcd at ", member.endpoint, " refused a lease: ", granted.error()));
+    }
+    session->lease_id_ = granted.id();
+    return session;
   }
-  session->lease_id_ = granted.id();
-  return session;
+  return last_error;
 }
 
-EtcdSession::EtcdSession(Options options,
-                         std::shared_ptr<grpc::Channel> channel)
-    : options_(std::move(options)),
-      kv_(etcdserverpb::KV::NewStub(channel)),
-      lease_(etcdserverpb::Lease::NewStub(channel)),
-      watch_(etcdserverpb::Watch::NewStub(channel)) {}
+EtcdSession::EtcdSession(Options options) : options_(std::move(options)) {}
 
 std::unique_ptr<grpc::ClientContext> EtcdSession::Context() const {
   auto context = std::make_unique<grpc::ClientContext>();
@@ -56,21 +96,27 @@ std::unique_ptr<grpc::ClientContext> EtcdSession::Context() const {
 }
 
 absl::Status EtcdSession::EtcdError(const grpc::Status& status,
-                                    absl::string_view call) const {
+                                    const Member& used,
+                                    absl::string_view call) {
+  size_t current = current_.load();
+  if (&members_[current % members_.size()] == &used) {
+    current_.compare_exchange_strong(current, current + 1);
+  }
   return absl::UnavailableError(absl::StrCat(
-      "etcd at ", options_.endpoint, " did not answer ", call, ": ",
+      "etcd at ", used.endpoint, " did not answer ", call, ": ",
       status.error_message(), " (grpc code ", status.error_code(), ")"));
 }
 
 absl::Status EtcdSession::KeepAlive() {
+  Member& used = member();
   auto context = Context();
-  auto stream = lease_->LeaseKeepAlive(context.get());
+  auto stream = used.lease->LeaseKeepAlive(context.get());
   etcdserverpb::LeaseKeepAliveRequest request;
   request.set_id(lease_id_);
   etcdserverpb::LeaseKeepAliveResponse response;
   if (!stream->Write(request) || !stream->Read(&response)) {
     stream->WritesDone();
-    return EtcdError(stream->Finish(), "LeaseKeepAlive");
+    return EtcdError(stream->Finish(), used, "LeaseKeepAlive");
   }
   stream->WritesDone();
   stream->Finish().IgnoreError();
@@ -85,9 +131,10 @@ absl::Status EtcdSession::Revoke() {
   etcdserverpb::LeaseRevokeRequest request;
   request.set_id(lease_id_);
   etcdserverpb::LeaseRevokeResponse response;
+  Member& used = member();
   grpc::Status status =
-      lease_->LeaseRevoke(Context().get(), request, &response);
-  if (!status.ok()) return EtcdError(status, "LeaseRevoke");
+      used.lease->LeaseRevoke(Context().get(), request, &response);
+  if (!status.ok()) return EtcdError(status, used, "LeaseRevoke");
   return absl::OkStatus();
 }
 
@@ -105,8 +152,9 @@ absl::StatusOr<EtcdSession::Leadership> EtcdSession::Campaign(
   put->set_lease(lease_id_);
   txn.add_failure()->mutable_request_range()->set_key(leader_key());
   etcdserverpb::TxnResponse response;
-  grpc::Status status = kv_->Txn(Context().get(), txn, &response);
-  if (!status.ok()) return EtcdError(status, "Txn (campaign)");
+  Member& used = member();
+  grpc::Status status = used.kv->Txn(Context().get(), txn, &response);
+  if (!status.ok()) return EtcdError(status, used, "Txn (campaign)");
   if (!response.succeeded()) {
     const auto& found = response.responses(0).response_range();
     return absl::FailedPreconditionError(absl::StrCat(
@@ -141,8 +189,9 @@ absl::Status EtcdSession::FencedPut(
     put->set_value(value);
   }
   etcdserverpb::TxnResponse response;
-  grpc::Status status = kv_->Txn(Context().get(), txn, &response);
-  if (!status.ok()) return EtcdError(status, "Txn (fenced write)");
+  Member& used = member();
+  grpc::Status status = used.kv->Txn(Context().get(), txn, &response);
+  if (!status.ok()) return EtcdError(status, used, "Txn (fenced write)");
   if (!response.succeeded()) {
     return absl::FailedPreconditionError(
         absl::StrCat(leadership.identity,
@@ -158,13 +207,32 @@ absl::StatusOr<std::string> EtcdSession::Get(const std::string& key) {
   etcdserverpb::RangeRequest request;
   request.set_key(options_.prefix + key);
   etcdserverpb::RangeResponse response;
-  grpc::Status status = kv_->Range(Context().get(), request, &response);
-  if (!status.ok()) return EtcdError(status, "Range");
+  Member& used = member();
+  grpc::Status status = used.kv->Range(Context().get(), request, &response);
+  if (!status.ok()) return EtcdError(status, used, "Range");
   if (response.kvs_size() == 0) {
     return absl::NotFoundError(
         absl::StrCat("etcd has no key ", options_.prefix, key));
   }
   return response.kvs(0).value();
+}
+
+absl::StatusOr<std::optional<std::string>> EtcdSession::LastKey(
+    const std::string& key_prefix) {
+  const auto [first, end] = PrefixRange(key_prefix);
+  etcdserverpb::RangeRequest request;
+  request.set_key(first);
+  request.set_range_end(end);
+  request.set_limit(1);
+  request.set_keys_only(true);
+  request.set_sort_target(etcdserverpb::RangeRequest::KEY);
+  request.set_sort_order(etcdserverpb::RangeRequest::DESCEND);
+  etcdserverpb::RangeResponse response;
+  Member& used = member();
+  grpc::Status status = used.kv->Range(Context().get(), request, &response);
+  if (!status.ok()) return EtcdError(status, used, "Range (last key)");
+  if (response.kvs_size() == 0) return std::nullopt;
+  return response.kvs(0).key().substr(options_.prefix.size());
 }
 
 std::pair<std::string, std::string> EtcdSession::PrefixRange(
@@ -195,8 +263,9 @@ EtcdSession::List(const std::string& key_prefix, int64_t* revision) {
     request.set_limit(kPage);
     request.set_revision(at);
     etcdserverpb::RangeResponse response;
-    grpc::Status status = kv_->Range(Context().get(), request, &response);
-    if (!status.ok()) return EtcdError(status, "Range");
+    Member& used = member();
+    grpc::Status status = used.kv->Range(Context().get(), request, &response);
+    if (!status.ok()) return EtcdError(status, used, "Range");
     if (at == 0) at = response.header().revision();
     for (const auto& kv : response.kvs()) {
       found.emplace_back(kv.key().substr(options_.prefix.size()), kv.value());
@@ -212,8 +281,9 @@ absl::StatusOr<std::unique_ptr<EtcdSession::PrefixWatch>> EtcdSession::Watch(
     const std::string& key_prefix, int64_t start_revision) {
   std::unique_ptr<PrefixWatch> watch(new PrefixWatch());
   watch->prefix_size_ = options_.prefix.size();
-  watch->endpoint_ = options_.endpoint;
-  watch->stream_ = watch_->Watch(&watch->context_);
+  Member& used = member();
+  watch->endpoint_ = used.endpoint;
+  watch->stream_ = used.watch->Watch(&watch->context_);
   const auto [first, end] = PrefixRange(key_prefix);
   etcdserverpb::WatchRequest request;
   auto* create = request.mutable_create_request();
@@ -225,7 +295,7 @@ absl::StatusOr<std::unique_ptr<EtcdSession::PrefixWatch>> EtcdSession::Watch(
   if (!watch->stream_->Write(request) || !watch->stream_->Read(&created) ||
       !created.created()) {
     watch->Cancel();
-    return EtcdError(watch->Finish(), "Watch");
+    return EtcdError(watch->Finish(), used, "Watch");
   }
   return watch;
 }

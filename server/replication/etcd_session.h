@@ -11,6 +11,10 @@
 // (or no key) and changes nothing. The leader key's value names the
 // leader, so followers and refused campaigns can say who leads.
 //
+// Several etcd members: one channel each; a call that fails to reach its
+// member moves the session to the next one, so the following call (the
+// caller's retry) goes there.
+//
 // Thread-safe; every call is synchronous and bounded by Options::timeout.
 // Errors: UNAVAILABLE when etcd cannot be reached (the message names etcd
 // and the endpoint), FAILED_PRECONDITION when the leadership is not (or no
@@ -18,6 +22,7 @@
 #ifndef SERVER_REPLICATION_ETCD_SESSION_H_
 #define SERVER_REPLICATION_ETCD_SESSION_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,8 +40,14 @@ namespace shard::server::replication {
 class EtcdSession {
  public:
   struct Options {
-    // HOST:PORT of an etcd member's client endpoint (plaintext).
-    std::string endpoint;
+    // HOST:PORT of each etcd member's client endpoint (at least one).
+    std::vector<std::string> endpoints;
+    // PEM files for a TLS etcd: the CA of its certificates (empty:
+    // plaintext) and, for client-certificate authentication, this
+    // replica's certificate and key.
+    std::string tls_ca_file;
+    std::string tls_cert_file;
+    std::string tls_key_file;
     // Every key of this coordinator cluster starts with it.
     std::string prefix = "/shard/";
     // The session's lease; a leader that cannot renew it for this long is
@@ -51,7 +62,8 @@ class EtcdSession {
     std::string identity;
   };
 
-  // Connects and grants the session's lease.
+  // Connects and grants the session's lease. INVALID_ARGUMENT for bad
+  // options or unreadable TLS files.
   static absl::StatusOr<std::unique_ptr<EtcdSession>> Start(Options options);
 
   int64_t lease_id() const { return lease_id_; }
@@ -76,6 +88,10 @@ class EtcdSession {
   absl::Status FencedPut(
       const Leadership& leadership,
       const std::vector<std::pair<std::string, std::string>>& entries);
+  // The greatest key starting with `key_prefix` (relative to the prefix,
+  // as is the answer); nullopt when there is none.
+  absl::StatusOr<std::optional<std::string>> LastKey(
+      const std::string& key_prefix);
   // The value of `key` (relative to the prefix); NOT_FOUND if absent.
   absl::StatusOr<std::string> Get(const std::string& key);
   // Every (key, value) whose key starts with `key_prefix` (relative to the
@@ -117,21 +133,31 @@ class EtcdSession {
       const std::string& key_prefix, int64_t start_revision);
 
  private:
-  EtcdSession(Options options, std::shared_ptr<grpc::Channel> channel);
+  // One etcd member's stubs.
+  struct Member {
+    std::string endpoint;
+    std::unique_ptr<etcdserverpb::KV::Stub> kv;
+    std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+    std::unique_ptr<etcdserverpb::Watch::Stub> watch;
+  };
+
+  explicit EtcdSession(Options options);
+  // The member calls go to now.
+  Member& member() { return members_[current_.load() % members_.size()]; }
   // A context bounded by the timeout.
   std::unique_ptr<grpc::ClientContext> Context() const;
-  // An etcd call's failure, naming etcd and the call.
-  absl::Status EtcdError(const grpc::Status& status,
-                         absl::string_view call) const;
+  // An etcd call's failure, naming etcd, the member and the call; moves
+  // the session on to the next member when `used` was the current one.
+  absl::Status EtcdError(const grpc::Status& status, const Member& used,
+                         absl::string_view call);
 
   // [first, end) of the keys starting with `key_prefix`.
   std::pair<std::string, std::string> PrefixRange(
       const std::string& key_prefix) const;
 
   const Options options_;
-  std::unique_ptr<etcdserverpb::KV::Stub> kv_;
-  std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
-  std::unique_ptr<etcdserverpb::Watch::Stub> watch_;
+  std::vector<Member> members_;  // Fixed after Start().
+  std::atomic<size_t> current_{0};
   int64_t lease_id_ = 0;
 };
 

@@ -1,12 +1,14 @@
 #include "server/replication/etcd_state_store.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 
 namespace shard::server::replication {
 std::string EtcdStateStore::RecordKey(uint64_t sequence) {
@@ -23,6 +25,21 @@ absl::StatusOr<EtcdStateStore::Recovered> EtcdStateStore::Recover(
     if (absl::Status s = ApplyRecord(key, value, recovered); !s.ok()) return s;
   }
   return recovered;
+}
+
+absl::StatusOr<uint64_t> EtcdStateStore::LastSequence(EtcdSession& session) {
+  absl::StatusOr<std::optional<std::string>> last =
+      session.LastKey(std::string(kRecordPrefix));
+  if (!last.ok()) return last.status();
+  if (!last->has_value()) return 0;
+  uint64_t sequence = 0;
+  absl::string_view digits = **last;
+  if (!absl::ConsumePrefix(&digits, kRecordPrefix) ||
+      !absl::SimpleAtoi(digits, &sequence)) {
+    return absl::DataLossError(
+        absl::StrCat("etcd key ", **last, " is not a record key"));
+  }
+  return sequence;
 }
 
 absl::Status EtcdStateStore::ApplyRecord(const std::string& key,
@@ -56,9 +73,10 @@ absl::Status EtcdStateStore::ApplyRecord(const std::string& key,
 
 EtcdStateStore::EtcdStateStore(EtcdSession* session,
                                EtcdSession::Leadership leadership,
-                               uint64_t last_sequence)
+                               uint64_t last_sequence, TxnObserver on_txn)
     : session_(session),
       leadership_(std::move(leadership)),
+      on_txn_(std::move(on_txn)),
       waiters_(last_sequence),
       last_sequence_(last_sequence),
       writer_([this] { WriterLoop(); }) {}
@@ -107,7 +125,9 @@ void EtcdStateStore::WriterLoop() {
       queue_.erase(queue_.begin(), queue_.begin() + take);
       last = queue_last_ - queue_.size();
     }
+    const absl::Time began = absl::Now();
     absl::Status written = session_->FencedPut(leadership_, batch);
+    if (written.ok() && on_txn_) on_txn_(absl::Now() - began, batch.size());
     absl::Status broken;
     {
       absl::MutexLock lock(&mu_);
@@ -115,7 +135,8 @@ void EtcdStateStore::WriterLoop() {
       if (!written.ok()) {
         broken_ = broken = absl::UnavailableError(absl::StrCat(
             "cannot make state durable in etcd (", written.message(),
-            "); this coordinator refuses all calls until it is restarted"));
+            "); this replica stops leading and the next leader continues "
+            "from what etcd holds"));
         queue_.clear();
       }
     }

@@ -22,6 +22,7 @@
 #define SERVER_REPLICATION_ETCD_STATE_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/coordinator_state.h"
 #include "server/replication/etcd_session.h"
 #include "server/storage/durable_waiters.h"
@@ -54,16 +56,21 @@ class EtcdStateStore : public storage::StateStore {
   };
   // The state the records under the session's prefix describe.
   static absl::StatusOr<Recovered> Recover(EtcdSession& session);
+  // The sequence of the newest record in etcd (0: none), read now.
+  static absl::StatusOr<uint64_t> LastSequence(EtcdSession& session);
   // Applies the record stored under `key` (relative to the prefix) to
   // `into` if it is the next one; one already applied is skipped; a gap, a
   // foreign key or a record that does not fit is DATA_LOSS.
   static absl::Status ApplyRecord(const std::string& key,
                                   const std::string& value, Recovered& into);
 
+  // Called on the writer thread after each fenced Txn that succeeded.
+  using TxnObserver = std::function<void(absl::Duration, size_t records)>;
+
   // A store appending after `last_sequence` (what Recover found) with
   // `leadership`. `session` must outlive the store.
   EtcdStateStore(EtcdSession* session, EtcdSession::Leadership leadership,
-                 uint64_t last_sequence);
+                 uint64_t last_sequence, TxnObserver on_txn = nullptr);
   // Writes what is queued (if it still can), then stops the writer.
   ~EtcdStateStore() override;
 
@@ -88,6 +95,7 @@ class EtcdStateStore : public storage::StateStore {
 
   EtcdSession* const session_;
   const EtcdSession::Leadership leadership_;
+  const TxnObserver on_txn_;
 
   storage::DurableWaiters waiters_;  // Thread-safe on its own.
   mutable absl::Mutex mu_;

@@ -75,7 +75,7 @@ TEST_F(EtcdSessionTest, ALeaseNotKeptAliveLapsesAndFreesTheLeadership) {
 
 TEST_F(EtcdSessionTest, AnUnreachableEtcdIsUnavailableNamingIt) {
   EtcdSession::Options options;
-  options.endpoint = "127.0.0.1:1";  // Nothing listens there.
+  options.endpoints = {"127.0.0.1:1"};  // Nothing listens there.
   options.timeout = absl::Milliseconds(500);
   absl::StatusOr<std::unique_ptr<EtcdSession>> session =
       EtcdSession::Start(options);

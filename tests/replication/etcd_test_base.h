@@ -26,7 +26,7 @@ class EtcdTestBase : public ::testing::Test {
   std::unique_ptr<EtcdSession> Session(
       absl::Duration lease_ttl = absl::Seconds(5)) {
     EtcdSession::Options options;
-    options.endpoint = etcd_->endpoint();
+    options.endpoints = {etcd_->endpoint()};
     options.prefix = "/cluster/";
     options.lease_ttl = lease_ttl;
     absl::StatusOr<std::unique_ptr<EtcdSession>> session =

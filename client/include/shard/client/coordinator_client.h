@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "shard/client/coordinator_channel.h"
+#include "shard/client/coordinator_replicas.h"
 #include "shard/client/retry.h"
 #include "shard/client/shard_stream.h"
 #include "shard/v1/shard.grpc.pb.h"
@@ -22,7 +23,9 @@
 namespace shard::client {
 
 struct ClientOptions {
-  // Coordinator address, "HOST:PORT".
+  // Coordinator address, "HOST:PORT", or the replicas of a replicated
+  // coordinator, "HOST:PORT,HOST:PORT,..." (calls go to the leader; see
+  // CoordinatorReplicas).
   std::string address;
   // Deadline of one attempt of a unary call (JoinJob adds its wait).
   absl::Duration rpc_timeout = absl::Seconds(30);
@@ -144,10 +147,10 @@ class CoordinatorClient {
 
  private:
   CoordinatorClient(ClientOptions options,
-                    std::shared_ptr<shard::v1::Coordinator::Stub> stub);
+                    std::shared_ptr<CoordinatorReplicas> replicas);
 
   ClientOptions options_;
-  std::shared_ptr<shard::v1::Coordinator::Stub> stub_;
+  std::shared_ptr<CoordinatorReplicas> replicas_;
   uint64_t incarnation_;
 };
 

@@ -4,7 +4,8 @@
 // A background thread reads chunks of the StreamShard RPC into a queue that
 // holds at most about `prefetch_bytes` of index payload (so memory does not
 // grow with the dataset size) and reconnects on UNAVAILABLE from the first
-// index not yet received, with backoff, until the retry deadline. Any other
+// index not yet received (on the replica that leads, see
+// CoordinatorReplicas), with backoff, until the retry deadline. Any other
 // error ends the stream and is returned by Next(). Thread-safety: Next() and
 // the accessors may be called from one consumer thread at a time; destruction
 // cancels the RPC and joins the reader thread.
@@ -24,6 +25,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "grpcpp/client_context.h"
+#include "shard/client/coordinator_replicas.h"
 #include "shard/client/retry.h"
 #include "shard/v1/shard.grpc.pb.h"
 
@@ -44,7 +46,7 @@ class ShardStream {
  public:
   // Starts streaming `request`; `world_size` converts received counts back
   // to global positions when reconnecting.
-  ShardStream(std::shared_ptr<shard::v1::Coordinator::Stub> stub,
+  ShardStream(std::shared_ptr<CoordinatorReplicas> replicas,
               shard::v1::StreamShardRequest request, uint32_t world_size,
               const StreamOptions& options, const RetryPolicy& retry);
   ~ShardStream();
@@ -72,7 +74,7 @@ class ShardStream {
   // its final status.
   absl::Status ReadOnce() ABSL_LOCKS_EXCLUDED(mu_);
 
-  const std::shared_ptr<shard::v1::Coordinator::Stub> stub_;
+  const std::shared_ptr<CoordinatorReplicas> replicas_;
   const shard::v1::StreamShardRequest request_;
   const uint32_t world_size_;
   const StreamOptions options_;

@@ -1,0 +1,72 @@
+#include "shard/client/coordinator_replicas.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/leader_hint.h"
+
+namespace shard::client {
+
+absl::StatusOr<std::shared_ptr<CoordinatorReplicas>> CoordinatorReplicas::Open(
+    const std::string& addresses, const ChannelSecurity& security,
+    int max_receive_bytes) {
+  std::shared_ptr<CoordinatorReplicas> replicas(
+      new CoordinatorReplicas(security, max_receive_bytes));
+  absl::MutexLock lock(&replicas->mu_);
+  for (absl::string_view address : absl::StrSplit(addresses, ',')) {
+    address = absl::StripAsciiWhitespace(address);
+    if (address.empty()) continue;
+    if (absl::Status s = replicas->Add(std::string(address)); !s.ok()) {
+      return s;
+    }
+  }
+  if (replicas->addresses_.empty()) {
+    return absl::InvalidArgumentError(
+        "coordinator address is empty; expected HOST:PORT[,HOST:PORT...]");
+  }
+  return replicas;
+}
+
+absl::Status CoordinatorReplicas::Add(const std::string& address) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      NewCoordinatorChannel(address, security_, max_receive_bytes_);
+  if (!channel.ok()) return channel.status();
+  addresses_.push_back(address);
+  stubs_.push_back(shard::v1::Coordinator::NewStub(*channel));
+  return absl::OkStatus();
+}
+
+CoordinatorReplicas::Pick CoordinatorReplicas::Current() const {
+  absl::MutexLock lock(&mu_);
+  return Pick{stubs_[current_], current_};
+}
+
+void CoordinatorReplicas::Failed(const Pick& used,
+                                 const grpc::ClientContext& context) {
+  absl::MutexLock lock(&mu_);
+  if (used.index != current_) return;  // Another call moved on already.
+  const auto& trailers = context.GetServerTrailingMetadata();
+  if (const auto hint = trailers.find(kLeaderMetadataKey);
+      hint != trailers.end()) {
+    const std::string leader(hint->second.data(), hint->second.size());
+    const auto known = std::find(addresses_.begin(), addresses_.end(), leader);
+    if (known != addresses_.end()) {
+      current_ = static_cast<size_t>(known - addresses_.begin());
+      return;
+    }
+    if (Add(leader).ok()) {
+      current_ = addresses_.size() - 1;
+      return;
+    }
+  }
+  current_ = (current_ + 1) % addresses_.size();
+}
+
+std::vector<std::string> CoordinatorReplicas::addresses() const {
+  absl::MutexLock lock(&mu_);
+  return addresses_;
+}
+
+}  // namespace shard::client

@@ -1,0 +1,69 @@
+// The coordinator replicas a client may call (a --coordinator list such as
+// "a:7070,b:7070,c:7070", or one address) and the one it calls now.
+//
+// Replicated coordinators (shardd --etcd-endpoints) serve from one leader;
+// the others answer UNAVAILABLE and name the leader in the shard-leader
+// trailer. After a call that answered UNAVAILABLE, Failed() moves the
+// client on: to the replica the trailer names (added when the list lacks
+// it), else to the next in the list, so that the caller's retry goes
+// there. With one address this changes nothing.
+//
+// Thread-safe; channels connect lazily.
+#ifndef SHARD_CLIENT_COORDINATOR_REPLICAS_H_
+#define SHARD_CLIENT_COORDINATOR_REPLICAS_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/client_context.h"
+#include "shard/client/coordinator_channel.h"
+#include "shard/v1/shard.grpc.pb.h"
+
+namespace shard::client {
+
+class CoordinatorReplicas {
+ public:
+  using Stub = shard::v1::Coordinator::Stub;
+  // The replica a call goes to.
+  struct Pick {
+    std::shared_ptr<Stub> stub;
+    size_t index = 0;
+  };
+
+  // `addresses`: HOST:PORT, or several separated by commas.
+  // INVALID_ARGUMENT when it names none, or for bad security files.
+  static absl::StatusOr<std::shared_ptr<CoordinatorReplicas>> Open(
+      const std::string& addresses, const ChannelSecurity& security,
+      int max_receive_bytes);
+
+  // The replica to call now.
+  Pick Current() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The call to `used` (finished, with `context`) answered UNAVAILABLE:
+  // moves on unless another call already did.
+  void Failed(const Pick& used, const grpc::ClientContext& context)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Every replica known (the list, then leaders learned from trailers).
+  std::vector<std::string> addresses() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  CoordinatorReplicas(ChannelSecurity security, int max_receive_bytes)
+      : security_(std::move(security)), max_receive_bytes_(max_receive_bytes) {}
+  absl::Status Add(const std::string& address)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ChannelSecurity security_;
+  const int max_receive_bytes_;
+  mutable absl::Mutex mu_;
+  std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+  size_t current_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace shard::client
+
+#endif  // SHARD_CLIENT_COORDINATOR_REPLICAS_H_

@@ -1,0 +1,358 @@
+#include "server/replication/coordinator_replica.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/leader_hint.h"
+#include "server/event_log.h"
+#include "server/replication/etcd_state_store.h"
+
+namespace shard::server::replication {
+namespace {
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// "HOST:PORT" as clients should dial it: a wildcard host becomes this
+// machine's name.
+std::string AdvertisedAddress(const std::string& bound) {
+  const size_t colon = bound.rfind(':');
+  const std::string host = bound.substr(0, colon);
+  if (host != "0.0.0.0" && host != "[::]" && host != "::") return bound;
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return bound;
+  return absl::StrCat(name, bound.substr(colon));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CoordinatorReplica>> CoordinatorReplica::Start(
+    ReplicaOptions options) {
+  std::unique_ptr<CoordinatorReplica> replica(
+      new CoordinatorReplica(std::move(options)));
+  if (absl::Status s = replica->SwapServer(nullptr, absl::ZeroDuration());
+      !s.ok()) {
+    return s;
+  }
+  {
+    absl::MutexLock lock(&replica->mu_);
+    replica->address_ = replica->server_->address();
+  }
+  replica->identity_ = replica->options_.advertise.empty()
+                           ? AdvertisedAddress(replica->address_)
+                           : replica->options_.advertise;
+  replica->loop_ = std::thread([raw = replica.get()] { raw->Loop(); });
+  return replica;
+}
+
+CoordinatorReplica::CoordinatorReplica(ReplicaOptions options)
+    : options_(std::move(options)) {}
+
+CoordinatorReplica::~CoordinatorReplica() { Stop(absl::ZeroDuration()); }
+
+void CoordinatorReplica::Stop(absl::Duration grace) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ && !loop_.joinable()) return;
+    stopping_ = true;
+    stop_grace_ = grace;
+  }
+  if (loop_.joinable()) loop_.join();
+  std::unique_ptr<CoordinatorServer> server;
+  {
+    absl::MutexLock lock(&mu_);
+    server = std::move(server_);
+  }
+  if (server != nullptr) server->Stop(absl::ZeroDuration());
+  server.reset();
+  absl::MutexLock lock(&mu_);
+  service_.reset();
+}
+
+absl::Status CoordinatorReplica::fatal() const {
+  absl::MutexLock lock(&mu_);
+  return fatal_;
+}
+
+bool CoordinatorReplica::leading() const {
+  return SteadyNowNs() < leading_until_ns_.load();
+}
+
+bool CoordinatorReplica::WithLeaderService(
+    absl::FunctionRef<void(CoordinatorService&)> read) {
+  absl::MutexLock lock(&mu_);
+  if (!service_leads_ || service_ == nullptr || !leading()) return false;
+  read(*service_);
+  return true;
+}
+
+bool CoordinatorReplica::stopping() const {
+  absl::MutexLock lock(&mu_);
+  return stopping_;
+}
+
+bool CoordinatorReplica::WaitOrStop(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&stopping_), timeout);
+  return stopping_;
+}
+
+void CoordinatorReplica::Renewed(int64_t sent_ns) {
+  renewed_sent_ns_.store(sent_ns);
+}
+
+absl::Status CoordinatorReplica::Gate() const {
+  if (leading()) return absl::OkStatus();
+  std::string leader;
+  {
+    absl::MutexLock lock(&hint_mu_);
+    leader = leader_hint_;
+  }
+  if (leader.empty() || leader == identity_) {
+    return absl::UnavailableError(absl::StrCat(
+        "coordinator replica ", identity_,
+        " is not the leader and no leader is known yet (one is elected "
+        "within the leader lease); retry"));
+  }
+  absl::Status refused = absl::UnavailableError(
+      absl::StrCat("coordinator replica ", identity_,
+                   " is standing by; the leader is ", leader));
+  refused.SetPayload(kLeaderMetadataKey, absl::Cord(leader));
+  return refused;
+}
+
+void CoordinatorReplica::SetLeaderHint(std::string leader) {
+  absl::MutexLock lock(&hint_mu_);
+  leader_hint_ = std::move(leader);
+}
+
+absl::Status CoordinatorReplica::SwapServer(
+    std::unique_ptr<CoordinatorService> service, absl::Duration grace) {
+  const bool leads = service != nullptr;
+  if (!leads) {
+    // Never reached: the gate refuses every call of a standby.
+    CoordinatorOptions idle = options_.coordinator;
+    idle.expire_leases_in_background = false;
+    service = std::make_unique<CoordinatorService>(idle);
+  }
+  std::unique_ptr<CoordinatorServer> old_server;
+  std::unique_ptr<CoordinatorService> old_service;
+  std::string listen;
+  {
+    absl::MutexLock lock(&mu_);
+    old_server = std::move(server_);
+    old_service = std::move(service_);
+    service_leads_ = false;
+    listen = address_.empty() ? options_.server.listen : address_;
+  }
+  if (old_server != nullptr) old_server->Stop(grace);
+  old_server.reset();
+  old_service.reset();
+
+  CoordinatorServerOptions server_options = options_.server;
+  server_options.listen = listen;
+  server_options.healthy = leads;
+  server_options.serving_gate = [this] { return Gate(); };
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> started =
+      CoordinatorServer::Start(service.get(), server_options);
+  if (!started.ok()) return started.status();
+  absl::MutexLock lock(&mu_);
+  service_ = std::move(service);
+  server_ = *std::move(started);
+  service_leads_ = leads;
+  return absl::OkStatus();
+}
+
+void CoordinatorReplica::Loop() {
+  const absl::Duration retry = absl::Seconds(1);
+  absl::Time last_report = absl::InfinitePast();
+  while (!stopping()) {
+    absl::StatusOr<std::unique_ptr<EtcdSession>> session =
+        EtcdSession::Start(options_.etcd);
+    if (!session.ok()) {
+      // One line every 10 s while etcd stays away.
+      if (absl::Now() - last_report >= absl::Seconds(10)) {
+        LogEvent(absl::StrCat("standing by: cannot open an etcd session (",
+                              session.status().message(), "); retrying"));
+        last_report = absl::Now();
+      }
+      WaitOrStop(retry);
+      continue;
+    }
+    last_report = absl::InfinitePast();
+    RunSession(**session);
+    (*session)->Revoke().IgnoreError();
+  }
+}
+
+void CoordinatorReplica::RunSession(EtcdSession& session) {
+  Renewed(SteadyNowNs());  // Start() granted the lease just now.
+  absl::StatusOr<std::unique_ptr<EtcdFollower>> follower =
+      EtcdFollower::Start(&session);
+  if (!follower.ok()) {
+    if (absl::IsDataLoss(follower.status())) {
+      LogEvent(
+          absl::StrCat("the coordinator history in etcd cannot be recovered: ",
+                       follower.status().message()));
+      {
+        absl::MutexLock lock(&mu_);
+        fatal_ = follower.status();
+        stopping_ = true;
+      }
+      if (options_.on_fatal) options_.on_fatal();
+      return;
+    }
+    LogEvent(absl::StrCat("standing by: cannot read the state from etcd (",
+                          follower.status().message(), "); retrying"));
+    WaitOrStop(absl::Seconds(1));
+    return;
+  }
+  LogEvent(absl::StrCat("standing by as ", identity_, ": following etcd under ",
+                        options_.etcd.prefix, " from record ",
+                        (*follower)->applied()));
+  const absl::Duration ttl = options_.etcd.lease_ttl;
+  const absl::Duration poll = std::min(ttl / 5, absl::Milliseconds(500));
+  std::optional<absl::Time> leaderless_since;
+  while (!WaitOrStop(poll)) {
+    if (absl::Status s = (*follower)->status(); !s.ok()) {
+      LogEvent(absl::StrCat("standing by: the copy of the state stopped (",
+                            s.message(), "); reading etcd again"));
+      return;
+    }
+    const int64_t sent = SteadyNowNs();
+    if (absl::Nanoseconds(sent - renewed_sent_ns_.load()) >= ttl / 3) {
+      absl::Status kept = session.KeepAlive();
+      if (kept.ok()) {
+        Renewed(sent);
+      } else if (absl::IsNotFound(kept)) {
+        LogEvent(absl::StrCat("standing by: ", kept.message()));
+        return;
+      }
+    }
+    absl::StatusOr<std::string> leader = session.Leader();
+    if (leader.ok()) {
+      SetLeaderHint(*leader);
+      leaderless_since.reset();
+      continue;
+    }
+    if (!absl::IsNotFound(leader.status())) continue;  // etcd away: retry.
+    SetLeaderHint("");
+    if (!leaderless_since) leaderless_since = absl::Now();
+    absl::StatusOr<EtcdSession::Leadership> won = session.Campaign(identity_);
+    if (won.ok()) {
+      Lead(session, *std::move(won), *std::move(follower), *leaderless_since);
+      return;
+    }
+  }
+}
+
+void CoordinatorReplica::Lead(EtcdSession& session,
+                              EtcdSession::Leadership leadership,
+                              std::unique_ptr<EtcdFollower> follower,
+                              absl::Time leaderless_since) {
+  const absl::Duration ttl = options_.etcd.lease_ttl;
+  // Every record of earlier leaders is in etcd before the leader key this
+  // replica now holds, and nobody else can add one: catch up to the last.
+  absl::StatusOr<uint64_t> last = EtcdStateStore::LastSequence(session);
+  if (!last.ok() ||
+      !follower->AwaitApplied(*last, absl::Now() + options_.etcd.timeout)) {
+    LogEvent(absl::StrCat(
+        "won the leadership but could not catch up with etcd (",
+        last.ok() ? follower->status().ToString() : last.status().message(),
+        "); giving it up"));
+    return;
+  }
+  CoordinatorState state = follower->state();
+  const size_t jobs = state.jobs().size();
+  follower.reset();
+  metrics::ServerMetrics* metrics = options_.server.metrics;
+  auto store = std::make_unique<EtcdStateStore>(
+      &session, leadership, *last,
+      [metrics](absl::Duration latency, size_t records) {
+        if (metrics != nullptr) metrics->ObserveEtcdTxn(latency, records);
+      });
+  EtcdStateStore* const store_view = store.get();
+  auto service = std::make_unique<CoordinatorService>(
+      options_.coordinator, std::move(store), std::move(state));
+  const absl::Duration margin = ttl / 10;
+  leading_until_ns_.store(renewed_sent_ns_.load() +
+                          absl::ToInt64Nanoseconds(ttl - margin));
+  SetLeaderHint(identity_);
+  if (absl::Status s = SwapServer(std::move(service), absl::ZeroDuration());
+      !s.ok()) {
+    leading_until_ns_.store(0);
+    LogEvent(absl::StrCat("won the leadership but cannot serve (", s.message(),
+                          "); giving it up"));
+    SwapServer(nullptr, absl::ZeroDuration()).IgnoreError();
+    return;
+  }
+  const absl::Duration takeover = absl::Now() - leaderless_since;
+  if (metrics != nullptr) {
+    metrics->SetLeader(true);
+    metrics->ObserveTakeover(takeover);
+  }
+  LogEvent(absl::StrCat(
+      "leading the coordinator cluster under ", options_.etcd.prefix, " as ",
+      identity_, " (leadership revision ", leadership.revision, ", ", jobs,
+      " jobs, record ", *last, "), serving ", absl::FormatDuration(takeover),
+      " after the leader key was found gone"));
+
+  std::string ended;
+  while (ended.empty()) {
+    if (WaitOrStop(ttl / 3)) {
+      ended = "stopping";
+      break;
+    }
+    if (absl::Status broken = store_view->broken(); !broken.ok()) {
+      ended = std::string(broken.message());
+      break;
+    }
+    const int64_t sent = SteadyNowNs();
+    absl::Status kept = session.KeepAlive();
+    if (kept.ok()) {
+      Renewed(sent);
+      leading_until_ns_.store(sent + absl::ToInt64Nanoseconds(ttl - margin));
+    } else if (absl::IsNotFound(kept) || !leading()) {
+      ended = std::string(kept.message());
+    }
+  }
+  leading_until_ns_.store(0);  // Every call from now on is refused.
+  SetLeaderHint("");
+  if (metrics != nullptr) metrics->SetLeader(false);
+  const bool stop = stopping();
+  absl::Duration grace = absl::ZeroDuration();
+  if (stop) {
+    absl::MutexLock lock(&mu_);
+    grace = stop_grace_;
+  }
+  LogEvent(absl::StrCat("stopped leading: ", ended));
+  if (stop) {
+    // Drain: in-flight calls finish while the lease is still kept.
+    std::unique_ptr<CoordinatorServer> server;
+    std::unique_ptr<CoordinatorService> drained;
+    {
+      absl::MutexLock lock(&mu_);
+      server = std::move(server_);
+      drained = std::move(service_);
+      service_leads_ = false;
+    }
+    if (server != nullptr) server->Stop(grace);
+    return;
+  }
+  if (absl::Status s = SwapServer(nullptr, absl::ZeroDuration()); !s.ok()) {
+    LogEvent(absl::StrCat("cannot serve as a standby: ", s.message()));
+  }
+}
+
+}  // namespace shard::server::replication

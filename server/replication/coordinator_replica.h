@@ -1,0 +1,151 @@
+// One shardd replica of a coordinator cluster whose state lives in etcd
+// (shardd --etcd-endpoints): it stands by, campaigns, leads, and stands by
+// again when its leadership ends.
+//
+// Standing by: an EtcdFollower keeps a hot copy of the state; the gRPC
+// server answers every Coordinator call (but Drain) UNAVAILABLE naming the
+// leader, in the message and in the shard-leader trailer, and health says
+// NOT_SERVING. Every poll interval (lease / 5, at most 500 ms) the replica
+// renews its etcd lease when due, reads the leader key and, when there is
+// no leader, campaigns.
+//
+// Leading: the copy is caught up to the newest record in etcd, becomes a
+// CoordinatorService over an EtcdStateStore fenced by the won leadership
+// (every member gets a fresh lease, current epochs' orders are prepared),
+// and a server with health SERVING replaces the standby one on the same
+// address. The lease is renewed every lease / 3; the replica serves only
+// while its lease is certainly alive: until 9/10 of the lease after the
+// last renewal was sent (checked on every call, so a paused replica that
+// wakes up refuses at once, before it notices anything). Leadership ends
+// when that time passes, etcd says the lease is gone, or a fenced write
+// fails: the server stops at once, the state in memory is dropped, and the
+// replica stands by again with a new session (re-reading etcd).
+//
+// Stop() (SIGTERM) drains a leader for the server's shutdown grace, then
+// revokes the lease so that a standby takes over without waiting for it
+// to lapse. A history in etcd that cannot be recovered (DATA_LOSS) stops
+// the loop and is reported through on_fatal.
+//
+// Thread-safe. The replica runs its loop on its own thread.
+#ifndef SERVER_REPLICATION_COORDINATOR_REPLICA_H_
+#define SERVER_REPLICATION_COORDINATOR_REPLICA_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/coordinator_server.h"
+#include "server/coordinator_service.h"
+#include "server/metrics/server_metrics.h"
+#include "server/replication/etcd_follower.h"
+#include "server/replication/etcd_session.h"
+
+namespace shard::server::replication {
+
+struct ReplicaOptions {
+  // etcd endpoints, key prefix, TLS, and the leader lease (lease_ttl).
+  EtcdSession::Options etcd;
+  // HOST:PORT clients reach this replica at (the leader key's value, named
+  // by standbys). Empty: the bound address, with the host name instead of
+  // a wildcard host.
+  std::string advertise;
+  CoordinatorOptions coordinator;
+  // Listening, TLS, token, health listener, metrics, grace; serving_gate
+  // and healthy are the replica's.
+  CoordinatorServerOptions server;
+  // Called once if the loop stops on its own (the history in etcd cannot
+  // be recovered: DATA_LOSS); fatal() says why.
+  std::function<void()> on_fatal;
+};
+
+class CoordinatorReplica {
+ public:
+  // Starts the standby server (so that a bad --listen fails at once:
+  // INVALID_ARGUMENT or UNAVAILABLE as CoordinatorServer::Start) and the
+  // replica's loop.
+  static absl::StatusOr<std::unique_ptr<CoordinatorReplica>> Start(
+      ReplicaOptions options);
+  // Stop(0) if not stopped.
+  ~CoordinatorReplica();
+  CoordinatorReplica(const CoordinatorReplica&) = delete;
+  CoordinatorReplica& operator=(const CoordinatorReplica&) = delete;
+
+  // HOST:PORT the server is bound to (the same while standing by and
+  // leading).
+  const std::string& address() const { return address_; }
+  // What the leader key names this replica as.
+  const std::string& identity() const { return identity_; }
+
+  // Drains a leader for up to `grace`, gives up the lease, stops the
+  // server and the loop. Idempotent.
+  void Stop(absl::Duration grace) ABSL_LOCKS_EXCLUDED(mu_);
+  // OK, or why the loop stopped on its own.
+  absl::Status fatal() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether this replica serves as the leader now.
+  bool leading() const;
+  // Runs `read` with the service while this replica leads (returns false
+  // without calling it otherwise). Holds the replica's lock meanwhile.
+  bool WithLeaderService(absl::FunctionRef<void(CoordinatorService&)> read)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  explicit CoordinatorReplica(ReplicaOptions options);
+
+  // The loop: sessions one after another until Stop().
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  // One session: stand by, campaign, lead; returns to get a new session.
+  void RunSession(EtcdSession& session) ABSL_LOCKS_EXCLUDED(mu_);
+  // Leads with `leadership` until it ends or Stop().
+  void Lead(EtcdSession& session, EtcdSession::Leadership leadership,
+            std::unique_ptr<EtcdFollower> follower, absl::Time leaderless_since)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Replaces the running server: a standby one (no service given) or the
+  // leader's over `service`; the old one stops with `grace`.
+  absl::Status SwapServer(std::unique_ptr<CoordinatorService> service,
+                          absl::Duration grace) ABSL_LOCKS_EXCLUDED(mu_);
+  // The serving gate of both servers.
+  absl::Status Gate() const ABSL_LOCKS_EXCLUDED(hint_mu_);
+  void SetLeaderHint(std::string leader) ABSL_LOCKS_EXCLUDED(hint_mu_);
+  // Waits for `timeout` or Stop(); true when stopping.
+  bool WaitOrStop(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  bool stopping() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The lease was renewed by a call sent at `sent_ns` (steady clock).
+  void Renewed(int64_t sent_ns);
+
+  const ReplicaOptions options_;
+  std::string address_;
+  std::string identity_;
+
+  // Steady-clock nanoseconds until which this replica may serve as the
+  // leader (0: not leading). Read on every call.
+  std::atomic<int64_t> leading_until_ns_{0};
+  // When the lease was last renewed (steady-clock nanoseconds of sending).
+  std::atomic<int64_t> renewed_sent_ns_{0};
+
+  mutable absl::Mutex hint_mu_;
+  std::string leader_hint_ ABSL_GUARDED_BY(hint_mu_);
+
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Duration stop_grace_ ABSL_GUARDED_BY(mu_);
+  absl::Status fatal_ ABSL_GUARDED_BY(mu_);
+  // The running server and its service (the standby's is an empty one that
+  // the gate keeps from being reached).
+  std::unique_ptr<CoordinatorService> service_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<CoordinatorServer> server_ ABSL_GUARDED_BY(mu_);
+  bool service_leads_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread loop_;
+};
+
+}  // namespace shard::server::replication
+
+#endif  // SERVER_REPLICATION_COORDINATOR_REPLICA_H_
