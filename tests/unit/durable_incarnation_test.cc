@@ -3,7 +3,9 @@
 // a restarted process still ends its generation, so its peers are told to
 // re-join instead of blocking in collectives with a dead process. A stale
 // process's Heartbeat or Leave (its old incarnation) is refused and changes
-// nothing. Incarnations are kept only while the member stays joined.
+// nothing. Incarnations are kept only while the member stays joined. The
+// rendezvous keys live in memory: a recovered generation's store calls
+// answer ABORTED (the trainers re-join) instead of waiting for lost keys.
 #include <unistd.h>
 
 #include <algorithm>
@@ -121,6 +123,41 @@ TEST_P(DurableIncarnationTest, ARestartedMemberEndsItsGenerationAfterARestart) {
   // The old generation is over: a is told to re-join.
   const absl::Status beat = Heartbeat(*restarted, "a", generation, 11);
   EXPECT_TRUE(absl::IsAborted(beat)) << beat;
+}
+
+TEST_P(DurableIncarnationTest, ARecoveredGenerationsStoreAnswersAborted) {
+  auto set = [](testing::BlockingCoordinator& service, uint64_t generation) {
+    shard::v1::StoreSetRequest request;
+    request.mutable_scope()->set_job_id("job");
+    request.mutable_scope()->set_generation(generation);
+    request.set_key("MASTER_ADDR");
+    request.set_value("10.0.0.1");
+    return service.store().StoreSet(request).status();
+  };
+  uint64_t generation = 0;
+  {
+    std::unique_ptr<testing::BlockingCoordinator> first = Start();
+    generation = FormWorld(*first);
+    ASSERT_TRUE(set(*first, generation).ok());
+  }
+  std::unique_ptr<testing::BlockingCoordinator> restarted = Start();
+  shard::v1::StoreGetRequest get;
+  get.mutable_scope()->set_job_id("job");
+  get.mutable_scope()->set_generation(generation);
+  get.set_key("MASTER_ADDR");
+  get.set_wait_ms(60000);
+  // Without the refusal this get would wait its full minute for a key the
+  // restart lost.
+  const absl::StatusOr<shard::v1::StoreGetResponse> got =
+      restarted->StoreGet(get, absl::InfiniteFuture());
+  EXPECT_TRUE(absl::IsAborted(got.status())) << got.status();
+  EXPECT_TRUE(absl::IsAborted(set(*restarted, generation)));
+  // The trainers re-join: the new generation's store works.
+  ASSERT_TRUE(Leave(*restarted, "a", 11).ok());
+  ASSERT_TRUE(Leave(*restarted, "b", kOld).ok());
+  const uint64_t next = FormWorld(*restarted);
+  EXPECT_GT(next, generation);
+  EXPECT_TRUE(set(*restarted, next).ok());
 }
 
 TEST_P(DurableIncarnationTest, AStaleProcessCannotHeartbeatOrLeave) {
