@@ -16,6 +16,9 @@ namespace shard::server {
 namespace {
 
 constexpr char kServiceName[] = "shard.v1.Coordinator";
+// SERVING while the process serves at all (a standby replica and a draining
+// server included): what a liveness probe asks.
+constexpr char kLivenessServiceName[] = "liveness";
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
     const CoordinatorServerOptions& options) {
@@ -120,6 +123,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // Without SO_REUSEPORT a busy port fails to bind ("address already in
   // use") instead of a second server sharing it with the first.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Clients ping open calls every few seconds to notice a paused or cut
+  // off replica (client/coordinator_channel.cc); gRPC's default would
+  // answer such pings with GOAWAY (too many pings).
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder.AddListeningPort(opts.listen, *credentials, &port);
   builder.RegisterService(server->grpc_service_.get());
   builder.SetMaxReceiveMessageSize(opts.max_request_bytes);
@@ -160,8 +168,11 @@ void CoordinatorServer::SetServing(bool serving) {
   for (grpc::Server* server : {server_.get(), health_server_.get()}) {
     if (server == nullptr) continue;
     grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-    health->SetServingStatus(serving);
+    // By name: the overload without one would set every service,
+    // liveness included.
+    health->SetServingStatus("", serving);
     health->SetServingStatus(kServiceName, serving);
+    health->SetServingStatus(kLivenessServiceName, true);
   }
 }
 

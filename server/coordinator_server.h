@@ -1,6 +1,7 @@
 // The gRPC server around a CoordinatorService: listening port, TLS or
 // mutual TLS, bearer-token authentication, request size limit, the gRPC
-// health service (SERVING until draining, then NOT_SERVING), server
+// health service ("" and shard.v1.Coordinator: SERVING until draining,
+// then NOT_SERVING; "liveness": SERVING while the server runs), server
 // reflection, RPC metrics, and a graceful stop. Used by shardd and by tests.
 //
 // Thread-safety: Stop() and the drain hook may run on any thread; Stop() is

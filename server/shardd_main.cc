@@ -80,7 +80,8 @@ ABSL_FLAG(bool, check_etcd, false,
           "--etcd-prefix) read only, print what a new leader would find and "
           "exit: 0 sound, 3 not recoverable");
 ABSL_FLAG(uint64_t, snapshot_every, 10000,
-          "journal appends between snapshots (bounds recovery time)");
+          "records between snapshots, in the journal or in etcd (bounds "
+          "recovery time and the history kept)");
 ABSL_FLAG(uint64_t, max_order_bytes, uint64_t{4} << 30,
           "largest shuffled epoch order (bytes) one job may hold; jobs that "
           "need more are refused");
@@ -221,7 +222,10 @@ int CheckEtcd() {
   std::cout << "etcd history under " << options.prefix
             << " is sound: " << recovered->state.jobs().size()
             << " jobs, last record " << recovered->last_sequence
-            << " (etcd revision " << recovered->revision
+            << " (snapshot at record " << recovered->snapshot_sequence << ", "
+            << recovered->snapshot_bytes << " bytes, then "
+            << recovered->records << " records; etcd revision "
+            << recovered->revision
             << "); leader: " << (leader.ok() ? *leader : std::string("none"))
             << "\n";
   return 0;
@@ -440,6 +444,7 @@ int RunReplicated(const sigset_t& signals,
   shard::server::replication::ReplicaOptions replica_options;
   replica_options.etcd = EtcdOptionsFromFlags();
   replica_options.advertise = absl::GetFlag(FLAGS_advertise_address);
+  replica_options.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
   replica_options.coordinator = options;
   replica_options.server = ServerOptionsFromFlags(metrics.get());
   // A history that cannot be recovered: exit 3 like a bad data directory.

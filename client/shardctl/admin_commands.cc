@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client/cli_flags.h"
 #include "common/plan/job_spec.h"
@@ -103,9 +107,35 @@ const std::vector<std::string>& JobHeader() {
   return kHeader;
 }
 
+// Each replica's role, asked of it alone (no retry, no leader following).
+std::vector<std::vector<std::string>> ReplicaRows(
+    const client::ClientOptions& options) {
+  std::vector<std::vector<std::string>> rows = {{"REPLICA", "ROLE", "DETAIL"}};
+  for (absl::string_view address :
+       absl::StrSplit(options.address, ',', absl::SkipWhitespace())) {
+    client::ClientOptions one = options;
+    one.address = std::string(absl::StripAsciiWhitespace(address));
+    one.retry.deadline = absl::ZeroDuration();
+    one.rpc_timeout = std::min(options.rpc_timeout, absl::Seconds(5));
+    absl::StatusOr<std::unique_ptr<client::CoordinatorClient>> replica =
+        client::CoordinatorClient::Connect(one);
+    absl::Status answer = replica.status();
+    if (replica.ok()) answer = (*replica)->ListJobs().status();
+    if (answer.ok()) {
+      rows.push_back({one.address, "leader", ""});
+    } else {
+      rows.push_back({one.address,
+                      absl::IsUnavailable(answer) ? "not serving" : "error",
+                      std::string(answer.message())});
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 absl::Status Status(client::CoordinatorClient& client,
+                    const client::ClientOptions& options,
                     const std::vector<std::string>& args) {
   absl::StatusOr<client::CliFlags> flags =
       client::CliFlags::Parse(args, {"output"});
@@ -118,6 +148,10 @@ absl::Status Status(client::CoordinatorClient& client,
     shard::v1::ListJobsResponse response;
     for (const shard::v1::Job& job : *jobs) *response.add_jobs() = job;
     return PrintJson(response);
+  }
+  if (absl::StrContains(options.address, ',')) {
+    PrintTable(ReplicaRows(options));
+    std::printf("\n");
   }
   if (jobs->empty()) {
     std::printf("no jobs\n");

@@ -15,8 +15,13 @@
 namespace shard::shardctl {
 
 // status [--output table|json]: every job with its spec, committed epoch
-// and position, members and generation.
+// and position, members and generation. When `options.address` lists
+// several replicas (a replicated coordinator), the table starts with each
+// replica's role: leader (it answered), not serving (UNAVAILABLE: a
+// standby, which names the leader, or a replica that cannot be reached)
+// or error.
 absl::Status Status(client::CoordinatorClient& client,
+                    const client::ClientOptions& options,
                     const std::vector<std::string>& args);
 
 // describe --job ID [--output table|json]: one job with its members.

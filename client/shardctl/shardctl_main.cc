@@ -1,6 +1,7 @@
 // shardctl: command-line client of the shardd coordinator.
 //
-//   shardctl [--coordinator HOST:PORT] [--timeout 30s] [--retry-deadline 60s]
+//   shardctl [--coordinator HOST:PORT[,HOST:PORT...]] [--timeout 30s]
+//            [--retry-deadline 60s]
 //            [--tls-ca PEM] [--tls-cert PEM --tls-key PEM]
 //            [--auth-token-file FILE] COMMAND [command flags]
 //
@@ -24,7 +25,7 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: shardctl [--coordinator HOST:PORT] [--timeout 30s] "
+    "usage: shardctl [--coordinator HOST:PORT[,HOST:PORT...]] [--timeout 30s] "
     "[--retry-deadline 60s] COMMAND [flags]\n"
     "commands:\n"
     "  create-job --job ID --size N --world-size W [--seed S]\n"
@@ -35,7 +36,8 @@ constexpr char kUsage[] =
     "             [--block-size B] [--window-blocks K]\n"
     "  plan       --job ID --epoch E --rank R\n"
     "  consume    --job ID --member M [--epochs K] [--wait 5m]\n"
-    "  status     [--output table|json]\n"
+    "  status     [--output table|json]   (with several replicas: their "
+    "roles too)\n"
     "  describe   --job ID [--output table|json]\n"
     "  delete-job --job ID [--force true] [--output table|json]\n"
     "  drain      [--output table|json]\n"
@@ -114,7 +116,7 @@ int main(int argc, char** argv) {
   } else if (command == "consume") {
     status = shard::shardctl::Consume(client, command_args);
   } else if (command == "status") {
-    status = shard::shardctl::Status(*client, command_args);
+    status = shard::shardctl::Status(*client, options, command_args);
   } else if (command == "describe") {
     status = shard::shardctl::Describe(*client, command_args);
   } else if (command == "delete-job") {

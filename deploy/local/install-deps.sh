@@ -16,9 +16,10 @@ packages=(
   # the Python client: its runtime and the stub generator
   python3-grpcio python3-protobuf python3-numpy python3-setuptools
   clang-14 libclang-rt-14-dev
-  # replicated state on etcd: the server (tests start real members) and the
-  # v3 API's .proto files the etcd client stubs are generated from
-  etcd-server golang-etcd-server-dev golang-github-gogo-protobuf-dev
+  # replicated state on etcd: the server (tests start real members),
+  # etcdctl (tests read etcd's history; backups) and the v3 API's .proto
+  # files the etcd client stubs are generated from
+  etcd-server etcd-client golang-etcd-server-dev golang-github-gogo-protobuf-dev
   golang-github-grpc-ecosystem-grpc-gateway-dev
   # tests: promtool, certificates, manifests, the container image
   prometheus openssl yamllint python3-yaml kubectl nodejs buildah debootstrap

@@ -18,6 +18,12 @@
 namespace shard::server::replication {
 namespace {
 
+// How long a server being replaced gives its calls: those the gate refused
+// get their UNAVAILABLE out (else gRPC cancels them, and clients do not
+// retry CANCELLED); a deposed leader's other calls answer UNAVAILABLE as
+// soon as its state store or drain fails them.
+constexpr absl::Duration kRefusalGrace = absl::Seconds(1);
+
 int64_t SteadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -74,7 +80,7 @@ void CoordinatorReplica::Stop(absl::Duration grace) {
     absl::MutexLock lock(&mu_);
     server = std::move(server_);
   }
-  if (server != nullptr) server->Stop(absl::ZeroDuration());
+  if (server != nullptr) server->Stop(kRefusalGrace);
   server.reset();
   absl::MutexLock lock(&mu_);
   service_.reset();
@@ -115,15 +121,18 @@ void CoordinatorReplica::Renewed(int64_t sent_ns) {
 absl::Status CoordinatorReplica::Gate() const {
   if (leading()) return absl::OkStatus();
   std::string leader;
+  std::string etcd_error;
   {
     absl::MutexLock lock(&hint_mu_);
     leader = leader_hint_;
+    etcd_error = etcd_error_;
   }
   if (leader.empty() || leader == identity_) {
     return absl::UnavailableError(absl::StrCat(
-        "coordinator replica ", identity_,
-        " is not the leader and no leader is known yet (one is elected "
-        "within the leader lease); retry"));
+        "coordinator replica ", identity_, " is not the leader and knows none",
+        etcd_error.empty()
+            ? " yet (one is elected within the leader lease); retry"
+            : absl::StrCat(": ", etcd_error)));
   }
   absl::Status refused = absl::UnavailableError(
       absl::StrCat("coordinator replica ", identity_,
@@ -132,9 +141,11 @@ absl::Status CoordinatorReplica::Gate() const {
   return refused;
 }
 
-void CoordinatorReplica::SetLeaderHint(std::string leader) {
+void CoordinatorReplica::SetLeaderHint(std::string leader,
+                                       std::string etcd_error) {
   absl::MutexLock lock(&hint_mu_);
   leader_hint_ = std::move(leader);
+  etcd_error_ = std::move(etcd_error);
 }
 
 absl::Status CoordinatorReplica::SwapServer(
@@ -181,6 +192,7 @@ void CoordinatorReplica::Loop() {
     absl::StatusOr<std::unique_ptr<EtcdSession>> session =
         EtcdSession::Start(options_.etcd);
     if (!session.ok()) {
+      SetLeaderHint("", std::string(session.status().message()));
       // One line every 10 s while etcd stays away.
       if (absl::Now() - last_report >= absl::Seconds(10)) {
         LogEvent(absl::StrCat("standing by: cannot open an etcd session (",
@@ -246,7 +258,10 @@ void CoordinatorReplica::RunSession(EtcdSession& session) {
       leaderless_since.reset();
       continue;
     }
-    if (!absl::IsNotFound(leader.status())) continue;  // etcd away: retry.
+    if (!absl::IsNotFound(leader.status())) {  // etcd away: retry.
+      SetLeaderHint("", std::string(leader.status().message()));
+      continue;
+    }
     SetLeaderHint("");
     if (!leaderless_since) leaderless_since = absl::Now();
     absl::StatusOr<EtcdSession::Leadership> won = session.Campaign(identity_);
@@ -262,6 +277,10 @@ void CoordinatorReplica::Lead(EtcdSession& session,
                               std::unique_ptr<EtcdFollower> follower,
                               absl::Time leaderless_since) {
   const absl::Duration ttl = options_.etcd.lease_ttl;
+  // Renew now: the catch-up and the server swap below take a moment.
+  if (const int64_t sent = SteadyNowNs(); session.KeepAlive().ok()) {
+    Renewed(sent);
+  }
   // Every record of earlier leaders is in etcd before the leader key this
   // replica now holds, and nobody else can add one: catch up to the last.
   absl::StatusOr<uint64_t> last = EtcdStateStore::LastSequence(session);
@@ -277,11 +296,13 @@ void CoordinatorReplica::Lead(EtcdSession& session,
   const size_t jobs = state.jobs().size();
   follower.reset();
   metrics::ServerMetrics* metrics = options_.server.metrics;
-  auto store = std::make_unique<EtcdStateStore>(
-      &session, leadership, *last,
-      [metrics](absl::Duration latency, size_t records) {
-        if (metrics != nullptr) metrics->ObserveEtcdTxn(latency, records);
-      });
+  EtcdStateStore::Options store_options;
+  store_options.snapshot_every = options_.snapshot_every;
+  store_options.on_txn = [metrics](absl::Duration latency, size_t records) {
+    if (metrics != nullptr) metrics->ObserveEtcdTxn(latency, records);
+  };
+  auto store = std::make_unique<EtcdStateStore>(&session, leadership, *last,
+                                                std::move(store_options));
   EtcdStateStore* const store_view = store.get();
   auto service = std::make_unique<CoordinatorService>(
       options_.coordinator, std::move(store), std::move(state));
@@ -289,12 +310,13 @@ void CoordinatorReplica::Lead(EtcdSession& session,
   leading_until_ns_.store(renewed_sent_ns_.load() +
                           absl::ToInt64Nanoseconds(ttl - margin));
   SetLeaderHint(identity_);
+  // The standby's calls were all refused at once: nothing to wait for.
   if (absl::Status s = SwapServer(std::move(service), absl::ZeroDuration());
       !s.ok()) {
     leading_until_ns_.store(0);
     LogEvent(absl::StrCat("won the leadership but cannot serve (", s.message(),
                           "); giving it up"));
-    SwapServer(nullptr, absl::ZeroDuration()).IgnoreError();
+    SwapServer(nullptr, kRefusalGrace).IgnoreError();
     return;
   }
   const absl::Duration takeover = absl::Now() - leaderless_since;
@@ -310,7 +332,11 @@ void CoordinatorReplica::Lead(EtcdSession& session,
 
   std::string ended;
   while (ended.empty()) {
-    if (WaitOrStop(ttl / 3)) {
+    // Renew every ttl / 3 after the last renewal (the takeover itself took
+    // some of that time).
+    const absl::Duration since_renewal =
+        absl::Nanoseconds(SteadyNowNs() - renewed_sent_ns_.load());
+    if (WaitOrStop(std::max(absl::ZeroDuration(), ttl / 3 - since_renewal))) {
       ended = "stopping";
       break;
     }
@@ -328,7 +354,7 @@ void CoordinatorReplica::Lead(EtcdSession& session,
     }
   }
   leading_until_ns_.store(0);  // Every call from now on is refused.
-  SetLeaderHint("");
+  SetLeaderHint("", absl::StrCat("it stopped leading: ", ended));
   if (metrics != nullptr) metrics->SetLeader(false);
   const bool stop = stopping();
   absl::Duration grace = absl::ZeroDuration();
@@ -350,7 +376,7 @@ void CoordinatorReplica::Lead(EtcdSession& session,
     if (server != nullptr) server->Stop(grace);
     return;
   }
-  if (absl::Status s = SwapServer(nullptr, absl::ZeroDuration()); !s.ok()) {
+  if (absl::Status s = SwapServer(nullptr, kRefusalGrace); !s.ok()) {
     LogEvent(absl::StrCat("cannot serve as a standby: ", s.message()));
   }
 }

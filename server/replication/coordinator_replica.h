@@ -58,6 +58,8 @@ struct ReplicaOptions {
   // by standbys). Empty: the bound address, with the host name instead of
   // a wildcard host.
   std::string advertise;
+  // Records between the leader's snapshots in etcd.
+  uint64_t snapshot_every = 10000;
   CoordinatorOptions coordinator;
   // Listening, TLS, token, health listener, metrics, grace; serving_gate
   // and healthy are the replica's.
@@ -114,7 +116,10 @@ class CoordinatorReplica {
                           absl::Duration grace) ABSL_LOCKS_EXCLUDED(mu_);
   // The serving gate of both servers.
   absl::Status Gate() const ABSL_LOCKS_EXCLUDED(hint_mu_);
-  void SetLeaderHint(std::string leader) ABSL_LOCKS_EXCLUDED(hint_mu_);
+  // The leader standbys name ("" when none is known, with why when etcd
+  // cannot be reached).
+  void SetLeaderHint(std::string leader, std::string etcd_error = "")
+      ABSL_LOCKS_EXCLUDED(hint_mu_);
   // Waits for `timeout` or Stop(); true when stopping.
   bool WaitOrStop(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
   bool stopping() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -133,6 +138,7 @@ class CoordinatorReplica {
 
   mutable absl::Mutex hint_mu_;
   std::string leader_hint_ ABSL_GUARDED_BY(hint_mu_);
+  std::string etcd_error_ ABSL_GUARDED_BY(hint_mu_);
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

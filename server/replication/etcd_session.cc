@@ -174,9 +174,10 @@ absl::StatusOr<std::string> EtcdSession::Leader() {
   return leader;
 }
 
-absl::Status EtcdSession::FencedPut(
+absl::StatusOr<int64_t> EtcdSession::FencedPut(
     const Leadership& leadership,
-    const std::vector<std::pair<std::string, std::string>>& entries) {
+    const std::vector<std::pair<std::string, std::string>>& entries,
+    const std::vector<std::pair<std::string, std::string>>& delete_ranges) {
   etcdserverpb::TxnRequest txn;
   Compare* still_leader = txn.add_compare();
   still_leader->set_key(leader_key());
@@ -187,6 +188,12 @@ absl::Status EtcdSession::FencedPut(
     etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
     put->set_key(options_.prefix + key);
     put->set_value(value);
+  }
+  for (const auto& [first, end] : delete_ranges) {
+    etcdserverpb::DeleteRangeRequest* erase =
+        txn.add_success()->mutable_request_delete_range();
+    erase->set_key(options_.prefix + first);
+    erase->set_range_end(options_.prefix + end);
   }
   etcdserverpb::TxnResponse response;
   Member& used = member();
@@ -200,6 +207,20 @@ absl::Status EtcdSession::FencedPut(
                      options_.prefix, " (its leadership of revision ",
                      leadership.revision, " ended): nothing was written"));
   }
+  return response.header().revision();
+}
+
+absl::Status EtcdSession::Compact(int64_t revision) {
+  etcdserverpb::CompactionRequest request;
+  request.set_revision(revision);
+  etcdserverpb::CompactionResponse response;
+  Member& used = member();
+  grpc::Status status = used.kv->Compact(Context().get(), request, &response);
+  // etcd answers OUT_OF_RANGE for a revision compacted already.
+  if (status.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
+    return absl::OkStatus();
+  }
+  if (!status.ok()) return EtcdError(status, used, "Compact");
   return absl::OkStatus();
 }
 

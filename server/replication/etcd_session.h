@@ -82,12 +82,19 @@ class EtcdSession {
   // The current leader's identity; NOT_FOUND when there is none.
   absl::StatusOr<std::string> Leader();
 
-  // Puts every (key, value) in one Txn that succeeds only while
-  // `leadership` holds: FAILED_PRECONDITION (nothing written) otherwise.
-  // Keys are relative to the prefix.
-  absl::Status FencedPut(
+  // Puts every (key, value) and deletes every key starting with one of
+  // `delete_prefixes`, in one Txn that succeeds only while `leadership`
+  // holds: FAILED_PRECONDITION (nothing written) otherwise. Keys are
+  // relative to the prefix. Returns the etcd revision the Txn made.
+  absl::StatusOr<int64_t> FencedPut(
       const Leadership& leadership,
-      const std::vector<std::pair<std::string, std::string>>& entries);
+      const std::vector<std::pair<std::string, std::string>>& entries,
+      const std::vector<std::pair<std::string, std::string>>& delete_ranges =
+          {});
+  // Discards etcd's history before `revision` (the current values stay),
+  // so that superseded and deleted keys stop taking space. Compacting to
+  // a revision already compacted is OK. Not fenced: it changes no value.
+  absl::Status Compact(int64_t revision);
   // The greatest key starting with `key_prefix` (relative to the prefix,
   // as is the answer); nullopt when there is none.
   absl::StatusOr<std::optional<std::string>> LastKey(

@@ -4,11 +4,13 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "server/event_log.h"
 
 namespace shard::server::replication {
 std::string EtcdStateStore::RecordKey(uint64_t sequence) {
@@ -18,11 +20,38 @@ std::string EtcdStateStore::RecordKey(uint64_t sequence) {
 absl::StatusOr<EtcdStateStore::Recovered> EtcdStateStore::Recover(
     EtcdSession& session) {
   Recovered recovered;
-  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> records =
-      session.List(std::string(kRecordPrefix), &recovered.revision);
-  if (!records.ok()) return records.status();
-  for (const auto& [key, value] : *records) {
+  // Everything under the prefix at one revision: the manifest, the chunks
+  // and the records agree.
+  absl::StatusOr<EtcdEntries> entries = session.List("", &recovered.revision);
+  if (!entries.ok()) return entries.status();
+  EtcdEntries records;
+  EtcdEntries chunks;
+  const std::string* manifest = nullptr;
+  for (auto& entry : *entries) {
+    if (absl::StartsWith(entry.first, kRecordPrefix)) {
+      records.push_back(std::move(entry));
+    } else if (absl::StartsWith(entry.first, kSnapshotChunkPrefix)) {
+      chunks.push_back(std::move(entry));
+    } else if (entry.first == kSnapshotManifestKey) {
+      manifest = &entry.second;
+    }
+  }
+  if (manifest != nullptr) {
+    absl::StatusOr<DecodedSnapshot> snapshot =
+        DecodeSnapshot(*manifest, chunks);
+    if (!snapshot.ok()) return snapshot.status();
+    recovered.state = std::move(snapshot->state);
+    recovered.last_sequence = recovered.snapshot_sequence = snapshot->sequence;
+    for (const auto& [key, value] : chunks) {
+      if (absl::StartsWith(key, SnapshotChunksPrefix(snapshot->sequence))) {
+        recovered.snapshot_bytes += value.size();
+      }
+    }
+  }
+  for (const auto& [key, value] : records) {
+    const uint64_t before = recovered.last_sequence;
     if (absl::Status s = ApplyRecord(key, value, recovered); !s.ok()) return s;
+    recovered.records += recovered.last_sequence - before;
   }
   return recovered;
 }
@@ -31,15 +60,27 @@ absl::StatusOr<uint64_t> EtcdStateStore::LastSequence(EtcdSession& session) {
   absl::StatusOr<std::optional<std::string>> last =
       session.LastKey(std::string(kRecordPrefix));
   if (!last.ok()) return last.status();
-  if (!last->has_value()) return 0;
-  uint64_t sequence = 0;
-  absl::string_view digits = **last;
-  if (!absl::ConsumePrefix(&digits, kRecordPrefix) ||
-      !absl::SimpleAtoi(digits, &sequence)) {
-    return absl::DataLossError(
-        absl::StrCat("etcd key ", **last, " is not a record key"));
+  if (last->has_value()) {
+    uint64_t sequence = 0;
+    absl::string_view digits = **last;
+    if (!absl::ConsumePrefix(&digits, kRecordPrefix) ||
+        !absl::SimpleAtoi(digits, &sequence)) {
+      return absl::DataLossError(
+          absl::StrCat("etcd key ", **last, " is not a record key"));
+    }
+    return sequence;
   }
-  return sequence;
+  // No record: the snapshot in force, if any, holds the last.
+  absl::StatusOr<std::string> manifest =
+      session.Get(std::string(kSnapshotManifestKey));
+  if (absl::IsNotFound(manifest.status())) return 0;
+  if (!manifest.ok()) return manifest.status();
+  shard::state::v1::EtcdSnapshotManifest named;
+  if (!named.ParseFromString(*manifest)) {
+    return absl::DataLossError(absl::StrCat("etcd key ", kSnapshotManifestKey,
+                                            " is not a snapshot manifest"));
+  }
+  return named.sequence();
 }
 
 absl::Status EtcdStateStore::ApplyRecord(const std::string& key,
@@ -73,12 +114,13 @@ absl::Status EtcdStateStore::ApplyRecord(const std::string& key,
 
 EtcdStateStore::EtcdStateStore(EtcdSession* session,
                                EtcdSession::Leadership leadership,
-                               uint64_t last_sequence, TxnObserver on_txn)
+                               uint64_t last_sequence, Options options)
     : session_(session),
       leadership_(std::move(leadership)),
-      on_txn_(std::move(on_txn)),
+      options_(std::move(options)),
       waiters_(last_sequence),
       last_sequence_(last_sequence),
+      durable_(last_sequence),
       writer_([this] { WriterLoop(); }) {}
 
 EtcdStateStore::~EtcdStateStore() {
@@ -100,6 +142,7 @@ absl::StatusOr<uint64_t> EtcdStateStore::Enqueue(
   *record.mutable_update() = update;
   queue_.emplace_back(RecordKey(sequence), record.SerializeAsString());
   queue_last_ = sequence;
+  ++records_since_snapshot_;
   return sequence;
 }
 
@@ -107,45 +150,126 @@ void EtcdStateStore::WhenDurable(uint64_t sequence, Durable done) {
   waiters_.Add(sequence, std::move(done));
 }
 
+void EtcdStateStore::MaybeSnapshot(const CoordinatorState& state) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!broken_.ok() || pending_snapshot_.has_value() ||
+        records_since_snapshot_ < options_.snapshot_every) {
+      return;
+    }
+  }
+  // Copied without mu_ (the writer need not wait for it); the caller's
+  // lock keeps `state` and last_sequence_ still meanwhile.
+  auto copy = std::make_shared<const CoordinatorState>(state);
+  absl::MutexLock lock(&mu_);
+  records_since_snapshot_ = 0;
+  pending_snapshot_ = PendingSnapshot{last_sequence_, std::move(copy)};
+}
+
 void EtcdStateStore::WriterLoop() {
   while (true) {
     std::vector<std::pair<std::string, std::string>> batch;
+    std::optional<PendingSnapshot> snapshot;
     uint64_t last = 0;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !queue_.empty();
+      // A snapshot is due once the records it covers are durable.
+      auto snapshot_ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return pending_snapshot_.has_value() &&
+               durable_ >= pending_snapshot_->sequence;
+      };
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !queue_.empty() || snapshot_ready();
       };
       mu_.Await(absl::Condition(&ready));
-      if (queue_.empty() || !broken_.ok()) return;
-      // One Txn: everything queued, up to kMaxRecordsPerTxn records.
-      const size_t take = std::min(queue_.size(), kMaxRecordsPerTxn);
-      batch.assign(std::make_move_iterator(queue_.begin()),
-                   std::make_move_iterator(queue_.begin() + take));
-      queue_.erase(queue_.begin(), queue_.begin() + take);
-      last = queue_last_ - queue_.size();
-    }
-    const absl::Time began = absl::Now();
-    absl::Status written = session_->FencedPut(leadership_, batch);
-    if (written.ok() && on_txn_) on_txn_(absl::Now() - began, batch.size());
-    absl::Status broken;
-    {
-      absl::MutexLock lock(&mu_);
-      ++transactions_;
-      if (!written.ok()) {
-        broken_ = broken = absl::UnavailableError(absl::StrCat(
-            "cannot make state durable in etcd (", written.message(),
-            "); this replica stops leading and the next leader continues "
-            "from what etcd holds"));
-        queue_.clear();
+      if (!broken_.ok()) return;
+      if (snapshot_ready()) {
+        snapshot = std::move(pending_snapshot_);
+        pending_snapshot_.reset();
+      } else if (queue_.empty()) {
+        return;  // Stopping with nothing left to write.
+      } else {
+        // One Txn: everything queued, up to kMaxRecordsPerTxn records.
+        const size_t take = std::min(queue_.size(), kMaxRecordsPerTxn);
+        batch.assign(std::make_move_iterator(queue_.begin()),
+                     std::make_move_iterator(queue_.begin() + take));
+        queue_.erase(queue_.begin(), queue_.begin() + take);
+        last = queue_last_ - queue_.size();
       }
     }
-    if (broken.ok()) {
-      waiters_.Advance(last);
-    } else {
-      waiters_.Break(broken);
+    if (snapshot.has_value()) {
+      WriteSnapshot(*snapshot);
+    } else if (!WriteRecords(std::move(batch), last)) {
+      return;
     }
   }
+}
+
+bool EtcdStateStore::WriteRecords(
+    std::vector<std::pair<std::string, std::string>> batch, uint64_t last) {
+  const absl::Time began = absl::Now();
+  absl::StatusOr<int64_t> written = session_->FencedPut(leadership_, batch);
+  if (written.ok() && options_.on_txn) {
+    options_.on_txn(absl::Now() - began, batch.size());
+  }
+  absl::Status broken;
+  {
+    absl::MutexLock lock(&mu_);
+    ++transactions_;
+    if (written.ok()) {
+      durable_ = last;
+    } else {
+      broken_ = broken = absl::UnavailableError(absl::StrCat(
+          "cannot make state durable in etcd (", written.status().message(),
+          "); this replica stops leading and the next leader continues "
+          "from what etcd holds"));
+      queue_.clear();
+      pending_snapshot_.reset();
+    }
+  }
+  if (!broken.ok()) {
+    waiters_.Break(broken);
+    return false;
+  }
+  waiters_.Advance(last);
+  return true;
+}
+
+void EtcdStateStore::WriteSnapshot(const PendingSnapshot& pending) {
+  const EncodedSnapshot encoded = EncodeSnapshot(
+      *pending.state, pending.sequence, options_.snapshot_chunk_bytes);
+  absl::StatusOr<int64_t> revision = absl::UnknownError("no chunk");
+  for (const auto& chunk : encoded.chunks) {
+    revision = session_->FencedPut(leadership_, {chunk});
+    if (!revision.ok()) break;
+  }
+  if (revision.ok()) {
+    // In force, and what it supersedes gone, in one step.
+    revision = session_->FencedPut(
+        leadership_, {{std::string(kSnapshotManifestKey), encoded.manifest}},
+        {{std::string(kRecordPrefix), RecordKey(pending.sequence + 1)},
+         {std::string(kSnapshotChunkPrefix),
+          SnapshotChunksPrefix(pending.sequence)}});
+  }
+  if (!revision.ok()) {
+    // The records stay; the next due point tries again (a deposed leader's
+    // next record Txn breaks the store).
+    LogEvent(
+        absl::StrCat("etcd snapshot at record ", pending.sequence,
+                     " failed, will retry: ", revision.status().message()));
+    return;
+  }
+  if (previous_snapshot_revision_ > 0) {
+    if (absl::Status compacted = session_->Compact(previous_snapshot_revision_);
+        !compacted.ok()) {
+      LogEvent(absl::StrCat("etcd compaction failed, will retry: ",
+                            compacted.message()));
+    }
+  }
+  previous_snapshot_revision_ = *revision;
+  absl::MutexLock lock(&mu_);
+  ++snapshots_;
+  snapshot_sequence_ = pending.sequence;
 }
 
 uint64_t EtcdStateStore::last_sequence() const {
@@ -161,6 +285,16 @@ absl::Status EtcdStateStore::broken() const {
 uint64_t EtcdStateStore::transactions() const {
   absl::MutexLock lock(&mu_);
   return transactions_;
+}
+
+uint64_t EtcdStateStore::snapshots() const {
+  absl::MutexLock lock(&mu_);
+  return snapshots_;
+}
+
+uint64_t EtcdStateStore::snapshot_sequence() const {
+  absl::MutexLock lock(&mu_);
+  return snapshot_sequence_;
 }
 
 }  // namespace shard::server::replication

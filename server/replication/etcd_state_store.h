@@ -12,11 +12,19 @@
 // lost its leadership or its etcd may be ahead of what etcd holds, and
 // only a replica that reads etcd again knows what is durable.
 //
-// Recover() rebuilds the state from the records with the same
-// CoordinatorState::Check/Apply as the local journal's recovery; a gap in
-// the sequences or a record that does not fit is DATA_LOSS.
+// Snapshots bound etcd's footprint: every Options::snapshot_every records
+// MaybeSnapshot() copies the state, and once the records it covers are
+// durable the writer puts its chunks (etcd_snapshot.h), then, in one
+// fenced Txn, the manifest naming it while deleting the records and older
+// chunks it supersedes; then it compacts etcd's history up to the
+// revision of the previous snapshot's Txn (a standby lagging by less than
+// one snapshot interval keeps its watch). A snapshot that fails is retried
+// at the next due point; the records stay meanwhile.
 //
-// Not yet: snapshots in etcd and compaction (MaybeSnapshot does nothing).
+// Recover() rebuilds the state from the snapshot in force and the records
+// after it with the same CoordinatorState::Check/Apply as the local
+// journal's recovery; a gap in the sequences, a missing or damaged chunk
+// or a record that does not fit is DATA_LOSS.
 // Thread-safe.
 #ifndef SERVER_REPLICATION_ETCD_STATE_STORE_H_
 #define SERVER_REPLICATION_ETCD_STATE_STORE_H_
@@ -24,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +45,7 @@
 #include "absl/time/time.h"
 #include "server/coordinator_state.h"
 #include "server/replication/etcd_session.h"
+#include "server/replication/etcd_snapshot.h"
 #include "server/storage/durable_waiters.h"
 #include "server/storage/state_store.h"
 
@@ -50,13 +60,19 @@ class EtcdStateStore : public storage::StateStore {
   struct Recovered {
     CoordinatorState state;
     uint64_t last_sequence = 0;
+    // The snapshot the state started from (0: none) and its framed size.
+    uint64_t snapshot_sequence = 0;
+    uint64_t snapshot_bytes = 0;
+    // Records applied after it.
+    uint64_t records = 0;
     // The etcd revision the records were read at: a watch from the next
     // one sees every later record.
     int64_t revision = 0;
   };
   // The state the records under the session's prefix describe.
   static absl::StatusOr<Recovered> Recover(EtcdSession& session);
-  // The sequence of the newest record in etcd (0: none), read now.
+  // The sequence of the newest record in etcd, or of the snapshot in force
+  // when no record follows it (0: neither), read now.
   static absl::StatusOr<uint64_t> LastSequence(EtcdSession& session);
   // Applies the record stored under `key` (relative to the prefix) to
   // `into` if it is the next one; one already applied is skipped; a gap, a
@@ -64,13 +80,19 @@ class EtcdStateStore : public storage::StateStore {
   static absl::Status ApplyRecord(const std::string& key,
                                   const std::string& value, Recovered& into);
 
-  // Called on the writer thread after each fenced Txn that succeeded.
-  using TxnObserver = std::function<void(absl::Duration, size_t records)>;
+  struct Options {
+    // Records between snapshots.
+    uint64_t snapshot_every = 10000;
+    size_t snapshot_chunk_bytes = kDefaultSnapshotChunkBytes;
+    // Called on the writer thread after each fenced Txn of records that
+    // succeeded.
+    std::function<void(absl::Duration, size_t records)> on_txn;
+  };
 
   // A store appending after `last_sequence` (what Recover found) with
   // `leadership`. `session` must outlive the store.
   EtcdStateStore(EtcdSession* session, EtcdSession::Leadership leadership,
-                 uint64_t last_sequence, TxnObserver on_txn = nullptr);
+                 uint64_t last_sequence, Options options);
   // Writes what is queued (if it still can), then stops the writer.
   ~EtcdStateStore() override;
 
@@ -78,24 +100,38 @@ class EtcdStateStore : public storage::StateStore {
       override ABSL_LOCKS_EXCLUDED(mu_);
   void WhenDurable(uint64_t sequence, Durable done) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  void MaybeSnapshot(const CoordinatorState&) override {}
+  void MaybeSnapshot(const CoordinatorState& state) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t last_sequence() const override ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status broken() const override ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Fenced Txns written so far (group commit shows as fewer Txns than
-  // records).
+  // Fenced Txns of records written so far (group commit shows as fewer
+  // Txns than records).
   uint64_t transactions() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Snapshots put in force so far, and the sequence of the last one.
+  uint64_t snapshots() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t snapshot_sequence() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // The key of record `sequence`, relative to the prefix: sorted by
   // sequence as etcd sorts keys.
   static std::string RecordKey(uint64_t sequence);
 
  private:
+  struct PendingSnapshot {
+    uint64_t sequence = 0;
+    std::shared_ptr<const CoordinatorState> state;
+  };
+
   void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes one group of records; false (the store broken) if it failed.
+  bool WriteRecords(std::vector<std::pair<std::string, std::string>> batch,
+                    uint64_t last) ABSL_LOCKS_EXCLUDED(mu_);
+  // Puts `pending` in force, deletes what it supersedes and compacts.
+  void WriteSnapshot(const PendingSnapshot& pending) ABSL_LOCKS_EXCLUDED(mu_);
 
   EtcdSession* const session_;
   const EtcdSession::Leadership leadership_;
-  const TxnObserver on_txn_;
+  const Options options_;
 
   storage::DurableWaiters waiters_;  // Thread-safe on its own.
   mutable absl::Mutex mu_;
@@ -103,6 +139,15 @@ class EtcdStateStore : public storage::StateStore {
   uint64_t queue_last_ ABSL_GUARDED_BY(mu_) = 0;  // Sequence of its last.
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_);
   uint64_t transactions_ ABSL_GUARDED_BY(mu_) = 0;
+  // Records durable in etcd (written by this store or before it).
+  uint64_t durable_ ABSL_GUARDED_BY(mu_);
+  uint64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<PendingSnapshot> pending_snapshot_ ABSL_GUARDED_BY(mu_);
+  uint64_t snapshots_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t snapshot_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  // Touched by the writer thread only: the revision of the last snapshot's
+  // Txn, the next compaction's target.
+  int64_t previous_snapshot_revision_ = 0;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread writer_;

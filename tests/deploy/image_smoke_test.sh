@@ -7,7 +7,10 @@
 #      BASE_IMAGE=localhost/shard-bookworm-base;
 #   3. the image runs as 65532:65532;
 #   4. shardd started in a container answers the host's shardctl
-#      (create-job, status), and `shardctl drain` makes it exit 0.
+#      (create-job, status), and `shardctl drain` makes it exit 0;
+#   5. the etcd image (--target etcd) runs etcd, and a shardd replica in the
+#      coordinator image keeps its state there: it leads, a job created
+#      through it survives it, and `shardd --check-etcd` finds it.
 # Usage: image_smoke_test.sh WORK_DIR BIN_DIR (BIN_DIR holds the host's
 # shardctl). Needs root, buildah and debootstrap; exits 77 (skipped) without.
 set -euo pipefail
@@ -75,4 +78,51 @@ grep -q '^smoke  *1000 ' "$work/status.txt" || { echo "FAIL: job not listed"; ex
 ctl drain
 wait "$run_pid" || { echo "FAIL: shardd exited $?"; exit 1; }
 grep -q "drain requested" "$work/shardd.log" || { echo "FAIL: no drain"; exit 1; }
+
+step "buildah bud deploy/Dockerfile --target etcd"
+etcd_image=localhost/shard-etcd:smoke
+buildah bud --isolation chroot --network host --build-arg "BASE_IMAGE=$base" \
+  --target etcd -f "$root/deploy/Dockerfile" -t "$etcd_image" "$root" \
+  >"$work/build-etcd.log" 2>&1 || { tail -40 "$work/build-etcd.log"; exit 1; }
+
+step "etcd and a replicated shardd, each in its image"
+ectr=$(buildah from "$etcd_image")
+sctr=$(buildah from "$image")
+cleanup() {
+  kill "${etcd_pid:-}" "${replica_pid:-}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  buildah rm "$ctr" "$ectr" "$sctr" >/dev/null 2>&1 || true
+}
+client_port=$((23000 + RANDOM % 1000))
+buildah run --isolation chroot --network host "$ectr" -- /usr/bin/etcd \
+  --name smoke --data-dir /var/lib/etcd/data \
+  --listen-client-urls "http://127.0.0.1:$client_port" \
+  --advertise-client-urls "http://127.0.0.1:$client_port" \
+  --listen-peer-urls "http://127.0.0.1:$((client_port + 1000))" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$((client_port + 1000))" \
+  --initial-cluster "smoke=http://127.0.0.1:$((client_port + 1000))" \
+  >"$work/etcd.log" 2>&1 &
+etcd_pid=$!
+replica() {
+  buildah run --isolation chroot --network host "$sctr" -- /usr/local/bin/shardd \
+    --etcd-endpoints "127.0.0.1:$client_port" --leader-lease 2s "$@"
+}
+replica --listen "127.0.0.1:$((client_port + 2000))" --shutdown-grace 2s \
+  >"$work/replica.out" 2>"$work/replica.log" &
+replica_pid=$!
+address=127.0.0.1:$((client_port + 2000))
+for _ in $(seq 150); do
+  grep -q "leading the coordinator cluster" "$work/replica.log" && break
+  sleep 0.2
+done
+grep -q "leading the coordinator cluster" "$work/replica.log" ||
+  { echo "FAIL: the replica does not lead"; cat "$work/etcd.log" "$work/replica.log"; exit 1; }
+"$bin_dir/shardctl" --coordinator "$address" create-job --job ha-smoke \
+  --size 500 --world-size 2
+"$bin_dir/shardctl" --coordinator "$address" drain
+wait "$replica_pid" || { echo "FAIL: the replica exited $?"; exit 1; }
+replica_pid=
+replica --check-etcd | tee "$work/check-etcd.txt"
+grep -q "is sound: 1 jobs" "$work/check-etcd.txt" ||
+  { echo "FAIL: the job is not in etcd"; exit 1; }
 echo "image smoke test: passed"

@@ -13,7 +13,10 @@
 #   7. every PromQL expression of the Grafana dashboard parses
 #      (`promtool check rules`);
 #   8. the alerts of the PrometheusRule pass `promtool check rules` and
-#      their unit tests (`promtool test rules tests/deploy/alerts.test.yaml`).
+#      their unit tests (`promtool test rules tests/deploy/alerts.test.yaml`);
+#   9. the ha overlay: 3 shardd replicas without volumes on etcd, readiness
+#      = leadership, liveness on the "liveness" health service, 3 etcd
+#      members, anti-affinity and a PodDisruptionBudget for both.
 # Usage: manifests_test.sh WORK_DIR. Exit status 0 when all pass.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,7 +35,7 @@ cp tests/deploy/k8s-validate/package.json tests/deploy/k8s-validate/package-lock
 (cd "$validator" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 
 rendered=()
-for target in base overlays/dev overlays/prod; do
+for target in base overlays/dev overlays/prod overlays/ha; do
   out="$work/$(echo "$target" | tr / -).yaml"
   echo "== kubectl kustomize deploy/$target"
   kubectl kustomize "deploy/$target" > "$out"
@@ -92,6 +95,40 @@ for path in sys.argv[1:]:
         print(("ok   " if admitted else "FAIL ") +
               f"{path}: Job/{job['metadata']['name']} pods admitted to 7070")
         failures += not admitted
+sys.exit(1 if failures else 0)
+PY
+
+echo "== ha overlay: replicas on etcd"
+python3 - "$work/overlays-ha.yaml" <<'PY'
+import sys, yaml
+objs = {(o["kind"], o["metadata"]["name"]): o
+        for o in yaml.safe_load_all(open(sys.argv[1])) if o}
+failures = []
+def expect(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+shardd = objs[("StatefulSet", "shardd")]["spec"]
+pod = shardd["template"]["spec"]
+c = pod["containers"][0]
+expect(shardd["replicas"] == 3, "3 shardd replicas")
+expect("volumeClaimTemplates" not in shardd and
+       all(m["name"] != "data" for m in c.get("volumeMounts", [])),
+       "shardd has no data volume")
+expect(not any(a.startswith("--data-dir") for a in c["args"]) and
+       any(a.startswith("--etcd-endpoints=etcd-0.etcd:2379,") for a in c["args"]),
+       "shardd keeps its state in etcd")
+expect("service" not in c["readinessProbe"]["grpc"],
+       "readiness = the overall health status (SERVING on the leader alone)")
+expect(c["livenessProbe"]["grpc"].get("service") == "liveness",
+       "liveness = the 'liveness' health service (standbys stay alive)")
+etcd = objs[("StatefulSet", "etcd")]["spec"]
+expect(etcd["replicas"] == 3, "3 etcd members")
+for name, spec in (("shardd", shardd), ("etcd", etcd)):
+    anti = spec["template"]["spec"].get("affinity", {}).get("podAntiAffinity", {})
+    expect(bool(anti.get("requiredDuringSchedulingIgnoredDuringExecution")),
+           f"{name} replicas on different nodes")
+    expect(("PodDisruptionBudget", name) in objs, f"{name} PodDisruptionBudget")
 sys.exit(1 if failures else 0)
 PY
 

@@ -125,24 +125,33 @@ def coordinator_crash_loop(bin_dir, work):
             if restarts >= 8:
                 break
         outputs = finish(procs)
-        ok = all(rc == 0 for rc, _ in outputs)
-        check(ok and restarts >= 5, f"crash loop: trainers exit 0 after "
-                                    f"{restarts} coordinator restarts")
-        if not ok:
-            for _, text in outputs:
-                print(text[-2000:])
-            return
-        text = "\n".join(t for _, t in outputs)
-        check(len(set(re.findall(r"param_checksum=(\w+)", text))) == 1,
-              "crash loop: identical parameter checksums")
-        logged = merge(*(read_log(os.path.join(work, f"{m}.log"))
-                         for m in members))
-        for epoch in range(epochs):
-            ok = all(logged.get((epoch, r), []) ==
-                     plan(bin_dir, daemon.address, job, epoch, r)
-                     for r in range(world))
-            check(ok, f"crash loop: epoch {epoch}: each rank trained exactly "
-                      f"its planned indices, once")
+        check(restarts >= 5, f"crash loop: {restarts} coordinator restarts")
+        verify_exact_training(bin_dir, daemon.address, job, members, epochs,
+                              work, "crash loop", outputs)
+
+
+def verify_exact_training(bin_dir, coordinator, job, members, epochs, work,
+                          what, outputs):
+    """Every trainer of `members` (rank = position) exited 0 with identical
+    parameters, and each rank trained exactly its planned indices of each
+    of `epochs` epochs, once (read from the members' logs in `work`)."""
+    ok = all(rc == 0 for rc, _ in outputs)
+    check(ok, f"{what}: every trainer exits 0")
+    if not ok:
+        for _, text in outputs:
+            print(text[-3000:])
+        return
+    text = "\n".join(t for _, t in outputs)
+    check(len(set(re.findall(r"param_checksum=(\w+)", text))) == 1,
+          f"{what}: identical parameter checksums")
+    logged = merge(*(read_log(os.path.join(work, f"{m}.log"))
+                     for m in members))
+    for epoch in range(epochs):
+        ok = all(logged.get((epoch, r), []) ==
+                 plan(bin_dir, coordinator, job, epoch, r)
+                 for r in range(len(members)))
+        check(ok, f"{what}: epoch {epoch}: each rank trained exactly its "
+                  f"planned indices, once")
 
 
 def committed_history(outputs, logs):

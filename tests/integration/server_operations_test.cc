@@ -176,6 +176,7 @@ TEST(ServerOperationsTest, HealthTurnsNotServingOnDrain) {
                                      grpc::InsecureChannelCredentials());
   EXPECT_EQ(*CheckHealth(channel, ""), Health::kServing);
   EXPECT_EQ(*CheckHealth(channel, "shard.v1.Coordinator"), Health::kServing);
+  EXPECT_EQ(*CheckHealth(channel, "liveness"), Health::kServing);
 
   client::ClientOptions client_options;
   client_options.address =
@@ -189,6 +190,8 @@ TEST(ServerOperationsTest, HealthTurnsNotServingOnDrain) {
   EXPECT_TRUE(drain_requested);
   EXPECT_EQ(*CheckHealth(channel, ""), Health::kNotServing);
   EXPECT_EQ(*CheckHealth(channel, "shard.v1.Coordinator"), Health::kNotServing);
+  // A draining server is alive: a liveness probe must not restart it.
+  EXPECT_EQ(*CheckHealth(channel, "liveness"), Health::kServing);
   // Coordinator calls now answer UNAVAILABLE (clients retry elsewhere).
   EXPECT_TRUE(absl::IsUnavailable(client->ListJobs().status()));
   // The health listener serves nothing else.

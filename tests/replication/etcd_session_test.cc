@@ -45,7 +45,8 @@ TEST_F(EtcdSessionTest, ADeposedLeadersWriteIsRefusedAndChangesNothing) {
   ASSERT_TRUE(b->FencedPut(*new_leader, {{"jobs/x", "from-b"}}).ok());
   // A, unaware, writes with its old leadership: etcd refuses the Txn.
   absl::Status late =
-      a->FencedPut(*old_leader, {{"jobs/x", "late-a"}, {"jobs/y", "late-a"}});
+      a->FencedPut(*old_leader, {{"jobs/x", "late-a"}, {"jobs/y", "late-a"}})
+          .status();
   EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
   EXPECT_EQ(*b->Get("jobs/x"), "from-b");
   EXPECT_EQ(b->Get("jobs/y").status().code(), absl::StatusCode::kNotFound);
@@ -69,7 +70,7 @@ TEST_F(EtcdSessionTest, ALeaseNotKeptAliveLapsesAndFreesTheLeadership) {
   } while (!taken.ok() && absl::Now() < until);
   ASSERT_TRUE(taken.ok()) << taken.status();
   EXPECT_EQ(a->KeepAlive().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(a->FencedPut(*led, {{"jobs/x", "late"}}).code(),
+  EXPECT_EQ(a->FencedPut(*led, {{"jobs/x", "late"}}).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 

@@ -1,15 +1,19 @@
 // EtcdStateStore against a real etcd: updates become durable in fenced
 // Txns (several per Txn), a replica recovering from etcd alone rebuilds the
-// leader's state byte for byte, and a deposed leader's store refuses to
-// acknowledge anything once another replica leads.
+// leader's state byte for byte (from records, and from a chunked snapshot
+// plus the records after it), snapshots delete what they supersede and
+// compact etcd's history, damage is DATA_LOSS, and a deposed leader's
+// store refuses to acknowledge anything once another replica leads.
 #include "server/replication/etcd_state_store.h"
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/replication/etcd_test_base.h"
 #include "tests/support/durable_append.h"
@@ -25,10 +29,11 @@ using shard::testing::NormalSpec;
 
 class EtcdStateStoreTest : public EtcdTestBase {};
 
-// Jobs and their members, as a coordinator would journal them.
-std::vector<StateUpdate> History(int jobs) {
+// Jobs job<first>.. and their members, as a coordinator would journal
+// them.
+std::vector<StateUpdate> History(int jobs, int first = 0) {
   std::vector<StateUpdate> updates;
-  for (int j = 0; j < jobs; ++j) {
+  for (int j = first; j < first + jobs; ++j) {
     const std::string job = absl::StrCat("job", j);
     updates.push_back(Created(job, NormalSpec(100, 2)));
     updates.push_back(Joined(job, "a"));
@@ -45,7 +50,7 @@ TEST_F(EtcdStateStoreTest, ARecoveringReplicaRebuildsTheLeadersStateExactly) {
   ASSERT_TRUE(led.ok()) << led.status();
   CoordinatorState leader_state;
   {
-    EtcdStateStore store(leader_session.get(), *led, 0);
+    EtcdStateStore store(leader_session.get(), *led, 0, {});
     // 150 updates queued at once: group commit puts them in a few Txns.
     uint64_t last = 0;
     for (const StateUpdate& update : History(50)) {
@@ -75,7 +80,7 @@ TEST_F(EtcdStateStoreTest, ADeposedLeadersStoreAcknowledgesNothing) {
   ASSERT_TRUE(a && b);
   absl::StatusOr<EtcdSession::Leadership> a_led = a->Campaign("replica-a");
   ASSERT_TRUE(a_led.ok()) << a_led.status();
-  EtcdStateStore a_store(a.get(), *a_led, 0);
+  EtcdStateStore a_store(a.get(), *a_led, 0, {});
   ASSERT_TRUE(
       testing::AppendDurably(a_store, Created("job", NormalSpec(10, 1))).ok());
   // A loses its lease; B recovers from etcd and leads.
@@ -85,7 +90,7 @@ TEST_F(EtcdStateStoreTest, ADeposedLeadersStoreAcknowledgesNothing) {
   absl::StatusOr<EtcdStateStore::Recovered> recovered =
       EtcdStateStore::Recover(*b);
   ASSERT_TRUE(recovered.ok()) << recovered.status();
-  EtcdStateStore b_store(b.get(), *b_led, recovered->last_sequence);
+  EtcdStateStore b_store(b.get(), *b_led, recovered->last_sequence, {});
   ASSERT_TRUE(testing::AppendDurably(b_store, Joined("job", "b")).ok());
   // A, unaware, appends: refused by etcd, answered with the error, and
   // the store stays broken.
@@ -119,6 +124,161 @@ TEST_F(EtcdStateStoreTest, AGapInTheHistoryIsDataLoss) {
   absl::StatusOr<EtcdStateStore::Recovered> recovered =
       EtcdStateStore::Recover(*a);
   EXPECT_EQ(recovered.status().code(), absl::StatusCode::kDataLoss)
+      << recovered.status();
+}
+
+// Queues `updates` as the coordinator does: applied to `state`, enqueued,
+// then a snapshot offered; returns the last sequence once durable (0 and a
+// test failure otherwise).
+uint64_t Append(EtcdStateStore& store, CoordinatorState& state,
+                const std::vector<StateUpdate>& updates) {
+  uint64_t last = 0;
+  for (const StateUpdate& update : updates) {
+    EXPECT_TRUE(state.Apply(update).ok());
+    absl::StatusOr<uint64_t> sequence = store.Enqueue(update);
+    EXPECT_TRUE(sequence.ok()) << sequence.status();
+    if (!sequence.ok()) return 0;
+    last = *sequence;
+    store.MaybeSnapshot(state);
+  }
+  absl::Status durable = testing::AwaitDurable(store, last);
+  EXPECT_TRUE(durable.ok()) << durable;
+  return durable.ok() ? last : 0;
+}
+
+// Waits until `store` put `count` snapshots in force.
+bool AwaitSnapshots(const EtcdStateStore& store, uint64_t count) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (store.snapshots() < count && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return store.snapshots() >= count;
+}
+
+TEST_F(EtcdStateStoreTest, SnapshotsBoundTheHistoryAndRecoveryIsExact) {
+  std::unique_ptr<EtcdSession> session = Session();
+  ASSERT_TRUE(session);
+  absl::StatusOr<EtcdSession::Leadership> led = session->Campaign("replica-a");
+  ASSERT_TRUE(led.ok()) << led.status();
+  EtcdStateStore::Options options;
+  options.snapshot_every = 40;
+  options.snapshot_chunk_bytes = 256;  // Several chunks per snapshot.
+  CoordinatorState leader_state;
+  uint64_t snapshot = 0;
+  {
+    EtcdStateStore store(session.get(), *led, 0, options);
+    // Due at 40 records (one at a time: the next is due 40 records after
+    // the last was taken and once it was written).
+    ASSERT_EQ(Append(store, leader_state, History(25)), 75u);
+    ASSERT_TRUE(AwaitSnapshots(store, 1)) << store.snapshots();
+    ASSERT_EQ(Append(store, leader_state, History(25, 25)), 150u);
+    ASSERT_TRUE(AwaitSnapshots(store, 2)) << store.snapshots();
+    snapshot = store.snapshot_sequence();
+  }
+  ASSERT_GE(snapshot, 80u);
+
+  // etcd keeps the records after the snapshot and its chunks alone.
+  absl::StatusOr<EtcdEntries> records = session->List("log/");
+  ASSERT_TRUE(records.ok()) << records.status();
+  EXPECT_EQ(records->size(), 150 - snapshot);
+  EXPECT_EQ(records->front().first, EtcdStateStore::RecordKey(snapshot + 1));
+  absl::StatusOr<EtcdEntries> chunks = session->List("snap/");
+  ASSERT_TRUE(chunks.ok()) << chunks.status();
+  EXPECT_GT(chunks->size(), 1u);
+  for (const auto& [key, value] : *chunks) {
+    EXPECT_TRUE(absl::StartsWith(key, SnapshotChunksPrefix(snapshot))) << key;
+  }
+  // The history before the first snapshot's Txn was compacted away: a
+  // watch from the start cannot replay it.
+  absl::StatusOr<std::unique_ptr<EtcdSession::PrefixWatch>> watch =
+      session->Watch("log/", 1);
+  const absl::Status replay =
+      watch.ok() ? (*watch)->Next().status() : watch.status();
+  EXPECT_FALSE(replay.ok());
+  EXPECT_NE(replay.message().find("compacted"), std::string::npos) << replay;
+
+  // Every replica restarted: a new session recovers from etcd alone.
+  std::unique_ptr<EtcdSession> other = Session();
+  ASSERT_TRUE(other);
+  absl::StatusOr<EtcdStateStore::Recovered> recovered =
+      EtcdStateStore::Recover(*other);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->snapshot_sequence, snapshot);
+  EXPECT_EQ(recovered->records, 150 - snapshot);
+  EXPECT_EQ(recovered->last_sequence, 150u);
+  EXPECT_EQ(recovered->state.ToSnapshot(150).SerializeAsString(),
+            leader_state.ToSnapshot(150).SerializeAsString());
+  absl::StatusOr<uint64_t> last = EtcdStateStore::LastSequence(*other);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(*last, 150u);
+}
+
+TEST_F(EtcdStateStoreTest, ASnapshotWithNoRecordAfterItHoldsTheLastSequence) {
+  std::unique_ptr<EtcdSession> session = Session();
+  ASSERT_TRUE(session);
+  absl::StatusOr<EtcdSession::Leadership> led = session->Campaign("replica-a");
+  ASSERT_TRUE(led.ok()) << led.status();
+  EtcdStateStore::Options options;
+  options.snapshot_every = 6;
+  CoordinatorState leader_state;
+  {
+    EtcdStateStore store(session.get(), *led, 0, options);
+    ASSERT_EQ(Append(store, leader_state, History(2)), 6u);
+    ASSERT_TRUE(AwaitSnapshots(store, 1));
+    EXPECT_EQ(store.snapshot_sequence(), 6u);
+  }
+  absl::StatusOr<EtcdEntries> records = session->List("log/");
+  ASSERT_TRUE(records.ok()) << records.status();
+  EXPECT_TRUE(records->empty());
+  // The next leader appends after record 6, not after 0.
+  absl::StatusOr<uint64_t> last = EtcdStateStore::LastSequence(*session);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(*last, 6u);
+  {
+    EtcdStateStore next(session.get(), *led, *last, {});
+    ASSERT_TRUE(
+        testing::AppendDurably(next, Created("late", NormalSpec(10, 1))).ok());
+  }
+  ASSERT_TRUE(leader_state.Apply(Created("late", NormalSpec(10, 1))).ok());
+  absl::StatusOr<EtcdStateStore::Recovered> recovered =
+      EtcdStateStore::Recover(*session);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->last_sequence, 7u);
+  EXPECT_EQ(recovered->state.ToSnapshot(7).SerializeAsString(),
+            leader_state.ToSnapshot(7).SerializeAsString());
+}
+
+TEST_F(EtcdStateStoreTest,
+       AMissingSnapshotChunkIsDataLossAndAnUnfinishedOneIsIgnored) {
+  std::unique_ptr<EtcdSession> session = Session();
+  ASSERT_TRUE(session);
+  absl::StatusOr<EtcdSession::Leadership> led = session->Campaign("replica-a");
+  ASSERT_TRUE(led.ok()) << led.status();
+  EtcdStateStore::Options options;
+  options.snapshot_every = 30;
+  options.snapshot_chunk_bytes = 128;
+  CoordinatorState state;
+  {
+    EtcdStateStore store(session.get(), *led, 0, options);
+    ASSERT_EQ(Append(store, state, History(10)), 30u);
+    ASSERT_TRUE(AwaitSnapshots(store, 1));
+  }
+  // A leader that died while writing a later snapshot left chunks but no
+  // manifest naming them: recovery does not read them.
+  const EncodedSnapshot unfinished = EncodeSnapshot(state, 31, 128);
+  ASSERT_TRUE(session->FencedPut(*led, {unfinished.chunks[0]}).ok());
+  absl::StatusOr<EtcdStateStore::Recovered> recovered =
+      EtcdStateStore::Recover(*session);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->last_sequence, 30u);
+  // A chunk of the snapshot in force gone: DATA_LOSS naming the snapshot.
+  const std::string chunk = SnapshotChunksPrefix(30) + "000001";
+  ASSERT_TRUE(session->FencedPut(*led, {}, {{chunk, chunk + '\0'}}).ok());
+  recovered = EtcdStateStore::Recover(*session);
+  EXPECT_EQ(recovered.status().code(), absl::StatusCode::kDataLoss)
+      << recovered.status();
+  EXPECT_NE(recovered.status().message().find("snapshot at record 30"),
+            std::string::npos)
       << recovered.status();
 }
 

@@ -1,8 +1,14 @@
-"""Channel, credentials and bearer token for the coordinator's address."""
+"""Channels, credentials and bearer token for the coordinator's replicas."""
 import os
 import stat
+import threading
 
 import grpc
+
+from shard.v1 import shard_pb2_grpc as pb_grpc
+
+# The trailer a standby replica names the leader in (common/leader_hint.h).
+LEADER_METADATA_KEY = "shard-leader"
 
 
 def _read_secret(path, what):
@@ -30,7 +36,11 @@ def open_channel(address, token_file=None, tls_ca=None, tls_cert=None,
     if token_file:
         token = _read_secret(token_file, "token").decode().strip()
         metadata = (("authorization", f"Bearer {token}"),)
-    options = [("grpc.max_receive_message_length", 16 << 20)]
+    # Ping open calls every 3 s; a paused or cut off replica fails the call
+    # UNAVAILABLE within 2 s of a missed ping (as the C++ client).
+    options = [("grpc.max_receive_message_length", 16 << 20),
+               ("grpc.keepalive_time_ms", 3000),
+               ("grpc.keepalive_timeout_ms", 2000)]
     if tls_ca or tls_cert or tls_key:
         if bool(tls_cert) != bool(tls_key):
             raise ValueError("give both tls_cert and tls_key, or neither")
@@ -41,3 +51,64 @@ def open_channel(address, token_file=None, tls_ca=None, tls_cert=None,
                                if tls_cert else None))
         return grpc.secure_channel(address, credentials, options), metadata
     return grpc.insecure_channel(address, options), metadata
+
+
+class Replicas:
+    """The coordinator replicas a client may call ("a:1" or "a:1,b:2,c:3")
+    and the one it calls now. After a call answered UNAVAILABLE, failed()
+    moves on: to the replica the shard-leader trailer names (added when the
+    list lacks it), else to the next one. The same rule as the C++ client's
+    CoordinatorReplicas. Thread-safe."""
+
+    def __init__(self, addresses, token_file=None, tls_ca=None,
+                 tls_cert=None, tls_key=None):
+        self._security = (token_file, tls_ca, tls_cert, tls_key)
+        self._lock = threading.Lock()
+        self._addresses = []
+        self._channels = []
+        self._stubs = []
+        self._current = 0
+        self.metadata = ()
+        for address in addresses.split(","):
+            if address.strip():
+                self._add(address.strip())
+        if not self._addresses:
+            raise ValueError("address must be host:port[,host:port...]")
+
+    def _add(self, address):
+        channel, self.metadata = open_channel(address, *self._security)
+        self._addresses.append(address)
+        self._channels.append(channel)
+        self._stubs.append(pb_grpc.CoordinatorStub(channel))
+
+    @property
+    def addresses(self):
+        with self._lock:
+            return list(self._addresses)
+
+    def current(self):
+        """(index, stub) of the replica to call now."""
+        with self._lock:
+            return self._current, self._stubs[self._current]
+
+    def failed(self, index, error):
+        """The call to replica `index` raised `error` (UNAVAILABLE)."""
+        leader = None
+        trailers = getattr(error, "trailing_metadata", None)
+        for key, value in (trailers() if callable(trailers) else None) or ():
+            if key == LEADER_METADATA_KEY:
+                leader = value
+        with self._lock:
+            if index != self._current:
+                return  # Another call moved on already.
+            if leader:
+                if leader not in self._addresses:
+                    self._add(leader)
+                self._current = self._addresses.index(leader)
+            else:
+                self._current = (self._current + 1) % len(self._addresses)
+
+    def close(self):
+        with self._lock:
+            for channel in self._channels:
+                channel.close()

@@ -63,11 +63,12 @@ class ShardStream:
             request.CopyFrom(self._request)
             request.start_position = (self._request.start_position +
                                       consumed * self._world_size)
+            replica = None
             try:
                 with self._lock:
                     if self._closed.is_set():
                         return
-                    self._call = self._client._open_stream(request)
+                    replica, self._call = self._client._open_stream(request)
                 for chunk in self._call:
                     if not self._wait_for_room():
                         return
@@ -84,6 +85,9 @@ class ShardStream:
             except grpc.RpcError as error:
                 if self._closed.is_set():
                     return
+                if (error.code() == grpc.StatusCode.UNAVAILABLE and
+                        replica is not None):
+                    self._client._replica_failed(replica, error)
                 now = time.monotonic()
                 give_up = give_up or now + self._client._retry_deadline
                 if error.code() not in RETRYABLE or now > give_up:

@@ -12,11 +12,10 @@ import grpc
 import numpy as np
 
 from shard import _stream
-from shard._channel import open_channel
+from shard._channel import Replicas
 from shard.errors import (HEARTBEAT_ENDS, HEARTBEAT_REPORTED, RETRYABLE,
                           ShardError)
 from shard.v1 import shard_pb2 as pb
-from shard.v1 import shard_pb2_grpc as pb_grpc
 
 _TAILS = {"pad": pb.TAIL_POLICY_PAD, "drop": pb.TAIL_POLICY_DROP,
           "uneven": pb.TAIL_POLICY_UNEVEN}
@@ -53,7 +52,10 @@ def job_spec(dataset_size: int, world_size: int, *, seed: int = 0,
 
 
 class Client:
-    """Calls one coordinator ("host:port").
+    """Calls one coordinator ("host:port"), or the replicas of a replicated
+    one ("a:7070,b:7070,c:7070"): calls go to the leader, and a call that
+    meets a standby or a dead replica moves on to the leader (named in the
+    standby's answer) or the next address before its retry.
 
     Unary calls retry UNAVAILABLE with exponential backoff (0.1 s doubling
     to 5 s, with jitter) until `retry_deadline` seconds passed, except
@@ -68,10 +70,10 @@ class Client:
                  tls_key: Optional[str] = None, retry_deadline: float = 60.0,
                  rpc_timeout: float = 30.0) -> None:
         if not address:
-            raise ValueError("address must be host:port")
-        self._channel, self._metadata = open_channel(
-            address, token_file, tls_ca, tls_cert, tls_key)
-        self._stub = pb_grpc.CoordinatorStub(self._channel)
+            raise ValueError("address must be host:port[,host:port...]")
+        self._replicas = Replicas(address, token_file, tls_ca, tls_cert,
+                                  tls_key)
+        self._metadata = self._replicas.metadata
         self._retry_deadline = retry_deadline
         self._rpc_timeout = rpc_timeout
         # A restarted process joining under the same member id makes the
@@ -79,7 +81,7 @@ class Client:
         self._incarnation = random.getrandbits(63) | 1
 
     def close(self) -> None:
-        self._channel.close()
+        self._replicas.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -91,14 +93,17 @@ class Client:
 
     def _call(self, name: str, request, timeout: Optional[float] = None,
               retry: bool = True):
-        method = getattr(self._stub, name)
         give_up = time.monotonic() + self._retry_deadline
         backoff = 0.1
         while True:
+            index, stub = self._replicas.current()
             try:
-                return method(request, timeout=timeout or self._rpc_timeout,
-                              metadata=self._metadata)
+                return getattr(stub, name)(
+                    request, timeout=timeout or self._rpc_timeout,
+                    metadata=self._metadata)
             except grpc.RpcError as error:
+                if error.code() == grpc.StatusCode.UNAVAILABLE:
+                    self._replicas.failed(index, error)
                 if (not retry or error.code() not in RETRYABLE or
                         time.monotonic() + backoff > give_up):
                     raise ShardError.from_rpc_error(name, error) from None
@@ -200,7 +205,13 @@ class Client:
                                    prefetch_bytes, chunk_indices)
 
     def _open_stream(self, request):
-        return self._stub.StreamShard(request, metadata=self._metadata)
+        """(replica index, call) of a StreamShard call on the current
+        replica; report its UNAVAILABLE through _replica_failed."""
+        index, stub = self._replicas.current()
+        return index, stub.StreamShard(request, metadata=self._metadata)
+
+    def _replica_failed(self, index, error) -> None:
+        self._replicas.failed(index, error)
 
     # -- rendezvous store (the generation's key-value space) --------------
 

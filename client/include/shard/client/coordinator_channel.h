@@ -25,6 +25,11 @@ struct ChannelSecurity {
   std::string auth_token_file;
 };
 
+// Keepalive of open calls: a ping every kKeepaliveTimeMs; a call whose
+// connection misses the answer for kKeepaliveTimeoutMs fails UNAVAILABLE.
+inline constexpr int kKeepaliveTimeMs = 3000;
+inline constexpr int kKeepaliveTimeoutMs = 2000;
+
 // INVALID_ARGUMENT for unreadable files or an inconsistent combination.
 // Connects lazily.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> NewCoordinatorChannel(

@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""End to end: a replicated coordinator (3 etcd members, 3 shardd replicas,
+leader lease 2 s) and the clients that ride through its failures.
+
+1. Leader kills: 2 shard-train ranks (Gloo, committing their progress with
+   a checkpoint every 40 steps) train while the leader is
+   SIGKILLed 3 times (each killed replica restarts as a standby). Both exit
+   0 with equal parameters, each rank trained exactly its planned indices
+   of each epoch (once), and each failover's time from the kill to the
+   first call a new leader serves is at most the lease + 2 s.
+2. A paused leader: SIGSTOP past its lease; a new leader serves; a call
+   sent to the paused one meanwhile is answered UNAVAILABLE after SIGCONT
+   (it answers nothing as leader), the job it named never exists, every
+   record in etcd was written exactly once (a deposed leader wrote
+   nothing), and shardd --check-etcd finds the history sound and starting
+   from a snapshot (replicas snapshot every 50 records).
+3. etcd quorum: with 1 of 3 etcd members killed 2 trainers keep committing;
+   with 2 of 3 killed a write fails UNAVAILABLE naming etcd; with quorum
+   back the trainers finish by themselves, each rank having trained exactly
+   its planned indices; every acknowledged job is still there.
+4. The Python client, given the list of replicas, streams a shard across a
+   leader kill: the indices equal the plan.
+Prints "N passed, N failed".
+"""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import grpc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from trainer_e2e_test import (RESULTS, check, trainer_cmd,  # noqa: E402
+                              verify_exact_training)
+from trainer_processes import finish, start_trainers  # noqa: E402
+
+LEASE_S = 2.0
+
+
+def failover_time(replicas, killed):
+    """Seconds until a replica other than `killed` serves."""
+    began = time.monotonic()
+    leader = replicas.leader(deadline_s=30, skip=(killed,))
+    return leader, time.monotonic() - began
+
+
+def committed(client, job):
+    """(epoch, position) the job's ranks committed ((0, 0) before the job
+    exists)."""
+    import shard
+    try:
+        got = client.get_job(job)
+    except shard.errors.NotFoundError:
+        return 0, 0
+    return got.committed_epoch, got.committed_position
+
+
+def start_training(bin_dir, coordinator, job, size, epochs, work):
+    os.makedirs(work, exist_ok=True)
+    members = [f"{job}-m{i}" for i in range(2)]
+    procs = start_trainers(
+        [trainer_cmd(bin_dir, coordinator, job, m, 2, size, work,
+                     ["--epochs", str(epochs), "--batch-size", "8",
+                      "--checkpoint-dir", os.path.join(work, "ckpt"),
+                      "--checkpoint-every", "40"])
+         for m in members], work, job)
+    return members, procs
+
+
+def leader_kills(bin_dir, replicas, work):
+    job, size, epochs = "failover", 48000, 2
+    members, procs = start_training(bin_dir, replicas.coordinator, job, size,
+                                    epochs, work)
+    times = []
+    while len(times) < 3 and any(p.poll() is None for p, _ in procs):
+        time.sleep(2.0)
+        leader = replicas.leader()
+        replicas.kill(leader)
+        _, took = failover_time(replicas, leader)
+        times.append(took)
+        replicas.start(leader)
+    training = any(p.poll() is None for p, _ in procs)
+    outputs = finish(procs)
+    check(len(times) == 3 and training,
+          f"leader kills: 3 kills while the trainers ran ({len(times)})")
+    check(all(t <= LEASE_S + 2 for t in times),
+          "leader kills: each failover served within lease + 2 s "
+          f"({', '.join(f'{t:.2f}' for t in times)} s)")
+    # shardctl status with the list: one leader, the others standing by
+    # (the replica restarted last has had a moment to find the leader).
+    time.sleep(1.0)
+    status = subprocess.run(
+        [f"{bin_dir}/shardctl", "--coordinator", replicas.coordinator,
+         "status"], capture_output=True, text=True)
+    roles = re.findall(r"^(127\.0\.0\.1:\d+)\s+(leader|not serving)",
+                       status.stdout, re.M)
+    check(status.returncode == 0 and len(roles) == 3 and
+          sum(role == "leader" for _, role in roles) == 1 and
+          status.stdout.count("standing by; the leader is") == 2,
+          f"shardctl status shows the replicas' roles:\n{status.stdout}")
+    verify_exact_training(bin_dir, replicas.coordinator, job, members, epochs, work,
+                    "leader kills", outputs)
+
+
+def paused_leader(bin_dir, replicas, etcd):
+    import shard
+    from shard.v1 import shard_pb2 as pb
+    from shard.v1 import shard_pb2_grpc as pb_grpc
+    client = shard.Client(replicas.coordinator, retry_deadline=30)
+    client.create_job("before-pause", shard.job_spec(100, 2))
+    paused = replicas.leader()
+    replicas.signal(paused, signal.SIGSTOP)
+    outcome = {}
+
+    def send_to_paused():
+        with grpc.insecure_channel(replicas.addresses[paused]) as channel:
+            try:
+                pb_grpc.CoordinatorStub(channel).CreateJob(
+                    pb.CreateJobRequest(job_id="sent-to-paused",
+                                        spec=shard.job_spec(100, 2)),
+                    timeout=30)
+                outcome["code"] = grpc.StatusCode.OK
+            except grpc.RpcError as error:
+                outcome["code"] = error.code()
+                outcome["message"] = error.details()
+
+    sender = threading.Thread(target=send_to_paused)
+    sender.start()
+    began = time.monotonic()
+    leader = replicas.leader(deadline_s=30, skip=(paused,))
+    took = time.monotonic() - began
+    check(leader is not None and took <= LEASE_S + 2,
+          f"pause: a new leader serves {took:.2f} s after SIGSTOP")
+    client.create_job("during-pause", shard.job_spec(100, 2))
+    time.sleep(LEASE_S)  # Well past the paused leader's lease.
+    replicas.signal(paused, signal.SIGCONT)
+    sender.join(timeout=30)
+    check(outcome.get("code") == grpc.StatusCode.UNAVAILABLE,
+          f"pause: the call sent to the paused leader is refused after "
+          f"SIGCONT ({outcome})")
+    served, _ = replicas.answer(paused)
+    check(not served, "pause: the resumed replica answers nothing as leader")
+    kept = [client.get_job(j).job_id for j in ("before-pause", "during-pause")]
+    try:
+        client.get_job("sent-to-paused")
+        refused_absent = False
+    except shard.errors.NotFoundError:
+        refused_absent = True
+    check(len(kept) == 2 and refused_absent,
+          "pause: acknowledged jobs kept, the refused one absent")
+    versions = etcd.record_versions()
+    check(versions and all(v == 1 for v in versions.values()),
+          f"pause: each of {len(versions)} records in etcd written once")
+    checked = subprocess.run(
+        [f"{bin_dir}/shardd", "--check-etcd", "--etcd-endpoints",
+         etcd.endpoints], capture_output=True, text=True)
+    check(checked.returncode == 0 and "is sound" in checked.stdout,
+          f"pause: --check-etcd: {checked.stdout.strip()}")
+    snapshot = re.search(r"snapshot at record (\d+)", checked.stdout)
+    check(snapshot is not None and int(snapshot.group(1)) > 0,
+          "pause: the leaders kept snapshots in etcd (records before them "
+          "deleted)")
+    client.close()
+
+
+def etcd_quorum(bin_dir, replicas, etcd, work):
+    import shard
+    job, size, epochs = "quorum", 200000, 1
+    members, procs = start_training(bin_dir, replicas.coordinator, job, size,
+                                    epochs, work)
+    client = shard.Client(replicas.coordinator, retry_deadline=30)
+    while committed(client, job) == (0, 0):  # Training has begun.
+        time.sleep(0.2)
+    etcd.kill(2)
+    before = committed(client, job)
+    time.sleep(3)
+    after = committed(client, job)
+    check(after > before, f"quorum: 1 of 3 etcd members down, commits go on "
+                          f"({before} -> {after})")
+    etcd.kill(1)
+    impatient = shard.Client(replicas.coordinator, retry_deadline=4)
+    try:
+        impatient.create_job("no-quorum", shard.job_spec(100, 2))
+        failed = None
+    except shard.ShardError as error:
+        failed = error
+    check(failed is not None and failed.code == grpc.StatusCode.UNAVAILABLE
+          and "etcd" in str(failed),
+          f"quorum: 2 of 3 down, a write fails UNAVAILABLE naming etcd "
+          f"({failed})")
+    time.sleep(3)
+    etcd.start(1)
+    etcd.start(2)
+    outputs = finish(procs)
+    verify_exact_training(bin_dir, replicas.coordinator, job, members, epochs, work,
+                    "quorum", outputs)
+    impatient.close()
+    client.close()
+
+
+def python_stream(replicas):
+    import shard
+    import numpy as np
+    client = shard.Client(replicas.coordinator, retry_deadline=30)
+    size = 3_000_000
+    membership = client.join("py-stream", "reader",
+                             spec=shard.job_spec(size, 1), wait=30)
+    stream = client.stream(membership, 0, prefetch_bytes=64 << 10,
+                           chunk_indices=4096)
+    got, killed = [], None
+    for chunk in stream:
+        got.append(chunk)
+        if killed is None and sum(len(c) for c in got) > size // 4:
+            killed = replicas.leader()
+            replicas.kill(killed)
+    received = np.concatenate(got)
+    expected = np.frombuffer(b"".join(
+        c.tobytes() for c in client.stream(membership, 0)), dtype=np.uint64)
+    check(killed is not None and np.array_equal(received, expected) and
+          len(received) == size,
+          f"python stream: {len(received)} indices across a leader kill "
+          f"equal the plan")
+    replicas.start(killed)
+    client.close()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--python-dir", required=True)
+    args = parser.parse_args()
+    sys.path.insert(0, args.python_dir)
+    from replicated_coordinator import EtcdCluster, Replicas
+    bin_dir = os.path.abspath(args.bin_dir)
+    with tempfile.TemporaryDirectory() as work:
+        with EtcdCluster() as etcd, \
+                Replicas(bin_dir, etcd, work, lease=f"{LEASE_S:g}s") as reps:
+            leader_kills(bin_dir, reps, os.path.join(work, "kills"))
+            paused_leader(bin_dir, reps, etcd)
+            python_stream(reps)
+            etcd_quorum(bin_dir, reps, etcd, os.path.join(work, "quorum"))
+        if RESULTS["failed"]:
+            for name in sorted(os.listdir(work)):
+                if name.startswith("shardd-"):
+                    print(f"--- {name}")
+                    print(open(os.path.join(work, name)).read()[-4000:])
+    print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
+    return 1 if RESULTS["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""A replicated coordinator on loopback for end-to-end tests: a 3-member
+etcd cluster (real etcd processes in a temporary directory) and 3 shardd
+replicas keeping their state in it. Members and replicas can be killed,
+paused and restarted on the same addresses."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import grpc
+
+from shard.v1 import shard_pb2 as pb
+from shard.v1 import shard_pb2_grpc as pb_grpc
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+class EtcdCluster:
+    """3 etcd members; endpoints is "HOST:PORT,HOST:PORT,HOST:PORT"."""
+
+    def __init__(self, size=3):
+        self._dir = tempfile.mkdtemp(prefix="shard-etcd-cluster-")
+        ports = free_ports(2 * size)
+        self._names = [f"m{i}" for i in range(size)]
+        self._client = [f"127.0.0.1:{p}" for p in ports[:size]]
+        self._peer = [f"http://127.0.0.1:{p}" for p in ports[size:]]
+        self._procs = [None] * size
+        self.endpoints = ",".join(self._client)
+
+    def start(self, i):
+        cluster = ",".join(f"{n}={p}" for n, p in zip(self._names, self._peer))
+        log = open(os.path.join(self._dir, f"{self._names[i]}.log"), "a")
+        self._procs[i] = subprocess.Popen(
+            ["etcd", f"--name={self._names[i]}",
+             f"--data-dir={self._dir}/{self._names[i]}",
+             f"--listen-client-urls=http://{self._client[i]}",
+             f"--advertise-client-urls=http://{self._client[i]}",
+             f"--listen-peer-urls={self._peer[i]}",
+             f"--initial-advertise-peer-urls={self._peer[i]}",
+             f"--initial-cluster={cluster}",
+             "--initial-cluster-state=new",
+             "--initial-cluster-token=shard-test"],
+            stdout=log, stderr=log)
+        log.close()
+
+    def kill(self, i):
+        self._procs[i].kill()
+        self._procs[i].wait()
+
+    def etcdctl(self, *args):
+        return subprocess.run(
+            ["etcdctl", f"--endpoints={self.endpoints}", *args],
+            env={**os.environ, "ETCDCTL_API": "3"}, check=True,
+            capture_output=True, text=True).stdout
+
+    def __enter__(self):
+        for i in range(len(self._names)):
+            self.start(i)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.etcdctl("endpoint", "health")
+                return self
+            except subprocess.CalledProcessError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def __exit__(self, *exc):
+        for proc in self._procs:
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(self._dir, ignore_errors=True)
+        return False
+
+    def record_versions(self, prefix="/shard/"):
+        """{record key: etcd version} of the coordinator's records (version
+        1: written once)."""
+        out = self.etcdctl("get", "--prefix", prefix + "log/", "--keys-only",
+                           "-w", "json")
+        import base64
+        return {base64.b64decode(kv["key"]).decode(): kv["version"]
+                for kv in json.loads(out).get("kvs", [])}
+
+
+class Replicas:
+    """`size` shardd replicas on fixed loopback addresses over `etcd`, with
+    a snapshot every `snapshot_every` records (small by default: failovers
+    then happen across snapshots, record deletions and compactions of
+    etcd's history)."""
+
+    def __init__(self, bin_dir, etcd, work, lease="2s", size=3,
+                 snapshot_every=50):
+        self.snapshot_every = snapshot_every
+        self._bin_dir = bin_dir
+        self._etcd = etcd
+        self._work = work
+        self.lease = lease
+        self.addresses = [f"127.0.0.1:{p}" for p in free_ports(size)]
+        self._procs = [None] * size
+        self.coordinator = ",".join(self.addresses)
+
+    def start(self, i):
+        log = open(os.path.join(self._work, f"shardd-{i}.log"), "a")
+        proc = subprocess.Popen(
+            [f"{self._bin_dir}/shardd", "--listen", self.addresses[i],
+             "--etcd-endpoints", self._etcd.endpoints, "--leader-lease",
+             self.lease, "--shutdown-grace", "1s", "--snapshot-every",
+             str(self.snapshot_every)],
+            stdout=subprocess.PIPE, stderr=log, text=True)
+        log.close()
+        line = proc.stdout.readline()
+        if not line.startswith("listening on "):
+            proc.kill()
+            raise RuntimeError(f"shardd {i} did not start: {line!r}")
+        self._procs[i] = proc
+
+    def pid(self, i):
+        return self._procs[i].pid
+
+    def signal(self, i, number):
+        self._procs[i].send_signal(number)
+
+    def kill(self, i):
+        self._procs[i].kill()
+        self._procs[i].wait()
+
+    def __enter__(self):
+        for i in range(len(self.addresses)):
+            self.start(i)
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self._procs:
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.terminate()
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        return False
+
+    def answer(self, i, timeout=0.3):
+        """ListJobs on replica i alone: (True, response) when it serves,
+        (False, grpc error) otherwise."""
+        with grpc.insecure_channel(self.addresses[i]) as channel:
+            try:
+                return True, pb_grpc.CoordinatorStub(channel).ListJobs(
+                    pb.ListJobsRequest(), timeout=timeout)
+            except grpc.RpcError as error:
+                return False, error
+
+    def leader(self, deadline_s=30, skip=()):
+        """The index of the replica that serves (waits for one); None when
+        none does within `deadline_s`."""
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            for i in range(len(self.addresses)):
+                if i in skip or self._procs[i].poll() is not None:
+                    continue
+                if self.answer(i)[0]:
+                    return i
+            time.sleep(0.05)
+        return None
