@@ -52,6 +52,11 @@ void EpochOrderCache::HolderDone::operator()(const plan::EpochOrder*) {
   budget->Poke();
 }
 
+uint64_t EpochOrderCache::computations_cancelled() const {
+  absl::MutexLock lock(&mu_);
+  return computations_cancelled_;
+}
+
 uint64_t EpochOrderCache::Budget::Used() const {
   absl::MutexLock lock(&mu);
   return used;
@@ -65,6 +70,7 @@ EpochOrderCache::EpochOrderCache(int compute_threads, uint64_t budget_bytes)
 EpochOrderCache::~EpochOrderCache() { Stop(); }
 
 void EpochOrderCache::Stop() {
+  cancel_computations_.store(true);
   std::deque<MemoryWaiter> waiters;
   {
     absl::MutexLock lock(&mu_);
@@ -200,13 +206,15 @@ absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Get(
 }
 
 void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
-                           const shard::v1::JobSpec& spec) {
+                           const shard::v1::JobSpec& spec, bool background) {
+  const std::atomic<bool>* cancel =
+      background ? &cancel_computations_ : nullptr;
   std::shared_ptr<const plan::EpochOrder> order;
   try {
     // The order gives its reserved bytes back when its last holder (the
     // cache or a stream) lets it go.
     order = std::shared_ptr<const plan::EpochOrder>(
-        new plan::EpochOrder(plan::BuildEpochOrder(spec, key.second)),
+        new plan::EpochOrder(plan::BuildEpochOrder(spec, key.second, cancel)),
         [budget = budget_, bytes = slot->bytes](const plan::EpochOrder* o) {
           delete o;
           budget->Release(bytes);
@@ -215,11 +223,23 @@ void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
     order = nullptr;
     budget_->Release(slot->bytes);
   }
+  // Stop() may have cut the shuffle short: the order is unfinished.
+  const bool cancelled =
+      order != nullptr && cancel != nullptr && cancel->load();
+  if (cancelled) order = nullptr;  // Gives its bytes back.
   std::vector<OrderCallback> waiting;
   absl::StatusOr<Order> outcome;
   {
     absl::MutexLock lock(&mu_);
-    if (order == nullptr) {
+    if (cancelled) {
+      ++computations_cancelled_;
+      slot->failed = true;
+      auto it = slots_.find(key);
+      if (it != slots_.end() && it->second == slot) slots_.erase(it);
+      outcome = absl::UnavailableError(
+          absl::StrCat("the order of epoch ", key.second,
+                       " was abandoned: the coordinator is stopping"));
+    } else if (order == nullptr) {
       slot->failed = true;
       auto it = slots_.find(key);
       if (it != slots_.end() && it->second == slot) slots_.erase(it);
@@ -326,7 +346,8 @@ void EpochOrderCache::PrefetchLoop() {
     }
     for (auto& [done, outcome] : answers) std::move(done)(std::move(outcome));
     if (slot != nullptr) {
-      Fill(Key(next.job.incarnation, next.epoch), slot, next.spec);
+      Fill(Key(next.job.incarnation, next.epoch), slot, next.spec,
+           /*background=*/true);
     }
   }
 }

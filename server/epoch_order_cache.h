@@ -36,6 +36,7 @@
 #ifndef SERVER_EPOCH_ORDER_CACHE_H_
 #define SERVER_EPOCH_ORDER_CACHE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -151,7 +152,13 @@ class EpochOrderCache {
   // Cached orders evicted to make room for a claim, since the start.
   uint64_t evictions() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Stops the prefetch thread; pending prefetches are dropped.
+  // Preparations Stop() cut short, since the start.
+  uint64_t computations_cancelled() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Stops the prefetch thread; pending prefetches are dropped and the one
+  // being computed is abandoned within about a million shuffle steps (its
+  // waiters get UNAVAILABLE), so that stopping never waits for a large
+  // shuffle. Orders asked for afterwards are still computed.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -232,9 +239,11 @@ class EpochOrderCache {
   ServeMemoryWaiters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Computes the slot's order outside the lock, publishes it and runs the
-  // callbacks waiting for it.
+  // callbacks waiting for it. A `background` computation (a preparation)
+  // is abandoned when Stop() is called meanwhile.
   void Fill(const Key& key, const std::shared_ptr<Slot>& slot,
-            const shard::v1::JobSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
+            const shard::v1::JobSpec& spec, bool background = false)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The slot's outcome once computed (the order or RESOURCE_EXHAUSTED).
   absl::StatusOr<Order> Outcome(const Claim& claim, const Slot& slot) const;
   void EvictOlderThan(uint64_t incarnation, uint64_t epoch)
@@ -250,6 +259,9 @@ class EpochOrderCache {
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t computations_cancelled_ ABSL_GUARDED_BY(mu_) = 0;
+  // Set by Stop(); read by the shuffles in progress.
+  std::atomic<bool> cancel_computations_{false};
   const std::shared_ptr<Budget> budget_;
   WorkPool compute_;
   std::thread prefetch_thread_;

@@ -9,8 +9,12 @@
 #ifndef COMMON_PLAN_EPOCH_ORDER_H_
 #define COMMON_PLAN_EPOCH_ORDER_H_
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -19,14 +23,38 @@
 
 namespace shard::plan {
 
+// An allocator whose resize() leaves new integer entries unwritten instead
+// of zeroing them: the shuffle writes every entry anyway, and zeroing
+// gigabytes first costs seconds (page faults) that nothing could cancel.
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <typename U>
+  explicit UninitializedAllocator(const UninitializedAllocator<U>&) {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
 class EpochOrder {
  public:
   // 0..n-1 in order. O(1) memory.
   static EpochOrder Identity(uint64_t n);
   // torch.randperm(n) with a generator seeded with `seed` (already seed +
-  // epoch). Allocates 4 or 8 bytes per entry and takes O(n) time.
+  // epoch). Allocates 4 or 8 bytes per entry and takes O(n) time; an order
+  // built while `cancelled` turned true is unfinished (see TorchRandperm).
   static EpochOrder TorchShuffled(uint64_t n, uint64_t seed,
-                                  RandpermVariant variant);
+                                  RandpermVariant variant,
+                                  const std::atomic<bool>* cancelled = nullptr);
 
   uint64_t size() const { return size_; }
   // Keyed pseudo-random permutation, O(1) memory (not torch-compatible).
@@ -62,8 +90,9 @@ class EpochOrder {
   explicit EpochOrder(uint64_t n) : size_(n) {}
 
   uint64_t size_;
-  std::vector<uint32_t> narrow_;  // Used when shuffled and n <= 2^32.
-  std::vector<uint64_t> wide_;    // Used when shuffled and n > 2^32.
+  // Used when shuffled and n <= 2^32, respectively above.
+  std::vector<uint32_t, UninitializedAllocator<uint32_t>> narrow_;
+  std::vector<uint64_t, UninitializedAllocator<uint64_t>> wide_;
   std::optional<FeistelPermutation> feistel_;
   std::optional<BlockShuffle> blocks_;
 };

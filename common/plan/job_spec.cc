@@ -187,7 +187,8 @@ uint64_t EpochOrderBytes(const JobSpec& spec) {
                                                   : spec.dataset_size() * entry;
 }
 
-EpochOrder BuildEpochOrder(const JobSpec& spec, uint64_t epoch) {
+EpochOrder BuildEpochOrder(const JobSpec& spec, uint64_t epoch,
+                           const std::atomic<bool>* cancelled) {
   if (!spec.shuffle()) return EpochOrder::Identity(spec.dataset_size());
   if (spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_FEISTEL) {
     return EpochOrder::Feistel(spec.dataset_size(),
@@ -205,7 +206,7 @@ EpochOrder BuildEpochOrder(const JobSpec& spec, uint64_t epoch) {
   // Python adds seed + epoch as integers; torch keeps the low 32 bits, so
   // unsigned wrap-around is exact.
   return EpochOrder::TorchShuffled(spec.dataset_size(), spec.seed() + epoch,
-                                   variant);
+                                   variant, cancelled);
 }
 
 }  // namespace shard::plan

@@ -3,6 +3,7 @@
 #ifndef COMMON_PLAN_JOB_SPEC_H_
 #define COMMON_PLAN_JOB_SPEC_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -56,8 +57,11 @@ ShardLayout LayoutOf(const shard::v1::JobSpec& spec, uint32_t world_size,
 // Bytes the epoch order of a normalised spec holds in memory.
 uint64_t EpochOrderBytes(const shard::v1::JobSpec& spec);
 
-// Computes the epoch order of a normalised spec (O(N) for shuffled specs).
-EpochOrder BuildEpochOrder(const shard::v1::JobSpec& spec, uint64_t epoch);
+// Computes the epoch order of a normalised spec (O(N) for shuffled specs);
+// one built while `cancelled` turned true is unfinished and must be
+// discarded.
+EpochOrder BuildEpochOrder(const shard::v1::JobSpec& spec, uint64_t epoch,
+                           const std::atomic<bool>* cancelled = nullptr);
 
 }  // namespace shard::plan
 

@@ -10,6 +10,7 @@
 #ifndef COMMON_PLAN_TORCH_RANDPERM_H_
 #define COMMON_PLAN_TORCH_RANDPERM_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "absl/types/span.h"
@@ -27,15 +28,20 @@ enum class RandpermVariant {
 inline constexpr uint64_t kRandpermLargeThreshold = 4294967295ull / 20;
 
 // Writes torch.randperm(out.size(), generator=manual_seed(seed)) into `out`.
-// Index must be wide enough to hold out.size() - 1.
+// Index must be wide enough to hold out.size() - 1. When `cancelled` is
+// given and turns true, returns early (within about a million steps),
+// leaving `out` unfinished: the caller discards it.
 template <typename Index>
 void TorchRandperm(uint64_t seed, RandpermVariant variant,
-                   absl::Span<Index> out);
+                   absl::Span<Index> out,
+                   const std::atomic<bool>* cancelled = nullptr);
 
 extern template void TorchRandperm<uint32_t>(uint64_t, RandpermVariant,
-                                             absl::Span<uint32_t>);
+                                             absl::Span<uint32_t>,
+                                             const std::atomic<bool>*);
 extern template void TorchRandperm<uint64_t>(uint64_t, RandpermVariant,
-                                             absl::Span<uint64_t>);
+                                             absl::Span<uint64_t>,
+                                             const std::atomic<bool>*);
 
 namespace internal {
 // TorchRandperm with the large-n switch point as a parameter, so tests can

@@ -136,6 +136,23 @@ TEST(EpochOrderCacheTest, ForgetDropsQueuedPreparations) {
   EXPECT_EQ(cache.size(), 2u);
 }
 
+// Stop() does not wait for a large shuffle in progress (seconds for 10^8
+// entries): the computation is abandoned, never published, and its memory
+// given back.
+TEST(EpochOrderCacheTest, StopAbandonsAnOrderBeingComputed) {
+  EpochOrderCache cache;
+  cache.Prepare({"large", 1}, ShuffledSpec(100000000), 0);
+  // The preparation reserves its memory before it computes.
+  for (int i = 0; i < 3000 && cache.bytes() == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_GT(cache.bytes(), 0u);
+  cache.Stop();
+  EXPECT_EQ(cache.computations_cancelled(), 1u);
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.bytes(), 0u);
+}
+
 // The memory budget. Orders of 250,000 entries take 1,000,000 bytes; the
 // budget holds two of them.
 constexpr uint64_t kOrderBytes = 250000 * 4;
