@@ -38,7 +38,7 @@ void EtcdFollower::WatchLoop() {
       return;
     }
     for (const auto& [key, value] : *puts) {
-      if (absl::Status s = EtcdStateStore::ApplyRecord(key, value, copy_);
+      if (absl::Status s = EtcdStateStore::ApplyRecords(key, value, copy_);
           !s.ok()) {
         status_ = s;
         return;

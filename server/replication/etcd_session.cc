@@ -238,14 +238,13 @@ absl::StatusOr<std::string> EtcdSession::Get(const std::string& key) {
   return response.kvs(0).value();
 }
 
-absl::StatusOr<std::optional<std::string>> EtcdSession::LastKey(
-    const std::string& key_prefix) {
+absl::StatusOr<std::optional<std::pair<std::string, std::string>>>
+EtcdSession::LastEntry(const std::string& key_prefix) {
   const auto [first, end] = PrefixRange(key_prefix);
   etcdserverpb::RangeRequest request;
   request.set_key(first);
   request.set_range_end(end);
   request.set_limit(1);
-  request.set_keys_only(true);
   request.set_sort_target(etcdserverpb::RangeRequest::KEY);
   request.set_sort_order(etcdserverpb::RangeRequest::DESCEND);
   etcdserverpb::RangeResponse response;
@@ -253,7 +252,8 @@ absl::StatusOr<std::optional<std::string>> EtcdSession::LastKey(
   grpc::Status status = used.kv->Range(Context().get(), request, &response);
   if (!status.ok()) return EtcdError(status, used, "Range (last key)");
   if (response.kvs_size() == 0) return std::nullopt;
-  return response.kvs(0).key().substr(options_.prefix.size());
+  return std::make_pair(response.kvs(0).key().substr(options_.prefix.size()),
+                        response.kvs(0).value());
 }
 
 std::pair<std::string, std::string> EtcdSession::PrefixRange(

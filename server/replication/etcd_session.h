@@ -95,9 +95,10 @@ class EtcdSession {
   // so that superseded and deleted keys stop taking space. Compacting to
   // a revision already compacted is OK. Not fenced: it changes no value.
   absl::Status Compact(int64_t revision);
-  // The greatest key starting with `key_prefix` (relative to the prefix,
-  // as is the answer); nullopt when there is none.
-  absl::StatusOr<std::optional<std::string>> LastKey(
+  // The (key, value) of the greatest key starting with `key_prefix`
+  // (relative to the prefix, as is the key returned); nullopt when there
+  // is none.
+  absl::StatusOr<std::optional<std::pair<std::string, std::string>>> LastEntry(
       const std::string& key_prefix);
   // The value of `key` (relative to the prefix); NOT_FOUND if absent.
   absl::StatusOr<std::string> Get(const std::string& key);

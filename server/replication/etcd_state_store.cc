@@ -1,6 +1,7 @@
 #include "server/replication/etcd_state_store.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -11,8 +12,56 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "server/event_log.h"
+#include "server/storage/record_codec.h"
 
 namespace shard::server::replication {
+namespace {
+
+// The records of the batch under `key`, checked: consecutive, the first
+// the key's sequence. DATA_LOSS naming the key otherwise.
+absl::StatusOr<std::vector<shard::state::v1::JournalRecord>> DecodeBatch(
+    const std::string& key, const std::string& value) {
+  uint64_t first = 0;
+  absl::string_view digits = key;
+  if (!absl::ConsumePrefix(&digits, EtcdStateStore::kRecordPrefix) ||
+      !absl::SimpleAtoi(digits, &first) ||
+      key != EtcdStateStore::RecordKey(first)) {
+    return absl::DataLossError(
+        absl::StrCat("etcd key ", key, " is not a record key"));
+  }
+  auto damaged = [&key](absl::string_view why) {
+    return absl::DataLossError(
+        absl::StrCat("etcd records under ", key, " are damaged (", why, ")"));
+  };
+  absl::StatusOr<storage::DecodedRecords> decoded =
+      storage::DecodeRecords(value);
+  if (!decoded.ok()) return damaged(decoded.status().message());
+  if (decoded->torn_tail || decoded->payloads.empty()) {
+    return damaged("not whole records");
+  }
+  std::vector<shard::state::v1::JournalRecord> records(
+      decoded->payloads.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (!records[i].ParseFromString(decoded->payloads[i]) ||
+        records[i].sequence() != first + i) {
+      return damaged(absl::StrCat("record ", i, " is not record ", first + i));
+    }
+  }
+  return records;
+}
+
+// The sequence of the last record of the batch under `key`.
+absl::Status LastOfBatch(const std::string& key, const std::string& value,
+                         uint64_t* sequence) {
+  absl::StatusOr<std::vector<shard::state::v1::JournalRecord>> records =
+      DecodeBatch(key, value);
+  if (!records.ok()) return records.status();
+  *sequence = records->back().sequence();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 std::string EtcdStateStore::RecordKey(uint64_t sequence) {
   return absl::StrFormat("%s%020d", kRecordPrefix, sequence);
 }
@@ -50,23 +99,24 @@ absl::StatusOr<EtcdStateStore::Recovered> EtcdStateStore::Recover(
   }
   for (const auto& [key, value] : records) {
     const uint64_t before = recovered.last_sequence;
-    if (absl::Status s = ApplyRecord(key, value, recovered); !s.ok()) return s;
+    if (absl::Status s = ApplyRecords(key, value, recovered); !s.ok()) {
+      return s;
+    }
     recovered.records += recovered.last_sequence - before;
   }
   return recovered;
 }
 
 absl::StatusOr<uint64_t> EtcdStateStore::LastSequence(EtcdSession& session) {
-  absl::StatusOr<std::optional<std::string>> last =
-      session.LastKey(std::string(kRecordPrefix));
+  absl::StatusOr<std::optional<std::pair<std::string, std::string>>> last =
+      session.LastEntry(std::string(kRecordPrefix));
   if (!last.ok()) return last.status();
   if (last->has_value()) {
     uint64_t sequence = 0;
-    absl::string_view digits = **last;
-    if (!absl::ConsumePrefix(&digits, kRecordPrefix) ||
-        !absl::SimpleAtoi(digits, &sequence)) {
-      return absl::DataLossError(
-          absl::StrCat("etcd key ", **last, " is not a record key"));
+    if (absl::Status s =
+            LastOfBatch((*last)->first, (*last)->second, &sequence);
+        !s.ok()) {
+      return s;
     }
     return sequence;
   }
@@ -83,32 +133,35 @@ absl::StatusOr<uint64_t> EtcdStateStore::LastSequence(EtcdSession& session) {
   return named.sequence();
 }
 
-absl::Status EtcdStateStore::ApplyRecord(const std::string& key,
-                                         const std::string& value,
-                                         Recovered& into) {
-  uint64_t sequence = 0;
-  absl::string_view digits = key;
-  if (!absl::ConsumePrefix(&digits, kRecordPrefix) ||
-      !absl::SimpleAtoi(digits, &sequence) || key != RecordKey(sequence)) {
-    return absl::DataLossError(
-        absl::StrCat("etcd key ", key, " is not a record key"));
+std::string EtcdStateStore::EncodeBatch(
+    const std::vector<shard::state::v1::JournalRecord>& records) {
+  std::string batch;
+  for (const auto& record : records) {
+    batch += storage::EncodeRecord(record.SerializeAsString());
   }
-  if (sequence <= into.last_sequence) return absl::OkStatus();
-  shard::state::v1::JournalRecord record;
-  if (!record.ParseFromString(value) || record.sequence() != sequence) {
-    return absl::DataLossError(absl::StrCat(
-        "etcd record ", key, " does not parse as record ", sequence));
+  return batch;
+}
+
+absl::Status EtcdStateStore::ApplyRecords(const std::string& key,
+                                          const std::string& value,
+                                          Recovered& into) {
+  absl::StatusOr<std::vector<shard::state::v1::JournalRecord>> records =
+      DecodeBatch(key, value);
+  if (!records.ok()) return records.status();
+  for (const shard::state::v1::JournalRecord& record : *records) {
+    const uint64_t sequence = record.sequence();
+    if (sequence <= into.last_sequence) continue;
+    if (sequence != into.last_sequence + 1) {
+      return absl::DataLossError(
+          absl::StrCat("etcd holds record ", sequence, " after record ",
+                       into.last_sequence, ": the history has a gap"));
+    }
+    if (absl::Status s = into.state.Apply(record.update()); !s.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "etcd record ", sequence, " does not fit the state: ", s.message()));
+    }
+    into.last_sequence = sequence;
   }
-  if (sequence != into.last_sequence + 1) {
-    return absl::DataLossError(
-        absl::StrCat("etcd holds record ", sequence, " after record ",
-                     into.last_sequence, ": the history has a gap"));
-  }
-  if (absl::Status s = into.state.Apply(record.update()); !s.ok()) {
-    return absl::DataLossError(absl::StrCat(
-        "etcd record ", sequence, " does not fit the state: ", s.message()));
-  }
-  into.last_sequence = sequence;
   return absl::OkStatus();
 }
 
@@ -140,8 +193,8 @@ absl::StatusOr<uint64_t> EtcdStateStore::Enqueue(
   shard::state::v1::JournalRecord record;
   record.set_sequence(sequence);
   *record.mutable_update() = update;
-  queue_.emplace_back(RecordKey(sequence), record.SerializeAsString());
-  queue_last_ = sequence;
+  queue_.push_back(QueuedRecord{
+      sequence, storage::EncodeRecord(record.SerializeAsString())});
   ++records_since_snapshot_;
   return sequence;
 }
@@ -168,9 +221,11 @@ void EtcdStateStore::MaybeSnapshot(const CoordinatorState& state) {
 
 void EtcdStateStore::WriterLoop() {
   while (true) {
-    std::vector<std::pair<std::string, std::string>> batch;
     std::optional<PendingSnapshot> snapshot;
+    std::string batch;
+    uint64_t first = 0;
     uint64_t last = 0;
+    size_t records = 0;
     {
       absl::MutexLock lock(&mu_);
       // A snapshot is due once the records it covers are durable.
@@ -189,28 +244,39 @@ void EtcdStateStore::WriterLoop() {
       } else if (queue_.empty()) {
         return;  // Stopping with nothing left to write.
       } else {
-        // One Txn: everything queued, up to kMaxRecordsPerTxn records.
-        const size_t take = std::min(queue_.size(), kMaxRecordsPerTxn);
-        batch.assign(std::make_move_iterator(queue_.begin()),
-                     std::make_move_iterator(queue_.begin() + take));
-        queue_.erase(queue_.begin(), queue_.begin() + take);
-        last = queue_last_ - queue_.size();
+        // One batch: everything queued, up to kMaxBatchBytes, ending at a
+        // pending snapshot's record (so that the snapshot's deletion takes
+        // whole batches).
+        const uint64_t cut = pending_snapshot_.has_value()
+                                 ? pending_snapshot_->sequence
+                                 : std::numeric_limits<uint64_t>::max();
+        first = queue_.front().sequence;
+        while (!queue_.empty() &&
+               (batch.empty() || (batch.size() + queue_.front().framed.size() <=
+                                      kMaxBatchBytes &&
+                                  last < cut))) {
+          batch += queue_.front().framed;
+          last = queue_.front().sequence;
+          ++records;
+          queue_.pop_front();
+        }
       }
     }
     if (snapshot.has_value()) {
       WriteSnapshot(*snapshot);
-    } else if (!WriteRecords(std::move(batch), last)) {
+    } else if (!WriteRecords(first, last, std::move(batch), records)) {
       return;
     }
   }
 }
 
-bool EtcdStateStore::WriteRecords(
-    std::vector<std::pair<std::string, std::string>> batch, uint64_t last) {
+bool EtcdStateStore::WriteRecords(uint64_t first, uint64_t last,
+                                  std::string batch, size_t records) {
   const absl::Time began = absl::Now();
-  absl::StatusOr<int64_t> written = session_->FencedPut(leadership_, batch);
+  absl::StatusOr<int64_t> written =
+      session_->FencedPut(leadership_, {{RecordKey(first), std::move(batch)}});
   if (written.ok() && options_.on_txn) {
-    options_.on_txn(absl::Now() - began, batch.size());
+    options_.on_txn(absl::Now() - began, records);
   }
   absl::Status broken;
   {

@@ -1,15 +1,16 @@
-// A StateStore in etcd: the coordinator's updates as records under
-// <prefix>log/<sequence>, written only by the leader and only while its
-// leadership holds (EtcdSession::FencedPut), so a deposed leader can never
-// append.
+// A StateStore in etcd: the coordinator's updates as records, written
+// only by the leader and only while its leadership holds
+// (EtcdSession::FencedPut), so a deposed leader can never append.
 //
 // Group commit as in the local journal: Enqueue() only queues; a writer
-// thread puts everything queued during the previous round trip in one
-// fenced Txn (at most kMaxRecordsPerTxn records, within etcd's default
-// --max-txn-ops), then runs the WhenDurable() callbacks that Txn
-// satisfied. A refused or failed Txn breaks the store (UNAVAILABLE naming
-// the cause, to every pending and later call): the memory of a leader that
-// lost its leadership or its etcd may be ahead of what etcd holds, and
+// thread puts everything queued during the previous round trip (up to
+// kMaxBatchBytes) as one value under <prefix>log/<sequence of its first
+// record>, in one fenced Txn, then runs the WhenDurable() callbacks that
+// Txn satisfied. A value is the records framed as in the local journal
+// (storage::EncodeRecord: length, CRC-32, JournalRecord), consecutive;
+// keys sort by sequence. A refused or failed Txn breaks the store (UNAVAILABLE
+// naming the cause, to every pending and later call): the memory of a leader
+// that lost its leadership or its etcd may be ahead of what etcd holds, and
 // only a replica that reads etcd again knows what is durable.
 //
 // Snapshots bound etcd's footprint: every Options::snapshot_every records
@@ -30,6 +31,7 @@
 #define SERVER_REPLICATION_ETCD_STATE_STORE_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -53,8 +55,10 @@ namespace shard::server::replication {
 
 class EtcdStateStore : public storage::StateStore {
  public:
-  static constexpr size_t kMaxRecordsPerTxn = 100;
-  // Records live under <prefix>log/<sequence, 20 digits>.
+  // Bytes of records one Txn puts at most (with one record more than
+  // this on its own), under etcd's default --max-request-bytes of 1.5 MiB.
+  static constexpr size_t kMaxBatchBytes = 1 << 20;
+  // Batches of records live under <prefix>log/<first sequence, 20 digits>.
   static constexpr absl::string_view kRecordPrefix = "log/";
 
   struct Recovered {
@@ -74,11 +78,15 @@ class EtcdStateStore : public storage::StateStore {
   // The sequence of the newest record in etcd, or of the snapshot in force
   // when no record follows it (0: neither), read now.
   static absl::StatusOr<uint64_t> LastSequence(EtcdSession& session);
-  // Applies the record stored under `key` (relative to the prefix) to
-  // `into` if it is the next one; one already applied is skipped; a gap, a
-  // foreign key or a record that does not fit is DATA_LOSS.
-  static absl::Status ApplyRecord(const std::string& key,
-                                  const std::string& value, Recovered& into);
+  // Applies the records of the batch stored under `key` (relative to the
+  // prefix) to `into`, each if it is the next one; those already applied
+  // are skipped; a gap, a foreign key, a damaged batch or a record that
+  // does not fit is DATA_LOSS.
+  static absl::Status ApplyRecords(const std::string& key,
+                                   const std::string& value, Recovered& into);
+  // The value of a batch: `records` framed, in order.
+  static std::string EncodeBatch(
+      const std::vector<shard::state::v1::JournalRecord>& records);
 
   struct Options {
     // Records between snapshots.
@@ -112,8 +120,8 @@ class EtcdStateStore : public storage::StateStore {
   uint64_t snapshots() const ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t snapshot_sequence() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The key of record `sequence`, relative to the prefix: sorted by
-  // sequence as etcd sorts keys.
+  // The key of the batch whose first record is `sequence`, relative to
+  // the prefix: sorted by sequence as etcd sorts keys.
   static std::string RecordKey(uint64_t sequence);
 
  private:
@@ -122,10 +130,16 @@ class EtcdStateStore : public storage::StateStore {
     std::shared_ptr<const CoordinatorState> state;
   };
 
+  struct QueuedRecord {
+    uint64_t sequence = 0;
+    std::string framed;
+  };
+
   void WriterLoop() ABSL_LOCKS_EXCLUDED(mu_);
-  // Writes one group of records; false (the store broken) if it failed.
-  bool WriteRecords(std::vector<std::pair<std::string, std::string>> batch,
-                    uint64_t last) ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes one batch of `records` (the records first..last); false (the
+  // store broken) if it failed.
+  bool WriteRecords(uint64_t first, uint64_t last, std::string batch,
+                    size_t records) ABSL_LOCKS_EXCLUDED(mu_);
   // Puts `pending` in force, deletes what it supersedes and compacts.
   void WriteSnapshot(const PendingSnapshot& pending) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -135,8 +149,7 @@ class EtcdStateStore : public storage::StateStore {
 
   storage::DurableWaiters waiters_;  // Thread-safe on its own.
   mutable absl::Mutex mu_;
-  std::vector<std::pair<std::string, std::string>> queue_ ABSL_GUARDED_BY(mu_);
-  uint64_t queue_last_ ABSL_GUARDED_BY(mu_) = 0;  // Sequence of its last.
+  std::deque<QueuedRecord> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_);
   uint64_t transactions_ ABSL_GUARDED_BY(mu_) = 0;
   // Records durable in etcd (written by this store or before it).

@@ -14,8 +14,9 @@ one run. Prints a Markdown table.
    times; reports the time from each kill to the first call a new leader
    serves (p50/p99/max) and how many acknowledged jobs are missing at the
    end (must be 0).
-4. etcd's footprint: commits in a closed loop until N commits (snapshots
-   every --snapshot-every records, compaction after each); reports etcd's
+4. etcd's footprint: commits in a closed loop until about N commits
+   (snapshots every 10000 records, compaction after each; a member lease
+   of 1 h, since the benchmark's members do not heartbeat); reports etcd's
    database size and the part in use, and the keys under the prefix.
 
   tests/bench/run_replication_bench.py --bin-dir build/bin --python-dir
@@ -58,12 +59,13 @@ def run_client(bin_dir, client, address, pid, size_flag, size, extra=()):
     return result
 
 
-def with_replicas(bin_dir, work, run, snapshot_every=10000):
-    """Runs `run(replicas, etcd)` on a fresh etcd cluster and 3 replicas."""
+def with_replicas(bin_dir, work, run, extra_args=()):
+    """Runs `run(replicas, etcd)` on a fresh etcd cluster and 3 replicas
+    (snapshots every 10000 records, shardd's default)."""
     from replicated_coordinator import EtcdCluster, Replicas
     with EtcdCluster() as etcd, Replicas(
             bin_dir, etcd, work, lease=f"{LEASE_S:.0f}s",
-            snapshot_every=snapshot_every) as replicas:
+            snapshot_every=10000, extra_args=extra_args) as replicas:
         if replicas.leader(deadline_s=60) is None:
             sys.exit("no replica leads")
         return run(replicas, etcd)
@@ -199,9 +201,14 @@ def main():
     progress("failovers")
     failed_over = with_replicas(bin_dir, work,
                                 failovers(args.kills, args.pauses))
+    progress(json.dumps(failed_over))
     progress("etcd footprint")
+    # The benchmark's members commit without heartbeats: a member lease
+    # longer than the run keeps them joined.
     size = with_replicas(bin_dir, work, footprint(
-        bin_dir, args.members, args.commits, etcd_commits["commits_per_s"]))
+        bin_dir, args.members, args.commits, etcd_commits["commits_per_s"]),
+        extra_args=["--lease", "1h"])
+    progress(json.dumps(size))
 
     jc, ec = journal_commits, etcd_commits
     print(f"\n| {args.members} members committing | local journal | etcd "

@@ -156,7 +156,8 @@ def paused_leader(bin_dir, replicas, etcd):
           "pause: acknowledged jobs kept, the refused one absent")
     versions = etcd.record_versions()
     check(versions and all(v == 1 for v in versions.values()),
-          f"pause: each of {len(versions)} records in etcd written once")
+          f"pause: each of {len(versions)} batches of records in etcd "
+          "written once")
     checked = subprocess.run(
         [f"{bin_dir}/shardd", "--check-etcd", "--etcd-endpoints",
          etcd.endpoints], capture_output=True, text=True)

@@ -87,8 +87,8 @@ class EtcdCluster:
         return False
 
     def record_versions(self, prefix="/shard/"):
-        """{record key: etcd version} of the coordinator's records (version
-        1: written once)."""
+        """{key: etcd version} of the coordinator's batches of records
+        (version 1: written once)."""
         out = self.etcdctl("get", "--prefix", prefix + "log/", "--keys-only",
                            "-w", "json")
         import base64
@@ -103,8 +103,9 @@ class Replicas:
     etcd's history)."""
 
     def __init__(self, bin_dir, etcd, work, lease="2s", size=3,
-                 snapshot_every=50):
+                 snapshot_every=50, extra_args=()):
         self.snapshot_every = snapshot_every
+        self._extra_args = list(extra_args)
         self._bin_dir = bin_dir
         self._etcd = etcd
         self._work = work
@@ -119,7 +120,7 @@ class Replicas:
             [f"{self._bin_dir}/shardd", "--listen", self.addresses[i],
              "--etcd-endpoints", self._etcd.endpoints, "--leader-lease",
              self.lease, "--shutdown-grace", "1s", "--snapshot-every",
-             str(self.snapshot_every)],
+             str(self.snapshot_every), *self._extra_args],
             stdout=subprocess.PIPE, stderr=log, text=True)
         log.close()
         line = proc.stdout.readline()
