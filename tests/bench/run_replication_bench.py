@@ -145,14 +145,14 @@ def failovers(kills, pauses):
                 "p50_s": statistics.median(times),
                 "p99_s": percentile(times, 0.99), "max_s": max(times),
                 "acknowledged": len(acknowledged), "lost": len(lost),
-                "failed_calls": len(errors)}
+                "failed_calls": len(errors), "failures": errors[:5]}
     return run
 
 
 def footprint(bin_dir, members, commits, rate):
     def run(replicas, etcd):
         leader = replicas.leader()
-        seconds = max(10, int(commits / max(rate, 1.0) * 1.1))
+        seconds = max(10, int(commits / max(rate, 1.0) * 1.25))
         progress(f"footprint: {seconds} s of commits at about {rate:.0f}/s")
         result = run_client(bin_dir, "shard-commit-throughput-bench",
                             replicas.addresses[leader], replicas.pid(leader),
