@@ -355,8 +355,16 @@ void CoordinatorReplica::Lead(EtcdSession& session,
   }
   leading_until_ns_.store(0);  // Every call from now on is refused.
   SetLeaderHint("", absl::StrCat("it stopped leading: ", ended));
-  if (metrics != nullptr) metrics->SetLeader(false);
   const bool stop = stopping();
+  if (!stop) {
+    // Calls waiting for durability are answered now (UNAVAILABLE: the
+    // client retries on the new leader), not cancelled by the server's
+    // stop below while a Txn waits for an etcd that lost its quorum.
+    store_view->Abandon(absl::UnavailableError(
+        absl::StrCat("coordinator replica ", identity_, " stopped leading (",
+                     ended, "); retry on the leader")));
+  }
+  if (metrics != nullptr) metrics->SetLeader(false);
   absl::Duration grace = absl::ZeroDuration();
   if (stop) {
     absl::MutexLock lock(&mu_);
@@ -376,6 +384,11 @@ void CoordinatorReplica::Lead(EtcdSession& session,
     if (server != nullptr) server->Stop(grace);
     return;
   }
+  // Refuse with the closed gate for a moment before the server stops:
+  // calls that reached it but were not started yet (sent while it was
+  // paused, say) would be cancelled by the stop, and clients do not retry
+  // CANCELLED; refused, they move on to the leader.
+  WaitOrStop(kRefusalGrace);
   if (absl::Status s = SwapServer(nullptr, kRefusalGrace); !s.ok()) {
     LogEvent(absl::StrCat("cannot serve as a standby: ", s.message()));
   }

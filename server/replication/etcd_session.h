@@ -67,6 +67,8 @@ class EtcdSession {
   static absl::StatusOr<std::unique_ptr<EtcdSession>> Start(Options options);
 
   int64_t lease_id() const { return lease_id_; }
+  // etcd members the session may call.
+  size_t member_count() const { return members_.size(); }
   std::string leader_key() const { return options_.prefix + "leader"; }
 
   // Renews the lease once (a replica calls it every lease_ttl / 3).

@@ -273,8 +273,15 @@ void EtcdStateStore::WriterLoop() {
 bool EtcdStateStore::WriteRecords(uint64_t first, uint64_t last,
                                   std::string batch, size_t records) {
   const absl::Time began = absl::Now();
-  absl::StatusOr<int64_t> written =
-      session_->FencedPut(leadership_, {{RecordKey(first), std::move(batch)}});
+  // A member that cannot be reached is not the end of the leadership: the
+  // session moved on to the next member; try each once. (Should a failed
+  // attempt have been applied after all, the retry puts the same value
+  // under the same key again, which changes no state.)
+  absl::StatusOr<int64_t> written = absl::UnavailableError("no etcd member");
+  for (size_t attempt = 0; attempt < session_->member_count(); ++attempt) {
+    written = session_->FencedPut(leadership_, {{RecordKey(first), batch}});
+    if (written.ok() || !absl::IsUnavailable(written.status())) break;
+  }
   if (written.ok() && options_.on_txn) {
     options_.on_txn(absl::Now() - began, records);
   }
@@ -284,7 +291,7 @@ bool EtcdStateStore::WriteRecords(uint64_t first, uint64_t last,
     ++transactions_;
     if (written.ok()) {
       durable_ = last;
-    } else {
+    } else if (broken_.ok()) {
       broken_ = broken = absl::UnavailableError(absl::StrCat(
           "cannot make state durable in etcd (", written.status().message(),
           "); this replica stops leading and the next leader continues "
@@ -293,12 +300,23 @@ bool EtcdStateStore::WriteRecords(uint64_t first, uint64_t last,
       pending_snapshot_.reset();
     }
   }
-  if (!broken.ok()) {
-    waiters_.Break(broken);
+  if (!written.ok()) {
+    if (!broken.ok()) waiters_.Break(broken);
     return false;
   }
   waiters_.Advance(last);
   return true;
+}
+
+void EtcdStateStore::Abandon(const absl::Status& why) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!broken_.ok()) return;
+    broken_ = why;
+    queue_.clear();
+    pending_snapshot_.reset();
+  }
+  waiters_.Break(why);
 }
 
 void EtcdStateStore::WriteSnapshot(const PendingSnapshot& pending) {

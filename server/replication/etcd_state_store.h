@@ -6,8 +6,9 @@
 // thread puts everything queued during the previous round trip (up to
 // kMaxBatchBytes) as one value under <prefix>log/<sequence of its first
 // record>, in one fenced Txn, then runs the WhenDurable() callbacks that
-// Txn satisfied. A value is the records framed as in the local journal
-// (storage::EncodeRecord: length, CRC-32, JournalRecord), consecutive;
+// Txn satisfied (a Txn that cannot reach its etcd member is tried once on
+// each other member first). A value is the records framed as in the local
+// journal (storage::EncodeRecord: length, CRC-32, JournalRecord), consecutive;
 // keys sort by sequence. A refused or failed Txn breaks the store (UNAVAILABLE
 // naming the cause, to every pending and later call): the memory of a leader
 // that lost its leadership or its etcd may be ahead of what etcd holds, and
@@ -112,6 +113,14 @@ class EtcdStateStore : public storage::StateStore {
       ABSL_LOCKS_EXCLUDED(mu_);
   uint64_t last_sequence() const override ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status broken() const override ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Breaks the store with `why` (UNAVAILABLE) now, without waiting for a
+  // Txn in flight: every pending WhenDurable() callback runs with it, and
+  // so do later calls. For a replica that stopped leading, so that calls
+  // waiting for durability are answered before its server stops (a write
+  // whose Txn still succeeds is then answered UNAVAILABLE: the clients'
+  // retry of it is idempotent).
+  void Abandon(const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Fenced Txns of records written so far (group commit shows as fewer
   // Txns than records).

@@ -110,6 +110,35 @@ TEST_F(EtcdStateStoreTest, ADeposedLeadersStoreAcknowledgesNothing) {
   EXPECT_FALSE(job->IsMember("a"));
 }
 
+// A replica that stops leading answers the calls waiting for durability at
+// once, with its own UNAVAILABLE, instead of leaving them to a Txn that an
+// unanswering etcd holds until its deadline (the server's stop would cancel
+// them first).
+TEST_F(EtcdStateStoreTest, AbandonAnswersPendingUpdatesAtOnce) {
+  std::unique_ptr<EtcdSession> session = Session();
+  ASSERT_TRUE(session);
+  absl::StatusOr<EtcdSession::Leadership> led = session->Campaign("replica-a");
+  ASSERT_TRUE(led.ok()) << led.status();
+  EtcdStateStore store(session.get(), *led, 0, {});
+  etcd_->Pause();
+  absl::StatusOr<uint64_t> sequence =
+      store.Enqueue(Created("job", NormalSpec(10, 1)));
+  ASSERT_TRUE(sequence.ok()) << sequence.status();
+  absl::Notification answered;
+  absl::Status outcome;
+  store.WhenDurable(*sequence, [&](absl::Status s) {
+    outcome = s;
+    answered.Notify();
+  });
+  store.Abandon(absl::UnavailableError("replica-a stopped leading"));
+  answered.WaitForNotification();
+  // Its own error, not the Txn's deadline (which comes seconds later).
+  EXPECT_EQ(outcome.code(), absl::StatusCode::kUnavailable) << outcome;
+  EXPECT_EQ(outcome.message(), "replica-a stopped leading");
+  EXPECT_FALSE(store.Enqueue(Joined("job", "a")).ok());
+  etcd_->Resume();
+}
+
 TEST_F(EtcdStateStoreTest, AGapInTheHistoryIsDataLoss) {
   std::unique_ptr<EtcdSession> a = Session();
   ASSERT_TRUE(a);

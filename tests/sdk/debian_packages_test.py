@@ -3,7 +3,8 @@
 
 Runs cpack on the build's CPackConfig.cmake into a temporary directory and
 lists each package with `dpkg-deb`: the daemon package holds shardd,
-shardctl, the systemd unit and /etc/default/shardd (a conffile); the
+shardctl, the systemd unit, /etc/default/shardd (a conffile) and the etcd
+mode's systemd drop-in as an example; the
 development package the headers, static libraries, CMake and pkg-config
 files; the trainer package shard-train and shard-records. No file is in two packages.
 
@@ -33,8 +34,10 @@ def package_files(deb):
 EXPECTED = {
     "shardd": ({"/usr/bin/shardd", "/usr/bin/shardctl",
                 "/usr/lib/systemd/system/shardd.service",
-                "/etc/default/shardd"},
-               ("/usr/bin/shard", "/usr/lib/systemd/", "/etc/default/")),
+                "/etc/default/shardd",
+                "/usr/share/doc/shardd/examples/shardd.service.d/etcd.conf"},
+               ("/usr/bin/shard", "/usr/lib/systemd/", "/etc/default/",
+                "/usr/share/doc/shardd/examples/")),
     "libshard-client-dev": ({"/usr/include/shard/client/coordinator_client.h",
                              "/usr/include/shard/v1/shard.grpc.pb.h",
                              "/usr/include/shard/version.h",

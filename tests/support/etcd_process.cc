@@ -107,6 +107,10 @@ absl::StatusOr<std::unique_ptr<EtcdProcess>> EtcdProcess::Start() {
   return etcd;
 }
 
+void EtcdProcess::Pause() { kill(pid_, SIGSTOP); }
+
+void EtcdProcess::Resume() { kill(pid_, SIGCONT); }
+
 EtcdProcess::~EtcdProcess() {
   if (pid_ > 0) {
     kill(pid_, SIGKILL);

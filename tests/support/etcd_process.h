@@ -26,6 +26,11 @@ class EtcdProcess {
   // HOST:PORT of its client endpoint.
   const std::string& endpoint() const { return endpoint_; }
 
+  // SIGSTOP / SIGCONT: a paused etcd accepts connections but answers
+  // nothing (calls wait for their deadline).
+  void Pause();
+  void Resume();
+
  private:
   EtcdProcess() = default;
 
