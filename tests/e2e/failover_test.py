@@ -18,7 +18,9 @@ leader lease 2 s) and the clients that ride through its failures.
    with 2 of 3 killed a write fails UNAVAILABLE naming etcd; with quorum
    back the trainers finish by themselves, each rank having trained exactly
    its planned indices; every acknowledged job is still there.
-4. The Python client, given the list of replicas, streams a shard across a
+4. Every replica killed at once and restarted: the jobs and their
+   committed progress come back from etcd alone.
+5. The Python client, given the list of replicas, streams a shard across a
    leader kill: the indices equal the plan.
 Prints "N passed, N failed".
 """
@@ -205,6 +207,26 @@ def etcd_quorum(bin_dir, replicas, etcd, work):
     client.close()
 
 
+def all_replicas_restart(replicas):
+    """Every replica SIGKILLed at once, then restarted: with no local disk
+    the state comes back from etcd alone."""
+    import shard
+    client = shard.Client(replicas.coordinator, retry_deadline=30)
+    jobs = ["failover", "before-pause", "during-pause"]
+    expected = {j: client.get_job(j).committed_epoch for j in jobs}
+    client.close()
+    for i in range(len(replicas.addresses)):
+        replicas.kill(i)
+    for i in range(len(replicas.addresses)):
+        replicas.start(i)
+    client = shard.Client(replicas.coordinator, retry_deadline=30)
+    got = {j: client.get_job(j).committed_epoch for j in jobs}
+    check(got == expected, "all replicas killed at once and restarted: the "
+                           f"jobs and their progress come back from etcd "
+                           f"({got})")
+    client.close()
+
+
 def python_stream(replicas):
     import shard
     import numpy as np
@@ -244,6 +266,7 @@ def main():
                 Replicas(bin_dir, etcd, work, lease=f"{LEASE_S:g}s") as reps:
             leader_kills(bin_dir, reps, os.path.join(work, "kills"))
             paused_leader(bin_dir, reps, etcd)
+            all_replicas_restart(reps)
             python_stream(reps)
             etcd_quorum(bin_dir, reps, etcd, os.path.join(work, "quorum"))
         if RESULTS["failed"]:
