@@ -1,11 +1,16 @@
 // EtcdSession against a real etcd: one leader at a time, and a deposed
 // leader's write is refused by etcd itself (the fence), however late it
-// comes.
+// comes; TLS with client certificates.
 #include "server/replication/etcd_session.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/replication/etcd_test_base.h"
@@ -84,6 +89,50 @@ TEST_F(EtcdSessionTest, AnUnreachableEtcdIsUnavailableNamingIt) {
   EXPECT_NE(session.status().message().find("etcd at 127.0.0.1:1"),
             std::string::npos)
       << session.status();
+}
+
+// A TLS etcd that requires client certificates (--etcd-ca, --etcd-cert,
+// --etcd-key): a session with the CA and this replica's certificate leads
+// and writes; one without a certificate, or in plaintext, cannot start.
+TEST(EtcdSessionTlsTest, ASessionWithTheCaAndACertificateUsesATlsEtcd) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    absl::StrCat("shard-etcd-tls-", getpid());
+  const std::string make_certs = absl::StrCat(
+      SHARD_SOURCE_DIR, "/tests/support/make_test_certs.sh ", dir.string());
+  ASSERT_EQ(std::system(make_certs.c_str()), 0);
+  auto path = [&dir](const char* name) { return (dir / name).string(); };
+  const testing::EtcdProcess::Tls tls{path("ca.pem"), path("server.pem"),
+                                      path("server.key"), path("client.pem"),
+                                      path("client.key")};
+  absl::StatusOr<std::unique_ptr<testing::EtcdProcess>> etcd =
+      testing::EtcdProcess::Start(&tls);
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+
+  EtcdSession::Options options;
+  options.endpoints = {(*etcd)->endpoint()};
+  options.prefix = "/tls/";
+  options.tls_ca_file = path("ca.pem");
+  options.tls_cert_file = path("client.pem");
+  options.tls_key_file = path("client.key");
+  {
+    absl::StatusOr<std::unique_ptr<EtcdSession>> session =
+        EtcdSession::Start(options);
+    ASSERT_TRUE(session.ok()) << session.status();
+    absl::StatusOr<EtcdSession::Leadership> led =
+        (*session)->Campaign("replica-a");
+    ASSERT_TRUE(led.ok()) << led.status();
+    EXPECT_TRUE((*session)->FencedPut(*led, {{"jobs/x", "1"}}).ok());
+    EXPECT_EQ(*(*session)->Get("jobs/x"), "1");
+  }
+  options.timeout = absl::Seconds(2);
+  options.tls_cert_file.clear();
+  options.tls_key_file.clear();
+  EXPECT_EQ(EtcdSession::Start(options).status().code(),
+            absl::StatusCode::kUnavailable);
+  options.tls_ca_file.clear();
+  EXPECT_EQ(EtcdSession::Start(options).status().code(),
+            absl::StatusCode::kUnavailable);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

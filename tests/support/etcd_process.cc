@@ -44,10 +44,27 @@ bool OnPath(const std::string& program) {
   return false;
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
 // Whether etcd answers a read (it has a leader) within `wait`.
-bool Answers(const std::string& endpoint, absl::Duration wait) {
-  auto stub = etcdserverpb::KV::NewStub(
-      grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()));
+bool Answers(const std::string& endpoint, const EtcdProcess::Tls* tls,
+             absl::Duration wait) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      grpc::InsecureChannelCredentials();
+  if (tls != nullptr) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ReadFile(tls->ca_file);
+    ssl.pem_cert_chain = ReadFile(tls->client_cert_file);
+    ssl.pem_private_key = ReadFile(tls->client_key_file);
+    credentials = grpc::SslCredentials(ssl);
+  }
+  auto stub =
+      etcdserverpb::KV::NewStub(grpc::CreateChannel(endpoint, credentials));
   const absl::Time until = absl::Now() + wait;
   while (absl::Now() < until) {
     grpc::ClientContext context;
@@ -64,7 +81,8 @@ bool Answers(const std::string& endpoint, absl::Duration wait) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<EtcdProcess>> EtcdProcess::Start() {
+absl::StatusOr<std::unique_ptr<EtcdProcess>> EtcdProcess::Start(
+    const Tls* tls) {
   if (!OnPath("etcd")) {
     return absl::FailedPreconditionError(
         "no etcd binary on PATH (Debian: apt install etcd-server)");
@@ -75,7 +93,8 @@ absl::StatusOr<std::unique_ptr<EtcdProcess>> EtcdProcess::Start() {
   const int client_port = FreePort();
   const int peer_port = FreePort();
   etcd->endpoint_ = absl::StrCat("127.0.0.1:", client_port);
-  const std::string client_url = absl::StrCat("http://", etcd->endpoint_);
+  const std::string client_url =
+      absl::StrCat(tls != nullptr ? "https://" : "http://", etcd->endpoint_);
   const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port);
   const std::string log = etcd->dir_ + "/etcd.log";
   std::vector<std::string> args = {"etcd",
@@ -86,6 +105,11 @@ absl::StatusOr<std::unique_ptr<EtcdProcess>> EtcdProcess::Start() {
                                    "--listen-peer-urls=" + peer_url,
                                    "--initial-advertise-peer-urls=" + peer_url,
                                    "--initial-cluster=test=" + peer_url};
+  if (tls != nullptr) {
+    args.insert(args.end(),
+                {"--cert-file=" + tls->cert_file, "--key-file=" + tls->key_file,
+                 "--trusted-ca-file=" + tls->ca_file, "--client-cert-auth"});
+  }
   etcd->pid_ = fork();
   if (etcd->pid_ == 0) {
     const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -97,12 +121,9 @@ absl::StatusOr<std::unique_ptr<EtcdProcess>> EtcdProcess::Start() {
     execvp("etcd", argv.data());
     _exit(127);
   }
-  if (!Answers(etcd->endpoint_, absl::Seconds(30))) {
-    std::ifstream file(log);
-    std::stringstream text;
-    text << file.rdbuf();
+  if (!Answers(etcd->endpoint_, tls, absl::Seconds(30))) {
     return absl::UnavailableError(absl::StrCat(
-        "etcd did not come up on ", etcd->endpoint_, ":\n", text.str()));
+        "etcd did not come up on ", etcd->endpoint_, ":\n", ReadFile(log)));
   }
   return etcd;
 }

@@ -14,10 +14,22 @@ namespace shard::testing {
 
 class EtcdProcess {
  public:
-  // Starts `etcd` (from PATH) and waits until it answers;
-  // FAILED_PRECONDITION when there is no etcd binary, UNAVAILABLE when it
-  // did not come up (its log is in the message).
-  static absl::StatusOr<std::unique_ptr<EtcdProcess>> Start();
+  // PEM files for an etcd that serves its clients over TLS and requires a
+  // client certificate signed by `ca_file` (the same CA signs its own).
+  struct Tls {
+    std::string ca_file;
+    std::string cert_file;
+    std::string key_file;
+    // The client certificate etcd's own readiness probe presents.
+    std::string client_cert_file;
+    std::string client_key_file;
+  };
+
+  // Starts `etcd` (from PATH), plaintext or with `tls`, and waits until it
+  // answers; FAILED_PRECONDITION when there is no etcd binary, UNAVAILABLE
+  // when it did not come up (its log is in the message).
+  static absl::StatusOr<std::unique_ptr<EtcdProcess>> Start(
+      const Tls* tls = nullptr);
   // Kills etcd and removes its data directory.
   ~EtcdProcess();
   EtcdProcess(const EtcdProcess&) = delete;
