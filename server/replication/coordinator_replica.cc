@@ -127,7 +127,16 @@ absl::Status CoordinatorReplica::Gate() const {
     leader = leader_hint_;
     etcd_error = etcd_error_;
   }
-  if (leader.empty() || leader == identity_) {
+  if (leader == identity_) {
+    // The gate closed by time: the lead loop could not renew the lease
+    // (it is still waiting for etcd's answer).
+    return absl::UnavailableError(absl::StrCat(
+        "coordinator replica ", identity_,
+        " stopped serving: its etcd lease was not renewed in time (this "
+        "process stalled, or etcd is unreachable, without quorum or slow); "
+        "retry"));
+  }
+  if (leader.empty()) {
     return absl::UnavailableError(absl::StrCat(
         "coordinator replica ", identity_, " is not the leader and knows none",
         etcd_error.empty()
@@ -225,6 +234,7 @@ void CoordinatorReplica::RunSession(EtcdSession& session) {
       if (options_.on_fatal) options_.on_fatal();
       return;
     }
+    SetLeaderHint("", std::string(follower.status().message()));
     LogEvent(absl::StrCat("standing by: cannot read the state from etcd (",
                           follower.status().message(), "); retrying"));
     WaitOrStop(absl::Seconds(1));
@@ -238,6 +248,7 @@ void CoordinatorReplica::RunSession(EtcdSession& session) {
   std::optional<absl::Time> leaderless_since;
   while (!WaitOrStop(poll)) {
     if (absl::Status s = (*follower)->status(); !s.ok()) {
+      SetLeaderHint("", std::string(s.message()));
       LogEvent(absl::StrCat("standing by: the copy of the state stopped (",
                             s.message(), "); reading etcd again"));
       return;
@@ -268,6 +279,9 @@ void CoordinatorReplica::RunSession(EtcdSession& session) {
     if (won.ok()) {
       Lead(session, *std::move(won), *std::move(follower), *leaderless_since);
       return;
+    }
+    if (absl::IsUnavailable(won.status())) {
+      SetLeaderHint("", std::string(won.status().message()));
     }
   }
 }
