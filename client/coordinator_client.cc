@@ -5,6 +5,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/grpc_status.h"
 #include "grpcpp/grpcpp.h"
@@ -31,6 +32,16 @@ absl::StatusOr<Response> CallWithRetry(
     const CoordinatorReplicas::Pick replica = replicas.Current();
     absl::Status status = FromGrpcStatus(
         ((*replica.stub).*method)(&context, request, &response), name);
+    // This client never cancels its unary calls: CANCELLED comes from a
+    // coordinator stopping or replacing its server (a replica's failover),
+    // and is as retryable as UNAVAILABLE.
+    if (absl::IsCancelled(status)) {
+      status =
+          absl::UnavailableError(absl::StrCat(status.message(),
+                                              " (the coordinator cancelled the "
+                                              "call: it was stopping or "
+                                              "replacing its server)"));
+    }
     if (absl::IsUnavailable(status)) replicas.Failed(replica, context);
     return status;
   });

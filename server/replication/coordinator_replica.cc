@@ -122,10 +122,12 @@ absl::Status CoordinatorReplica::Gate() const {
   if (leading()) return absl::OkStatus();
   std::string leader;
   std::string etcd_error;
+  absl::Duration hint_age;
   {
     absl::MutexLock lock(&hint_mu_);
     leader = leader_hint_;
     etcd_error = etcd_error_;
+    hint_age = absl::Now() - hint_set_;
   }
   if (leader == identity_) {
     // The gate closed by time: the lead loop could not renew the lease
@@ -143,9 +145,18 @@ absl::Status CoordinatorReplica::Gate() const {
             ? " yet (one is elected within the leader lease); retry"
             : absl::StrCat(": ", etcd_error)));
   }
+  // A hint older than the lease: etcd has not answered this replica since
+  // (its poll waits for it), so the leader named may be gone.
+  const std::string stale =
+      hint_age > options_.etcd.lease_ttl
+          ? absl::StrCat(
+                " (as etcd said ",
+                absl::FormatDuration(absl::Trunc(hint_age, absl::Seconds(1))),
+                " ago; etcd has not answered since)")
+          : "";
   absl::Status refused = absl::UnavailableError(
       absl::StrCat("coordinator replica ", identity_,
-                   " is standing by; the leader is ", leader));
+                   " is standing by; the leader is ", leader, stale));
   refused.SetPayload(kLeaderMetadataKey, absl::Cord(leader));
   return refused;
 }
@@ -155,6 +166,7 @@ void CoordinatorReplica::SetLeaderHint(std::string leader,
   absl::MutexLock lock(&hint_mu_);
   leader_hint_ = std::move(leader);
   etcd_error_ = std::move(etcd_error);
+  hint_set_ = absl::Now();
 }
 
 absl::Status CoordinatorReplica::SwapServer(
@@ -324,9 +336,10 @@ void CoordinatorReplica::Lead(EtcdSession& session,
   leading_until_ns_.store(renewed_sent_ns_.load() +
                           absl::ToInt64Nanoseconds(ttl - margin));
   SetLeaderHint(identity_);
-  // The standby's calls were all refused at once: nothing to wait for.
-  if (absl::Status s = SwapServer(std::move(service), absl::ZeroDuration());
-      !s.ok()) {
+  // The standby's calls are refusals, done at once; the grace only lets
+  // those being sent finish (a stop without one cancels them, and clients
+  // do not retry CANCELLED).
+  if (absl::Status s = SwapServer(std::move(service), kRefusalGrace); !s.ok()) {
     leading_until_ns_.store(0);
     LogEvent(absl::StrCat("won the leadership but cannot serve (", s.message(),
                           "); giving it up"));

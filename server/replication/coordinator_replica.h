@@ -139,6 +139,8 @@ class CoordinatorReplica {
   mutable absl::Mutex hint_mu_;
   std::string leader_hint_ ABSL_GUARDED_BY(hint_mu_);
   std::string etcd_error_ ABSL_GUARDED_BY(hint_mu_);
+  // When the hint was last set (etcd answered, or failed).
+  absl::Time hint_set_ ABSL_GUARDED_BY(hint_mu_) = absl::InfinitePast();
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
