@@ -84,7 +84,7 @@ absl::StatusOr<DecodedSnapshot> DecodeSnapshot(const std::string& manifest,
   absl::StatusOr<CoordinatorState> state =
       CoordinatorState::FromSnapshot(snapshot);
   if (!state.ok()) return corrupt(state.status().message());
-  return DecodedSnapshot{named.sequence(), *std::move(state)};
+  return DecodedSnapshot{named.sequence(), *std::move(state), named.bytes()};
 }
 
 }  // namespace shard::server::replication

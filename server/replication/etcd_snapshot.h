@@ -52,6 +52,8 @@ std::string SnapshotChunksPrefix(uint64_t sequence);
 struct DecodedSnapshot {
   uint64_t sequence = 0;
   CoordinatorState state;
+  // The framed snapshot's size (its chunks together).
+  uint64_t bytes = 0;
 };
 // The state the manifest `manifest` names, from `entries`: every key under
 // kSnapshotChunkPrefix read at one revision (chunks of other snapshots are

@@ -91,11 +91,7 @@ absl::StatusOr<EtcdStateStore::Recovered> EtcdStateStore::Recover(
     if (!snapshot.ok()) return snapshot.status();
     recovered.state = std::move(snapshot->state);
     recovered.last_sequence = recovered.snapshot_sequence = snapshot->sequence;
-    for (const auto& [key, value] : chunks) {
-      if (absl::StartsWith(key, SnapshotChunksPrefix(snapshot->sequence))) {
-        recovered.snapshot_bytes += value.size();
-      }
-    }
+    recovered.snapshot_bytes = snapshot->bytes;
   }
   for (const auto& [key, value] : records) {
     const uint64_t before = recovered.last_sequence;
