@@ -30,18 +30,9 @@ absl::StatusOr<Response> CallWithRetry(
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     const CoordinatorReplicas::Pick replica = replicas.Current();
-    absl::Status status = FromGrpcStatus(
-        ((*replica.stub).*method)(&context, request, &response), name);
-    // This client never cancels its unary calls: CANCELLED comes from a
-    // coordinator stopping or replacing its server (a replica's failover),
-    // and is as retryable as UNAVAILABLE.
-    if (absl::IsCancelled(status)) {
-      status =
-          absl::UnavailableError(absl::StrCat(status.message(),
-                                              " (the coordinator cancelled the "
-                                              "call: it was stopping or "
-                                              "replacing its server)"));
-    }
+    // This client never cancels its unary calls.
+    const absl::Status status = ServerCancelledAsUnavailable(FromGrpcStatus(
+        ((*replica.stub).*method)(&context, request, &response), name));
     if (absl::IsUnavailable(status)) replicas.Failed(replica, context);
     return status;
   });

@@ -11,4 +11,12 @@ absl::Status FromGrpcStatus(const grpc::Status& status,
                       absl::StrCat(what, ": ", status.error_message()));
 }
 
+absl::Status ServerCancelledAsUnavailable(absl::Status status) {
+  if (!absl::IsCancelled(status)) return status;
+  return absl::UnavailableError(
+      absl::StrCat(status.message(),
+                   " (the coordinator cancelled the call: it was stopping or "
+                   "replacing its server)"));
+}
+
 }  // namespace shard::client

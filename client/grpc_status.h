@@ -1,4 +1,5 @@
-// grpc::Status -> absl::Status with the same code and message.
+// grpc::Status -> absl::Status with the same code and message, and the
+// clients' reading of a call they did not cancel themselves.
 #ifndef CLIENT_GRPC_STATUS_H_
 #define CLIENT_GRPC_STATUS_H_
 
@@ -10,6 +11,12 @@ namespace shard::client {
 
 // `what` names the call, e.g. "JoinJob", and prefixes the message.
 absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view what);
+
+// For a call this client did not cancel: CANCELLED can then only come from
+// the coordinator stopping or replacing its server (a replica's failover),
+// so it is returned as UNAVAILABLE (retried, and the replica reported
+// failed) with the message saying so. Any other status is returned as is.
+absl::Status ServerCancelledAsUnavailable(absl::Status status);
 
 }  // namespace shard::client
 

@@ -125,7 +125,9 @@ absl::Status ShardStream::ReadOnce() {
   active_context_ = nullptr;
   if (!status.ok()) return status;
   if (cancelled_) return absl::CancelledError("stream closed");
-  absl::Status ended = FromGrpcStatus(finish, "StreamShard");
+  // Not cancelled by this stream (cancelled_ is false, status is OK).
+  const absl::Status ended =
+      ServerCancelledAsUnavailable(FromGrpcStatus(finish, "StreamShard"));
   if (absl::IsUnavailable(ended)) replicas_->Failed(replica, context);
   return ended;
 }

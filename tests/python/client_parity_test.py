@@ -4,8 +4,10 @@
 A fake shard.v1.Coordinator (grpcio, in this process) answers every call
 with a chosen status code and counts the calls per method. For every RPC of
 the table, the C++ client (through shard-client-probe) and the Python
-client (where it has the call) face UNAVAILABLE: a "retry" call is sent
-again, a "once" call exactly once. For heartbeats answered with each kind
+client (where it has the call) face UNAVAILABLE, then CANCELLED (what a
+replica stopping or replacing its server answers): a "retry" call (a
+stream's reconnection included) is sent again, a "once" call exactly once,
+and both clients report UNAVAILABLE. For heartbeats answered with each kind
 of code, both clients' heartbeat threads stop and report (heartbeat.ends),
 report and go on (heartbeat.reported) or go on silently (any other code).
 Also: the Python errors are the ShardError subclass of their code and
@@ -14,6 +16,7 @@ it) and the package is marked typed (py.typed).
 Exit status 0 when every check passes.
 """
 import collections
+import itertools
 import json
 import os
 import pickle
@@ -46,7 +49,11 @@ PYTHON_CALLS = {
     "StoreWait": lambda c, m: c.store_wait(m, ["k"], 0.0),
     "StoreDelete": lambda c, m: c.store_delete(m, "k"),
     "StoreCount": lambda c, m: c.store_count(m),
+    "StreamShard": lambda c, m: next(iter(c.stream(m, 0))),
 }
+# Both clients read these answers of a call they did not cancel as
+# UNAVAILABLE.
+UNAVAILABLE_ANSWERS = ("UNAVAILABLE", "CANCELLED")
 GO_ON = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "INTERNAL", "RESOURCE_EXHAUSTED")
 
 
@@ -102,19 +109,20 @@ def probe(bin_dir, address, *args):
 def check_retries(args, fake, table, shard):
     membership = shard.Membership("probe", "member", 0, 1, 1, None, 0, 0)
     client = shard.Client(fake.address, retry_deadline=1.0, rpc_timeout=5.0)
-    for rpc, mode in sorted(table["calls"].items()):
+    for (rpc, mode), answer in itertools.product(
+            sorted(table["calls"].items()), UNAVAILABLE_ANSWERS):
         expected = "once" if mode == "once" else "more than once"
-        fake.reset("UNAVAILABLE")
+        fake.reset(answer)
         code = probe(args.bin_dir, fake.address, "--call", rpc,
                      "--retry-deadline", "1s")
         sent = fake.count(rpc)
         check(code == "UNAVAILABLE" and
               (sent == 1 if mode == "once" else sent >= 2),
-              f"C++ {rpc} facing UNAVAILABLE: sent {sent} times ({expected}),"
+              f"C++ {rpc} facing {answer}: sent {sent} times ({expected}),"
               f" answered {code}")
         if rpc not in PYTHON_CALLS:
             continue
-        fake.reset("UNAVAILABLE")
+        fake.reset(answer)
         error = None
         try:
             PYTHON_CALLS[rpc](client, membership)
@@ -123,7 +131,7 @@ def check_retries(args, fake, table, shard):
         sent = fake.count(rpc)
         check(isinstance(error, shard.errors.UnavailableError) and
               (sent == 1 if mode == "once" else sent >= 2),
-              f"Python {rpc} facing UNAVAILABLE: sent {sent} times "
+              f"Python {rpc} facing {answer}: sent {sent} times "
               f"({expected}), raised {type(error).__name__}")
     client.close()
 

@@ -8,7 +8,8 @@
 //                      [--interval 50ms]
 //
 // --call makes the client method behind RPC (a shard.v1.Coordinator method
-// name) once, with placeholder arguments; --heartbeat-for runs a
+// name) once, with placeholder arguments (StreamShard: opens a stream and
+// reads its first index); --heartbeat-for runs a
 // Heartbeater that long and prints its status().
 #include <cstdio>
 #include <functional>
@@ -59,6 +60,12 @@ absl::Status CallByName(CoordinatorClient& c, const std::string& rpc) {
        [&] { return c.StoreWait(m, {"k"}, absl::ZeroDuration()).status(); }},
       {"StoreDelete", [&] { return c.StoreDelete(m, "k").status(); }},
       {"StoreCount", [&] { return c.StoreCount(m).status(); }},
+      {"StreamShard",
+       [&] {
+         uint64_t first;
+         return c.OpenStream(m, 0, 0)->Next(absl::MakeSpan(&first, 1))
+             .status();
+       }},
   };
   auto call = calls.find(rpc);
   if (call == calls.end()) {

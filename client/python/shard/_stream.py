@@ -85,14 +85,16 @@ class ShardStream:
             except grpc.RpcError as error:
                 if self._closed.is_set():
                     return
-                if (error.code() == grpc.StatusCode.UNAVAILABLE and
+                # Not cancelled by close(): the coordinator's doing.
+                failure = ShardError.from_server_rpc_error("StreamShard",
+                                                           error)
+                if (failure.code == grpc.StatusCode.UNAVAILABLE and
                         replica is not None):
                     self._client._replica_failed(replica, error)
                 now = time.monotonic()
                 give_up = give_up or now + self._client._retry_deadline
-                if error.code() not in RETRYABLE or now > give_up:
-                    self._queue.put(ShardError.from_rpc_error("StreamShard",
-                                                              error))
+                if failure.code not in RETRYABLE or now > give_up:
+                    self._queue.put(failure)
                     return
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)

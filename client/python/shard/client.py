@@ -102,17 +102,13 @@ class Client:
                     request, timeout=timeout or self._rpc_timeout,
                     metadata=self._metadata)
             except grpc.RpcError as error:
-                code = error.code()
-                # This client never cancels its unary calls: CANCELLED comes
-                # from a coordinator stopping or replacing its server (a
-                # replica's failover), as retryable as UNAVAILABLE.
-                if code == grpc.StatusCode.CANCELLED:
-                    code = grpc.StatusCode.UNAVAILABLE
-                if code == grpc.StatusCode.UNAVAILABLE:
+                # This client never cancels its unary calls.
+                failure = ShardError.from_server_rpc_error(name, error)
+                if failure.code == grpc.StatusCode.UNAVAILABLE:
                     self._replicas.failed(index, error)
-                if (not retry or code not in RETRYABLE or
+                if (not retry or failure.code not in RETRYABLE or
                         time.monotonic() + backoff > give_up):
-                    raise ShardError.from_rpc_error(name, error) from None
+                    raise failure from None
             time.sleep(backoff * random.uniform(0.5, 1.0))
             backoff = min(backoff * 2, 5.0)
 

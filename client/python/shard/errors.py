@@ -47,6 +47,20 @@ class ShardError(Exception):
     def from_rpc_error(cls, method: str, error: grpc.RpcError) -> "ShardError":
         return ShardError(method, error.code(), error.details() or "")
 
+    @classmethod
+    def from_server_rpc_error(cls, method: str,
+                              error: grpc.RpcError) -> "ShardError":
+        """For a call this client did not cancel: CANCELLED can then only
+        come from the coordinator stopping or replacing its server (a
+        replica's failover), so it becomes UNAVAILABLE (retried, the replica
+        reported failed) with the message saying so."""
+        if error.code() != grpc.StatusCode.CANCELLED:
+            return cls.from_rpc_error(method, error)
+        return ShardError(method, grpc.StatusCode.UNAVAILABLE,
+                          f"{error.details() or 'CANCELLED'} (the coordinator "
+                          "cancelled the call: it was stopping or replacing "
+                          "its server)")
+
 
 def _subclass(code: grpc.StatusCode) -> Type[ShardError]:
     name = "".join(part.title() for part in code.name.split("_")) + "Error"
