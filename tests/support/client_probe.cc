@@ -63,8 +63,7 @@ absl::Status CallByName(CoordinatorClient& c, const std::string& rpc) {
       {"StreamShard",
        [&] {
          uint64_t first;
-         return c.OpenStream(m, 0, 0)->Next(absl::MakeSpan(&first, 1))
-             .status();
+         return c.OpenStream(m, 0, 0)->Next(absl::MakeSpan(&first, 1)).status();
        }},
   };
   auto call = calls.find(rpc);
