@@ -46,4 +46,24 @@ absl::StatusOr<torch::nn::Sequential> MakeModel(
   return absl::InternalError("unknown model kind");
 }
 
+void PlaceModel(torch::nn::Sequential& model, torch::Device device) {
+  model->to(device);
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& parameter : model->parameters()) {
+    if (parameter.dim() == 4) {
+      // Not contiguous(ChannelsLast): with one input channel that keeps
+      // the NCHW strides, and the convolution then computes in NCHW.
+      torch::Tensor laid = torch::empty_like(parameter.data(),
+                                             torch::MemoryFormat::ChannelsLast);
+      parameter.set_data(laid.copy_(parameter.data()));
+    }
+  }
+}
+
+torch::Tensor ModelInput(const torch::Tensor& features, torch::Device device) {
+  torch::Tensor placed = features.to(device);
+  if (placed.dim() != 4) return placed;
+  return placed.contiguous(torch::MemoryFormat::ChannelsLast);
+}
+
 }  // namespace shard::trainer

@@ -13,6 +13,7 @@
 #include "client/job_spec_flags.h"
 #include "client/security_flags.h"
 #include "shard/version.h"
+#include "trainer/heap_reuse.h"
 #include "trainer/trainer.h"
 
 namespace {
@@ -159,6 +160,8 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread allocates.
+  const std::string heap = shard::trainer::KeepFreedTensorMemory();
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "--version") {
     std::printf("shard-train %s\n", shard::Version().c_str());
@@ -174,6 +177,7 @@ int main(int argc, char** argv) {
                  std::string(options.status().message()).c_str(), kUsage);
     return 2;
   }
+  std::printf("%s\n", heap.c_str());
   absl::Status status = shard::trainer::RunTrainer(*options);
   if (!status.ok()) {
     std::fprintf(stderr, "shard-train: %s\n", status.ToString().c_str());

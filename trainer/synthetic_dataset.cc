@@ -21,33 +21,25 @@ float Uniform(uint64_t index, uint64_t slot) {
 
 }  // namespace
 
-IndexedExample SyntheticRegression::get(size_t index) {
-  IndexedExample example;
-  example.index = static_cast<int64_t>(index);
-  const uint64_t key = index + index_offset_;
-  example.features = torch::empty({kFeatures}, torch::kFloat32);
-  float* x = example.features.data_ptr<float>();
-  float y = 0;
-  for (int64_t j = 0; j < kFeatures; ++j) {
-    x[j] = Uniform(key, j);
-    const float weight = 0.5f * static_cast<float>(j % 5 - 2);
-    y += weight * x[j];
+ExampleBatch SyntheticRegression::get_batch(c10::ArrayRef<size_t> indices) {
+  ExampleBatch batch;
+  batch.indices = CheckedIndices(indices, size_, "sample");
+  const int64_t rows = static_cast<int64_t>(indices.size());
+  batch.features = torch::empty({rows, kFeatures}, torch::kFloat32);
+  batch.targets = torch::empty({rows, 1}, torch::kFloat32);
+  float* x = batch.features.data_ptr<float>();
+  float* targets = batch.targets.data_ptr<float>();
+  for (int64_t row = 0; row < rows; ++row, x += kFeatures) {
+    const uint64_t key = indices[row] + index_offset_;
+    float y = 0;
+    for (int64_t j = 0; j < kFeatures; ++j) {
+      x[j] = Uniform(key, j);
+      const float weight = 0.5f * static_cast<float>(j % 5 - 2);
+      y += weight * x[j];
+    }
+    targets[row] = y + 0.05f * Uniform(key, kFeatures);
   }
-  y += 0.05f * Uniform(key, kFeatures);
-  example.target = torch::full({1}, y, torch::kFloat32);
-  return example;
-}
-
-std::pair<torch::Tensor, torch::Tensor> Collate(
-    const std::vector<IndexedExample>& batch) {
-  std::vector<torch::Tensor> features, targets;
-  features.reserve(batch.size());
-  targets.reserve(batch.size());
-  for (const IndexedExample& example : batch) {
-    features.push_back(example.features);
-    targets.push_back(example.target);
-  }
-  return {torch::stack(features), torch::stack(targets)};
+  return batch;
 }
 
 }  // namespace shard::trainer

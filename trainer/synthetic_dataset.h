@@ -8,26 +8,10 @@
 #define TRAINER_SYNTHETIC_DATASET_H_
 
 #include <cstdint>
-#include <vector>
 
-#include "torch/data/datasets/base.h"
-#include "torch/types.h"
+#include "trainer/indexed_dataset.h"
 
 namespace shard::trainer {
-
-// One training example that remembers its sample index.
-struct IndexedExample {
-  torch::Tensor features;  // [kFeatures] float
-  torch::Tensor target;    // [1] float
-  int64_t index = 0;
-};
-
-// The interface a trainer reads: sample index -> example.
-class IndexedDataset
-    : public torch::data::datasets::Dataset<IndexedDataset, IndexedExample> {
- public:
-  using ExampleType = IndexedExample;
-};
 
 class SyntheticRegression : public IndexedDataset {
  public:
@@ -38,17 +22,14 @@ class SyntheticRegression : public IndexedDataset {
   explicit SyntheticRegression(uint64_t size, uint64_t index_offset = 0)
       : size_(size), index_offset_(index_offset) {}
 
-  IndexedExample get(size_t index) override;
+  // Features [B, kFeatures], targets [B, 1].
+  ExampleBatch get_batch(c10::ArrayRef<size_t> indices) override;
   torch::optional<size_t> size() const override { return size_; }
 
  private:
   uint64_t size_;
   uint64_t index_offset_;
 };
-
-// Stacks a batch into (features [B, kFeatures], targets [B, 1]).
-std::pair<torch::Tensor, torch::Tensor> Collate(
-    const std::vector<IndexedExample>& batch);
 
 }  // namespace shard::trainer
 

@@ -207,7 +207,7 @@ absl::Status Evaluate(const TrainerOptions& options, const TrainingData& data,
                                        options.heartbeat_interval);
   SharedDataset held_out = data.Eval(training.spec.dataset_size());
   std::vector<int64_t> indices;
-  std::vector<float> scores;
+  std::vector<torch::Tensor> scores;  // One per batch, on the device.
   auto stream = client->OpenStream(*eval, 0, 0);
   std::vector<uint64_t> batch(options.batch_size);
   torch::NoGradGuard no_grad;
@@ -215,16 +215,13 @@ absl::Status Evaluate(const TrainerOptions& options, const TrainingData& data,
     absl::StatusOr<size_t> got = stream->Next(absl::MakeSpan(batch));
     if (!got.ok()) return got.status();
     if (*got == 0) break;
-    std::vector<IndexedExample> examples;
-    for (size_t i = 0; i < *got; ++i)
-      examples.push_back(held_out.get(batch[i]));
-    auto [x, y] = Collate(examples);
-    torch::Tensor batch_scores =
-        Scores(data.task(), model->forward(x.to(device)), y.to(device)).cpu();
-    for (size_t i = 0; i < *got; ++i) {
-      indices.push_back(examples[i].index);
-      scores.push_back(batch_scores[i].item<float>());
-    }
+    ExampleBatch examples = held_out.get_batch(c10::ArrayRef<size_t>(
+        reinterpret_cast<const size_t*>(batch.data()), *got));
+    indices.insert(indices.end(), examples.indices.begin(),
+                   examples.indices.end());
+    scores.push_back(Scores(
+        data.task(), model->forward(ModelInput(examples.features, device)),
+        examples.targets.to(device)));
   }
   // Collectives run on the group's device (CUDA for NCCL).
   torch::Tensor all_indices, all_scores;
@@ -232,8 +229,14 @@ absl::Status Evaluate(const TrainerOptions& options, const TrainingData& data,
     all_indices =
         GatherUneven(torch::tensor(indices, torch::kInt64).to(device), group)
             .cpu();
+    // One tensor for the whole shard: no per-sample copy to the host.
     all_scores =
-        GatherUneven(torch::tensor(scores, torch::kFloat32).to(device), group)
+        GatherUneven(
+            scores.empty()
+                ? torch::empty({0},
+                               torch::dtype(torch::kFloat32).device(device))
+                : torch::cat(scores),
+            group)
             .cpu();
   } catch (const std::exception& e) {
     return FromTorchError(e, "evaluation gather");
@@ -264,15 +267,15 @@ class IndexLog {
     if (file_ != nullptr) std::fclose(file_);
   }
   void Write(uint64_t epoch, uint32_t rank,
-             const std::vector<IndexedExample>& batch) {
+             const std::vector<int64_t>& indices) {
     if (file_ == nullptr) return;
-    for (const IndexedExample& example : batch) {
+    for (int64_t index : indices) {
       std::fprintf(file_, "%llu %u %lld\n",
                    static_cast<unsigned long long>(epoch), rank,
-                   static_cast<long long>(example.index));
+                   static_cast<long long>(index));
     }
     std::fflush(file_);
-    lines_ += batch.size();
+    lines_ += indices.size();
   }
   uint64_t lines() const { return lines_; }
 
@@ -392,7 +395,7 @@ class Attempt {
         MakeModel(kind, data_.example_shape(), data_.outputs());
     if (!made.ok()) return made.status();
     model_ = *made;
-    model_->to(device_);
+    PlaceModel(model_, device_);
     optimizer_ = std::make_unique<torch::optim::SGD>(
         model_->parameters(),
         torch::optim::SGDOptions(options_.learning_rate).momentum(0.9));
@@ -422,7 +425,8 @@ class Attempt {
   absl::Status RunEpoch(uint64_t epoch, Loader& loader,
                         torch_adapter::ShardSamplerProgress& progress) {
     uint64_t samples = 0, steps = 0;
-    double loss_sum = 0;
+    torch::Tensor loss_sum =
+        torch::zeros({}, torch::dtype(torch::kFloat64).device(device_));
     const Clock::time_point began = Clock::now();
     const absl::Duration index_wait_before = progress.IndexWait();
     // A periodic checkpoint runs before the next step, so the last step of
@@ -430,7 +434,7 @@ class Attempt {
     // never recorded as the end of an epoch, only as the next one's start.
     bool checkpoint_due = false;
     try {
-      for (std::vector<IndexedExample>& batch : loader) {
+      for (ExampleBatch& batch : loader) {
         if (absl::Status s = heartbeater_->status(); !s.ok()) {
           return MembershipChanged(s.message());
         }
@@ -442,9 +446,8 @@ class Attempt {
             return s;
           }
         }
-        auto [x, y] = Collate(batch);
-        x = x.to(device_);
-        y = y.to(device_);
+        const torch::Tensor x = ModelInput(batch.features, device_);
+        const torch::Tensor y = batch.targets.to(device_);
         sync_->Prepare();
         optimizer_->zero_grad();
         torch::Tensor loss = Loss(data_.task(), model_->forward(x), y);
@@ -456,8 +459,10 @@ class Attempt {
         // it received.
         progress.Consumed(batch.size());
         ++steps;
-        loss_sum += loss.item<double>();
-        index_log_.Write(epoch, membership_.rank, batch);
+        // Summed where the loss is: reading it every step would wait for
+        // the device each step.
+        loss_sum += loss.detach();
+        index_log_.Write(epoch, membership_.rank, batch.indices);
         checkpoint_due = options_.checkpoint_every > 0 &&
                          steps % options_.checkpoint_every == 0;
       }
@@ -481,7 +486,7 @@ class Attempt {
         static_cast<unsigned long long>(epoch), membership_.rank,
         static_cast<unsigned long long>(steps),
         static_cast<unsigned long long>(samples),
-        steps > 0 ? loss_sum / steps : 0.0,
+        steps > 0 ? loss_sum.item<double>() / steps : 0.0,
         seconds > 0 ? samples / seconds : 0.0, seconds, index_wait);
     std::fflush(stdout);
     return checkpointer_->Save({epoch + 1, 0});

@@ -6,6 +6,7 @@
 #include "trainer/data/idx_file.h"
 #include "trainer/data/record_file.h"
 #include "trainer/image_datasets.h"
+#include "trainer/synthetic_dataset.h"
 
 namespace shard::trainer {
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "trainer/synthetic_dataset.h"
+#include "trainer/indexed_dataset.h"
 
 namespace shard::trainer {
 
@@ -27,18 +27,6 @@ enum class DatasetKind { kSynthetic, kFashionMnist, kRecords };
 absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& name);
 
 enum class Task { kRegression, kClassification };
-
-// A copyable handle on a dataset, as torch's data loader wants one.
-class SharedDataset : public IndexedDataset {
- public:
-  explicit SharedDataset(std::shared_ptr<IndexedDataset> inner)
-      : inner_(std::move(inner)) {}
-  IndexedExample get(size_t index) override { return inner_->get(index); }
-  torch::optional<size_t> size() const override { return inner_->size(); }
-
- private:
-  std::shared_ptr<IndexedDataset> inner_;
-};
 
 struct DataOptions {
   DatasetKind kind = DatasetKind::kSynthetic;
