@@ -11,39 +11,15 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
-#include <new>
 #include <optional>
-#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
 #include "common/plan/keyed_permutation.h"
+#include "common/plan/order_allocator.h"
 #include "common/plan/torch_randperm.h"
 
 namespace shard::plan {
-
-// An allocator whose resize() leaves new integer entries unwritten instead
-// of zeroing them: the shuffle writes every entry anyway, and zeroing
-// gigabytes first costs seconds (page faults) that nothing could cancel.
-template <typename T>
-struct UninitializedAllocator : std::allocator<T> {
-  template <typename U>
-  struct rebind {
-    using other = UninitializedAllocator<U>;
-  };
-  UninitializedAllocator() = default;
-  template <typename U>
-  explicit UninitializedAllocator(const UninitializedAllocator<U>&) {}
-  template <typename U>
-  void construct(U* p) noexcept {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-};
 
 class EpochOrder {
  public:
@@ -91,8 +67,8 @@ class EpochOrder {
 
   uint64_t size_;
   // Used when shuffled and n <= 2^32, respectively above.
-  std::vector<uint32_t, UninitializedAllocator<uint32_t>> narrow_;
-  std::vector<uint64_t, UninitializedAllocator<uint64_t>> wide_;
+  std::vector<uint32_t, OrderAllocator<uint32_t>> narrow_;
+  std::vector<uint64_t, OrderAllocator<uint64_t>> wide_;
   std::optional<FeistelPermutation> feistel_;
   std::optional<BlockShuffle> blocks_;
 };

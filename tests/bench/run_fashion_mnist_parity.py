@@ -3,13 +3,15 @@
 order trained (a) by shard-train through a real shardd and (b) by a
 reference DistributedDataParallel script with a local DistributedSampler
 (fashion_mnist_reference.py), W processes over Gloo on this machine, one
-after the other in this one run. Prints a Markdown table: test accuracy,
-samples/s per epoch (all ranks together), and the share of shard-train's
-epoch time spent waiting for indices from the coordinator.
+after the other in this one run, for each W of --world-sizes. Prints
+Markdown tables: samples/s per epoch (all ranks together) with their
+ratio, the share of shard-train's epoch time spent waiting for indices from
+the coordinator, and test accuracy. The reference runs with shard-train's
+heap settings (see SAME_HEAP) unless --reference-default-heap.
 
   tests/bench/run_fashion_mnist_parity.py --bin-dir build/bin
-      [--world-size 2] [--epochs 3] [--batch-size 64] [--lr 0.02]
-      [--threads 1] [--backend gloo]
+      [--world-sizes 1,2] [--epochs 3] [--batch-size 64] [--lr 0.02]
+      [--threads 1] [--backend gloo] [--reference-default-heap]
 """
 import argparse
 import json
@@ -61,7 +63,18 @@ def run_shard_train(args, env):
     return epochs, accuracy
 
 
+# shard-train keeps freed tensor memory in its heap (trainer/heap_reuse.h);
+# the reference gets the same glibc settings. Without them its speed
+# depends on whether glibc's dynamic mmap threshold happened to rise early
+# in the process: measured at W = 2, 5,800-7,600 samples/s in some runs and
+# 1,600-1,750 in others, with every step faulting in fresh pages.
+SAME_HEAP = "glibc.malloc.mmap_threshold=33554432:" \
+            "glibc.malloc.trim_threshold=536870912"
+
+
 def run_reference(args, env):
+    if args.same_heap:
+        env = dict(env, GLIBC_TUNABLES=SAME_HEAP)
     out = subprocess.run(
         ["/usr/bin/python3", os.path.join(HERE, "fashion_mnist_reference.py"),
          "--world-size", str(args.world_size), "--epochs", str(args.epochs),
@@ -77,16 +90,25 @@ def run_reference(args, env):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin-dir", required=True)
-    parser.add_argument("--world-size", type=int, default=2)
+    parser.add_argument("--world-sizes", default="1,2")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.02)
     parser.add_argument("--threads", type=int, default=1,
                         help="intra-op threads per process (OMP_NUM_THREADS)")
     parser.add_argument("--backend", default="gloo")
+    parser.add_argument("--reference-default-heap", dest="same_heap",
+                        action="store_false",
+                        help="run the reference with glibc's default malloc "
+                             "thresholds instead of shard-train's")
     args = parser.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    for world_size in (int(w) for w in args.world_sizes.split(",")):
+        args.world_size = world_size
+        compare(args, env)
 
+
+def compare(args, env):
     print(f"shard-train: W={args.world_size}, {args.epochs} epochs ...",
           file=sys.stderr, flush=True)
     shard_epochs, shard_accuracy = run_shard_train(args, env)
@@ -96,7 +118,8 @@ def main():
 
     print(f"\nFashion-MNIST, CNN, W={args.world_size} ({args.backend}), "
           f"batch {args.batch_size}/rank, SGD lr {args.lr} momentum 0.9, "
-          f"{args.threads} thread(s)/process\n")
+          f"{args.threads} thread(s)/process, reference heap: "
+          f"{'as shard-train' if args.same_heap else 'glibc default'}\n")
     print("| epoch | shard-train samples/s | reference samples/s | ratio | "
           "shard-train index wait |")
     print("| --- | --- | --- | --- | --- |")
@@ -107,11 +130,17 @@ def main():
               f"{s_rate / r_rate:.2f} | {s['index_wait']:.4f} s "
               f"({100 * s['index_wait'] / s['seconds']:.3f} % of "
               f"{s['seconds']:.1f} s) |")
+    s_total = sum(s["samples"] for s in shard_epochs) / sum(
+        s["seconds"] for s in shard_epochs)
+    r_total = sum(r["samples"] for r in ref_epochs) / sum(
+        r["seconds"] for r in ref_epochs)
+    print(f"| all | {s_total:.0f} | {r_total:.0f} | {s_total / r_total:.2f} "
+          f"| |")
     print(f"\n| | shard-train | reference | difference |")
     print("| --- | --- | --- | --- |")
     print(f"| test accuracy (10,000 images) | {shard_accuracy:.4f} | "
           f"{ref_accuracy:.4f} | {100 * (shard_accuracy - ref_accuracy):+.2f}"
-          f" points |")
+          f" points |", flush=True)
 
 
 if __name__ == "__main__":

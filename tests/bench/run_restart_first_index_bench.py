@@ -6,8 +6,11 @@ W = 8, through the Python client), at each --sizes:
   recovered    shardd is SIGKILLed with the 8 members joined and restarted
                on its data directory; rank 0 streams epoch 0 again (timed
                from the restarted shardd listening);
-  warm         epoch 1, three seconds after epoch 0 was opened.
-Each figure is the median of --repeats runs. Prints a Markdown table.
+  warm         epoch 1, three seconds after epoch 0 was opened;
+and, in the same run, python3-torch's torch.randperm(N) with a seeded
+generator (what a trainer's own DistributedSampler computes for its first
+index), with the new job's share of it. Each figure is the median of
+--repeats runs. Prints a Markdown table.
 
   tests/bench/run_restart_first_index_bench.py --bin-dir build/bin
       --python-dir build/python [--sizes 1e7,1e8] [--repeats 3]
@@ -24,6 +27,15 @@ sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 from shardd_process import ShardDaemon  # noqa: E402
 
 W = 8
+
+
+def torch_randperm_seconds(n):
+    import torch
+    generator = torch.Generator()
+    generator.manual_seed(0)
+    began = time.monotonic()
+    torch.randperm(n, generator=generator)
+    return time.monotonic() - began
 
 
 def first_index(client, membership, epoch):
@@ -79,14 +91,17 @@ def main():
     sys.path.insert(0, args.python_dir)
     print(f"rank 0 of W={W}, median of {args.repeats}\n")
     print("| N | new job (from CreateJob) | recovered (from the restart) | "
-          "warm epoch |")
-    print("| --- | --- | --- | --- |")
+          "warm epoch | torch.randperm(N) | new job / randperm |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for n in (int(float(s)) for s in args.sizes.split(",")):
         runs = [one_run(args.bin_dir, n) for _ in range(args.repeats)]
         new_job, recovered, warm = (statistics.median(r[i] for r in runs)
                                     for i in range(3))
+        randperm = statistics.median(torch_randperm_seconds(n)
+                                     for _ in range(args.repeats))
         print(f"| {n:.0e} | {new_job:.3f} s | {recovered:.3f} s | "
-              f"{warm:.4f} s |", flush=True)
+              f"{warm:.4f} s | {randperm:.3f} s | 1/{randperm / new_job:.1f} |",
+              flush=True)
 
 
 if __name__ == "__main__":
