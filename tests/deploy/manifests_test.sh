@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deploy/ renders and validates offline:
 #   1. yamllint on every YAML file under deploy/;
-#   2. `kubectl kustomize` of base and of each overlay;
+#   2. `kubectl kustomize` of base and of each overlay, and of prod with
+#      the prometheus-operator component;
 #   3. yamllint on the rendered manifests (long lines allowed);
 #   4. every rendered object validated against the Kubernetes and
 #      prometheus-operator schemas (tests/deploy/k8s-validate, pinned
@@ -16,7 +17,12 @@
 #      their unit tests (`promtool test rules tests/deploy/alerts.test.yaml`);
 #   9. the ha overlay: 3 shardd replicas without volumes on etcd, readiness
 #      = leadership, liveness on the "liveness" health service, 3 etcd
-#      members, anti-affinity and a PodDisruptionBudget for both.
+#      members, anti-affinity and a PodDisruptionBudget for both;
+#  10. without the component nothing needs an operator's CRD (only
+#      built-in API groups); the coordinator's and etcd's pods have a
+#      PriorityClass that is rendered with them and a memory request equal
+#      to their limit; every StatefulSet's serviceName is a headless
+#      Service of the same render.
 # Usage: manifests_test.sh WORK_DIR. Exit status 0 when all pass.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,11 +40,22 @@ cp tests/deploy/k8s-validate/package.json tests/deploy/k8s-validate/package-lock
   tests/deploy/k8s-validate/validate.mjs "$validator/"
 (cd "$validator" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 
+# prod with prometheus-operator's component, as a user's overlay adds it.
+# (kustomize takes relative paths only.)
+mkdir -p "$work/with-operator"
+deploy_dir=$(realpath --relative-to="$work/with-operator" "$root/deploy")
+printf '%s\n' "apiVersion: kustomize.config.k8s.io/v1beta1" \
+  "kind: Kustomization" "resources:" "  - $deploy_dir/overlays/prod" \
+  "components:" "  - $deploy_dir/components/prometheus-operator" \
+  > "$work/with-operator/kustomization.yaml"
+
 rendered=()
-for target in base overlays/dev overlays/prod overlays/ha; do
+for target in base overlays/dev overlays/prod overlays/ha with-operator; do
   out="$work/$(echo "$target" | tr / -).yaml"
-  echo "== kubectl kustomize deploy/$target"
-  kubectl kustomize "deploy/$target" > "$out"
+  dir="deploy/$target"
+  [[ $target == with-operator ]] && dir="$work/with-operator"
+  echo "== kubectl kustomize $dir"
+  kubectl kustomize "$dir" > "$out"
   # The dashboard's JSON lines inside its ConfigMap may be long.
   yamllint -d "{extends: $root/.yamllint.yaml, rules: {line-length: disable}}" "$out"
   rendered+=("$out")
@@ -132,6 +149,50 @@ for name, spec in (("shardd", shardd), ("etcd", etcd)):
 sys.exit(1 if failures else 0)
 PY
 
+echo "== no operator needed; coordinator pods scheduled to stay"
+python3 - "$work/with-operator.yaml" "${rendered[@]}" <<'PY'
+import sys, yaml
+with_operator, renders = sys.argv[1], sys.argv[2:]
+BUILT_IN = ("v1", "apps/v1", "batch/v1", "policy/v1",
+            "networking.k8s.io/v1", "scheduling.k8s.io/v1")
+failures = []
+def expect(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+for path in renders:
+    objs = [o for o in yaml.safe_load_all(open(path)) if o]
+    kinds = {(o["kind"], o["metadata"]["name"]): o for o in objs}
+    if path != with_operator:
+        foreign = sorted({o["apiVersion"] for o in objs} - set(BUILT_IN))
+        expect(not foreign, f"{path}: built-in API groups only {foreign}")
+    for (kind, name), obj in kinds.items():
+        if kind != "StatefulSet":
+            continue
+        spec = obj["spec"]
+        service = kinds.get(("Service", spec["serviceName"]))
+        expect(service is not None and
+               service["spec"].get("clusterIP") == "None",
+               f"{path}: StatefulSet/{name} serviceName "
+               f"{spec['serviceName']} is a headless Service")
+        pod = spec["template"]["spec"]
+        priority = pod.get("priorityClassName")
+        expect(("PriorityClass", priority) in kinds,
+               f"{path}: StatefulSet/{name} has PriorityClass {priority}")
+        resources = pod["containers"][0]["resources"]
+        limit = resources.get("limits", {}).get("memory")
+        expect(limit is not None and
+               resources.get("requests", {}).get("memory") == limit,
+               f"{path}: StatefulSet/{name} memory request = limit "
+               f"({resources})")
+operator = sorted(o["kind"] for o in yaml.safe_load_all(open(with_operator))
+                  if o and o["apiVersion"].startswith("monitoring.coreos.com/"))
+expect(operator == ["PrometheusRule", "ServiceMonitor"],
+       f"the component adds the ServiceMonitor and the PrometheusRule "
+       f"({operator})")
+sys.exit(1 if failures else 0)
+PY
+
 echo "== dashboard PromQL"
 python3 - "$root/deploy/base/grafana/shard-dashboard.json" "$work/dashboard-rules.yaml" <<'PY'
 import json, sys
@@ -149,7 +210,7 @@ PY
 promtool check rules "$work/dashboard-rules.yaml"
 
 echo "== alerts"
-python3 - deploy/base/shardd-prometheusrule.yaml "$work/shardd-alerts.rules.yaml" <<'PY'
+python3 - deploy/components/prometheus-operator/shardd-prometheusrule.yaml "$work/shardd-alerts.rules.yaml" <<'PY'
 import sys, yaml
 rule = yaml.safe_load(open(sys.argv[1]))
 yaml.safe_dump({"groups": rule["spec"]["groups"]}, open(sys.argv[2], "w"))
