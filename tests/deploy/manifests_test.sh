@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # deploy/ renders and validates offline:
 #   1. yamllint on every YAML file under deploy/;
-#   2. `kubectl kustomize` of base and of each overlay, and of prod with
-#      the prometheus-operator component;
+#   2. `kubectl kustomize` of base and of each overlay;
 #   3. yamllint on the rendered manifests (long lines allowed);
 #   4. every rendered object validated against the Kubernetes and
 #      prometheus-operator schemas (tests/deploy/k8s-validate, pinned
@@ -18,10 +17,12 @@
 #   9. the ha overlay: 3 shardd replicas without volumes on etcd, readiness
 #      = leadership, liveness on the "liveness" health service, 3 etcd
 #      members, anti-affinity and a PodDisruptionBudget for both;
-#  10. without the component nothing needs an operator's CRD (only
-#      built-in API groups); the coordinator's and etcd's pods have a
-#      PriorityClass that is rendered with them and a memory request equal
-#      to their limit; every StatefulSet's serviceName is a headless
+#  10. base and dev need no operator's CRD (only built-in API groups);
+#      prod and ha add the monitoring component (ServiceMonitor +
+#      PrometheusRule); the coordinator's and etcd's pods have a
+#      PriorityClass rendered with them and requests equal to limits
+#      (Guaranteed QoS), shardd's memory at least twice its
+#      --order-cache-bytes; every StatefulSet's serviceName is a headless
 #      Service of the same render.
 # Usage: manifests_test.sh WORK_DIR. Exit status 0 when all pass.
 set -euo pipefail
@@ -40,22 +41,11 @@ cp tests/deploy/k8s-validate/package.json tests/deploy/k8s-validate/package-lock
   tests/deploy/k8s-validate/validate.mjs "$validator/"
 (cd "$validator" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 
-# prod with prometheus-operator's component, as a user's overlay adds it.
-# (kustomize takes relative paths only.)
-mkdir -p "$work/with-operator"
-deploy_dir=$(realpath --relative-to="$work/with-operator" "$root/deploy")
-printf '%s\n' "apiVersion: kustomize.config.k8s.io/v1beta1" \
-  "kind: Kustomization" "resources:" "  - $deploy_dir/overlays/prod" \
-  "components:" "  - $deploy_dir/components/prometheus-operator" \
-  > "$work/with-operator/kustomization.yaml"
-
 rendered=()
-for target in base overlays/dev overlays/prod overlays/ha with-operator; do
+for target in base overlays/dev overlays/prod overlays/ha; do
   out="$work/$(echo "$target" | tr / -).yaml"
-  dir="deploy/$target"
-  [[ $target == with-operator ]] && dir="$work/with-operator"
-  echo "== kubectl kustomize $dir"
-  kubectl kustomize "$dir" > "$out"
+  echo "== kubectl kustomize deploy/$target"
+  kubectl kustomize "deploy/$target" > "$out"
   # The dashboard's JSON lines inside its ConfigMap may be long.
   yamllint -d "{extends: $root/.yamllint.yaml, rules: {line-length: disable}}" "$out"
   rendered+=("$out")
@@ -149,23 +139,31 @@ for name, spec in (("shardd", shardd), ("etcd", etcd)):
 sys.exit(1 if failures else 0)
 PY
 
-echo "== no operator needed; coordinator pods scheduled to stay"
-python3 - "$work/with-operator.yaml" "${rendered[@]}" <<'PY'
-import sys, yaml
-with_operator, renders = sys.argv[1], sys.argv[2:]
+echo "== operator CRDs only where asked; coordinator pods scheduled to stay"
+python3 - "${rendered[@]}" <<'PY'
+import re, sys, yaml
 BUILT_IN = ("v1", "apps/v1", "batch/v1", "policy/v1",
             "networking.k8s.io/v1", "scheduling.k8s.io/v1")
+UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
 failures = []
 def expect(ok, what):
     print(("ok   " if ok else "FAIL ") + what)
     if not ok:
         failures.append(what)
-for path in renders:
+def quantity(text):
+    number, unit = re.fullmatch(r"(\d+)([KMG]i)?", str(text)).groups()
+    return int(number) * UNITS.get(unit, 1)
+for path in sys.argv[1:]:
     objs = [o for o in yaml.safe_load_all(open(path)) if o]
     kinds = {(o["kind"], o["metadata"]["name"]): o for o in objs}
-    if path != with_operator:
-        foreign = sorted({o["apiVersion"] for o in objs} - set(BUILT_IN))
-        expect(not foreign, f"{path}: built-in API groups only {foreign}")
+    monitoring = sorted(o["kind"] for o in objs
+                        if o["apiVersion"].startswith("monitoring.coreos.com/"))
+    foreign = sorted({o["apiVersion"] for o in objs} - set(BUILT_IN) -
+                     {"monitoring.coreos.com/v1"})
+    expect(not foreign, f"{path}: no other API groups {foreign}")
+    wanted = ([] if re.search(r"(base|dev)\.yaml$", path)
+              else ["PrometheusRule", "ServiceMonitor"])
+    expect(monitoring == wanted, f"{path}: operator objects {monitoring}")
     for (kind, name), obj in kinds.items():
         if kind != "StatefulSet":
             continue
@@ -179,17 +177,19 @@ for path in renders:
         priority = pod.get("priorityClassName")
         expect(("PriorityClass", priority) in kinds,
                f"{path}: StatefulSet/{name} has PriorityClass {priority}")
-        resources = pod["containers"][0]["resources"]
-        limit = resources.get("limits", {}).get("memory")
-        expect(limit is not None and
-               resources.get("requests", {}).get("memory") == limit,
-               f"{path}: StatefulSet/{name} memory request = limit "
-               f"({resources})")
-operator = sorted(o["kind"] for o in yaml.safe_load_all(open(with_operator))
-                  if o and o["apiVersion"].startswith("monitoring.coreos.com/"))
-expect(operator == ["PrometheusRule", "ServiceMonitor"],
-       f"the component adds the ServiceMonitor and the PrometheusRule "
-       f"({operator})")
+        container = pod["containers"][0]
+        resources = container["resources"]
+        requests, limits = resources.get("requests"), resources.get("limits")
+        expect(requests == limits and {"cpu", "memory"} <= set(limits or {}),
+               f"{path}: StatefulSet/{name} requests = limits (Guaranteed "
+               f"QoS) {resources}")
+        if name == "shardd":
+            cache = [int(a.split("=")[1]) for a in container["args"]
+                     if a.startswith("--order-cache-bytes=")]
+            expect(len(cache) == 1 and
+                   2 * cache[0] <= quantity(limits["memory"]),
+                   f"{path}: shardd's memory limit {limits['memory']} is at "
+                   f"least twice --order-cache-bytes {cache}")
 sys.exit(1 if failures else 0)
 PY
 
@@ -210,7 +210,7 @@ PY
 promtool check rules "$work/dashboard-rules.yaml"
 
 echo "== alerts"
-python3 - deploy/components/prometheus-operator/shardd-prometheusrule.yaml "$work/shardd-alerts.rules.yaml" <<'PY'
+python3 - deploy/components/monitoring/shardd-prometheusrule.yaml "$work/shardd-alerts.rules.yaml" <<'PY'
 import sys, yaml
 rule = yaml.safe_load(open(sys.argv[1]))
 yaml.safe_dump({"groups": rule["spec"]["groups"]}, open(sys.argv[2], "w"))
