@@ -11,7 +11,10 @@
 #   6. the trainer pods carry the labels the NetworkPolicy admits on the
 #      coordinator's gRPC port;
 #   7. every PromQL expression of the Grafana dashboard parses
-#      (`promtool check rules`);
+#      (`promtool check rules`); its namespace variable offers "All" (a
+#      regex that also matches series without a namespace, outside
+#      Kubernetes) and panels plot the order cache, waiting calls, store
+#      bytes and process memory;
 #   8. the alerts of the PrometheusRule pass `promtool check rules` and
 #      their unit tests (`promtool test rules tests/deploy/alerts.test.yaml`);
 #   9. the ha overlay: 3 shardd replicas without volumes on etcd, readiness
@@ -206,6 +209,22 @@ for panel in dashboard["panels"]:
 json.dump({"groups": [{"name": "dashboard", "rules": rules}]},
           open(sys.argv[2], "w"))
 print(f"{len(rules)} expressions")
+# Outside Kubernetes series carry no namespace: "All" must match them.
+namespace = next(v for v in dashboard["templating"]["list"]
+                 if v["name"] == "namespace")
+exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+problems = []
+if not (namespace.get("includeAll") and namespace.get("allValue") == ".*"):
+    problems.append("the namespace variable offers All (.*)")
+if any('namespace="' in e for e in exprs):
+    problems.append("panels match the namespace as a regex (=~)")
+for metric in ("shard_order_cache_bytes", "shard_waiting_calls",
+               "shard_store_bytes", "process_resident_memory_bytes"):
+    if not any(metric in e for e in exprs):
+        problems.append(f"a panel plots {metric}")
+for problem in problems:
+    print(f"FAIL dashboard: {problem}")
+sys.exit(1 if problems else 0)
 PY
 promtool check rules "$work/dashboard-rules.yaml"
 
