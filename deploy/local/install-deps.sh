@@ -15,6 +15,8 @@ packages=(
   dataset-fashion-mnist
   # the Python client: its runtime and the stub generator
   python3-grpcio python3-protobuf python3-numpy python3-setuptools
+  # building and installing it as a wheel (python_package_install)
+  python3-pip
   clang-14 libclang-rt-14-dev
   # replicated state on etcd: the server (tests start real members),
   # etcdctl (tests read etcd's history; backups) and the v3 API's .proto
