@@ -25,8 +25,7 @@ DISTRIBUTION = "shard-coordinator-client"
 def pip(*args):
     return subprocess.run([sys.executable, "-m", "pip", *args,
                            "--no-deps", "--no-build-isolation",
-                           "--disable-pip-version-check", "--no-index",
-                           "--root-user-action=ignore"],
+                           "--disable-pip-version-check", "--no-index"],
                           capture_output=True, text=True, timeout=600)
 
 
@@ -48,7 +47,8 @@ def main():
             print(built.stdout[-2000:], built.stderr[-2000:])
             return exit_code()
         site = os.path.join(work, "site")
-        installed = pip("install", "--target", site,
+        installed = pip("install", "--root-user-action=ignore", "--target",
+                        site,
                         os.path.join(wheels, names[0]))
         check(installed.returncode == 0,
               f"pip install --target installs it (exit "
