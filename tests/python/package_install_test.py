@@ -47,9 +47,8 @@ def main():
             print(built.stdout[-2000:], built.stderr[-2000:])
             return exit_code()
         site = os.path.join(work, "site")
-        installed = pip("install", "--root-user-action=ignore", "--target",
-                        site,
-                        os.path.join(wheels, names[0]))
+        installed = pip("install", "--root-user-action=ignore",
+                        "--target", site, os.path.join(wheels, names[0]))
         check(installed.returncode == 0,
               f"pip install --target installs it (exit "
               f"{installed.returncode}) {installed.stderr[-500:]}")
