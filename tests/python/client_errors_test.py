@@ -4,6 +4,8 @@
 - an unknown job, a spec mismatch, a bad token and an ended generation
   raise ShardError with NOT_FOUND, FAILED_PRECONDITION, UNAUTHENTICATED and
   ABORTED, carrying the coordinator's message;
+- a join waiting for its world reports how many members are missing at
+  each progress interval, then DEADLINE_EXCEEDED;
 - the store calls of a generation (set/get/add/compare-set/wait/delete/
   count) behave as c10d expects, and a get with a wait returns None when the
   key never comes;
@@ -91,6 +93,18 @@ def main():
         check(raises(grpc.StatusCode.UNAUTHENTICATED,
                      lambda: anonymous.get_job("job")),
               "a call without the token: UNAUTHENTICATED")
+
+        lines = []
+        check(raises(grpc.StatusCode.DEADLINE_EXCEEDED,
+                     lambda: client.join("job", "m0", wait=1.0,
+                                         progress=lines.append,
+                                         progress_every=0.3)) and
+              len(lines) >= 2 and all(
+                  line.startswith("job job: waiting for 1 more member (1 of "
+                                  "2 joined), generation 0, ")
+                  for line in lines),
+              f"a join waiting for its world says so every progress_every "
+              f"seconds, then DEADLINE_EXCEEDED ({lines})")
 
         members = [None, None]
 

@@ -4,6 +4,7 @@ enough."""
 import dataclasses
 import os
 import random
+import sys
 import threading
 import time
 from typing import (Callable, Iterable, Iterator, Optional, Tuple, TypeVar)
@@ -21,6 +22,10 @@ _TAILS = {"pad": pb.TAIL_POLICY_PAD, "drop": pb.TAIL_POLICY_DROP,
           "uneven": pb.TAIL_POLICY_UNEVEN}
 
 _Response = TypeVar("_Response")
+
+
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,11 +139,18 @@ class Client:
 
     def join(self, job_id: str, member_id: str, *,
              spec: Optional[pb.JobSpec] = None,
-             wait: float = 600.0) -> Membership:
+             wait: float = 600.0,
+             progress: Optional[Callable[[str], None]] = _stderr_line,
+             progress_every: float = 10.0) -> Membership:
         """Joins (creating the job with `spec` if it does not exist; a
         different stored spec is FAILED_PRECONDITION) and waits up to `wait`
         seconds for the world. Returns a Membership; DEADLINE_EXCEEDED if
-        the world did not form in time (the member stays joined)."""
+        the world did not form in time (the member stays joined).
+
+        While it waits, `progress` gets a line every `progress_every`
+        seconds, e.g. "job j: waiting for 1 more member (2 of 3 joined),
+        generation 7, 590 s left" (default: printed on stderr; None:
+        silent)."""
         request = pb.JoinJobRequest(job_id=job_id, member_id=member_id,
                                     incarnation=self._incarnation)
         if spec is not None:
@@ -146,15 +158,21 @@ class Client:
         until = time.monotonic() + wait
         while True:  # The coordinator bounds one wait (--max-wait).
             left = max(0.0, until - time.monotonic())
-            request.wait_for_world_ms = int(left * 1000)
+            round_s = min(left, progress_every) if progress else left
+            request.wait_for_world_ms = int(round_s * 1000)
             try:
                 response = self._call("JoinJob", request,
-                                      timeout=self._rpc_timeout + left)
-                break
+                                      timeout=self._rpc_timeout + round_s)
+                if response.world_formed or time.monotonic() >= until:
+                    break
             except ShardError as error:
+                # The coordinator's answer when the world did not form
+                # within this round.
                 if (error.code != grpc.StatusCode.DEADLINE_EXCEEDED or
                         time.monotonic() >= until):
                     raise
+            if progress:
+                self._report_waiting(job_id, until, progress)
         if not response.world_formed:
             raise ShardError("JoinJob", grpc.StatusCode.DEADLINE_EXCEEDED,
                              f"job {job_id!r} has no world including "
@@ -163,6 +181,22 @@ class Client:
                           response.world_size, response.generation,
                           response.spec, response.committed_epoch,
                           response.committed_position)
+
+    def _report_waiting(self, job_id: str, until: float,
+                        progress: Callable[[str], None]) -> None:
+        """One progress line of a join still waiting for its world."""
+        try:
+            job = self._call("GetJob", pb.GetJobRequest(job_id=job_id),
+                             retry=False)
+        except ShardError:
+            return  # The next round's JoinJob reports what matters.
+        needed = job.spec.min_world_size or job.spec.world_size
+        missing = max(0, needed - job.joined_members)
+        progress(f"job {job_id}: waiting for {missing} more "
+                 f"member{'' if missing == 1 else 's'} "
+                 f"({job.joined_members} of {needed} joined), generation "
+                 f"{job.generation}, {max(0.0, until - time.monotonic()):.0f}"
+                 f" s left")
 
     def heartbeat(self, membership: Membership) -> pb.HeartbeatResponse:
         """Renews the lease; ABORTED once the generation ended."""
