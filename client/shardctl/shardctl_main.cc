@@ -19,6 +19,7 @@
 #include "client/security_flags.h"
 #include "client/shardctl/admin_commands.h"
 #include "client/shardctl/commands.h"
+#include "client/shardctl/health_command.h"
 #include "shard/client/coordinator_client.h"
 #include "shard/version.h"
 
@@ -41,6 +42,8 @@ constexpr char kUsage[] =
     "  describe   --job ID [--output table|json]\n"
     "  delete-job --job ID [--force true] [--output table|json]\n"
     "  drain      [--output table|json]\n"
+    "  health     [--service NAME]   (each address; exit 1 unless all are\n"
+    "             SERVING; --service liveness: every running replica)\n"
     "security flags (before COMMAND): [--tls-ca PEM] [--tls-cert PEM "
     "--tls-key PEM]\n"
     "  [--auth-token-file FILE]\n"
@@ -49,6 +52,15 @@ constexpr char kUsage[] =
 int Fail(const std::string& message, int code) {
   std::fprintf(stderr, "shardctl: %s\n", message.c_str());
   return code;
+}
+
+// A command's status as the exit code: 0; 2 (usage) for INVALID_ARGUMENT;
+// else 1, with the status on stderr.
+int Exit(const absl::Status& status) {
+  if (status.ok()) return 0;
+  return Fail(std::string(absl::StatusCodeToString(status.code())) + ": " +
+                  std::string(status.message()),
+              absl::IsInvalidArgument(status) ? 2 : 1);
 }
 
 }  // namespace
@@ -101,6 +113,9 @@ int main(int argc, char** argv) {
   options.retry.deadline = *retry_deadline;
   options.security = shard::client::SecurityFromFlags(*global);
 
+  if (command == "health") {
+    return Exit(shard::shardctl::Health(options, command_args));
+  }
   auto connected = shard::client::CoordinatorClient::Connect(options);
   if (!connected.ok()) {
     return Fail(std::string(connected.status().message()), 2);
@@ -127,10 +142,5 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return Fail("unknown command \"" + command + "\"", 2);
   }
-  if (!status.ok()) {
-    return Fail(std::string(absl::StatusCodeToString(status.code())) + ": " +
-                    std::string(status.message()),
-                absl::IsInvalidArgument(status) ? 2 : 1);
-  }
-  return 0;
+  return Exit(status);
 }

@@ -10,6 +10,8 @@ Starts shardd with --metrics-listen and --auth-token-file, then checks:
 - shardctl without the token, or with a wrong one, gets UNAUTHENTICATED,
   and the token appears in no log, no output and no metric;
 - shardctl status / describe / delete-job in table and JSON form;
+- shardctl health: a line per endpoint, exit 0 when all are SERVING and 1
+  with an endpoint down;
 - shardctl drain makes the daemon exit 0 on its own.
 Exit status 0 when every check passes.
 """
@@ -202,6 +204,28 @@ def main():
         gone = ctl("describe", "--job", "ops", ok=False)
         check(gone.returncode == 1 and "NOT_FOUND" in gone.stderr,
               "a deleted job is NOT_FOUND")
+
+        healthy = ctl("health")
+        check(healthy.returncode == 0 and re.fullmatch(
+                  rf"{re.escape(daemon.address)} is healthy: SERVING "
+                  r"\(took [0-9.]+[mu]?s\)\n", healthy.stdout),
+              f"shardctl health: one line, healthy ({healthy.stdout!r})")
+        alive = ctl("health", "--service", "liveness")
+        check(alive.returncode == 0 and "is healthy: SERVING" in alive.stdout,
+              "shardctl health --service liveness")
+        mixed = subprocess.run(
+            [shardctl, "--coordinator", f"{daemon.address},127.0.0.1:1",
+             "--timeout", "5s", "health"],
+            capture_output=True, text=True, timeout=60)
+        health_lines = mixed.stdout.splitlines()
+        check(mixed.returncode == 1 and len(health_lines) == 2 and
+              health_lines[0].startswith(
+                  f"{daemon.address} is healthy: SERVING") and
+              health_lines[1].startswith(
+                  "127.0.0.1:1 is unhealthy: UNAVAILABLE") and
+              "1 of 2 endpoints unhealthy" in mixed.stderr,
+              f"shardctl health with one endpoint down: a line each, exit 1 "
+              f"({mixed.stdout!r} {mixed.stderr!r})")
 
         drained = ctl("drain")
         check("draining" in drained.stdout, "drain answers")

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "grpcpp/completion_queue.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -12,43 +11,7 @@ namespace shard::testing {
 
 absl::StatusOr<Health> CheckHealth(
     const std::shared_ptr<grpc::Channel>& channel, const std::string& service) {
-  // HealthCheckRequest { string service = 1; } (short names only).
-  std::string request_bytes;
-  if (!service.empty()) {
-    request_bytes =
-        std::string("\x0a", 1) + static_cast<char>(service.size()) + service;
-  }
-  grpc::Slice slice(request_bytes);
-  grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(5));
-  grpc::Status status;
-  absl::Notification done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
-                 &request, &response, [&](grpc::Status s) {
-                   status = std::move(s);
-                   done.Notify();
-                 });
-  done.WaitForNotification();
-  if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                        status.error_message());
-  }
-  // HealthCheckResponse { ServingStatus status = 1; }: "\x08" + varint.
-  std::vector<grpc::Slice> slices;
-  if (!response.Dump(&slices).ok()) return absl::InternalError("bad response");
-  std::string bytes;
-  for (const grpc::Slice& s : slices) {
-    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  if (bytes.empty()) return Health::kUnknown;
-  if (bytes.size() != 2 || bytes[0] != '\x08') {
-    return absl::InternalError("unexpected HealthCheckResponse encoding");
-  }
-  return static_cast<Health>(bytes[1]);
+  return client::CheckHealth(channel, service, absl::Seconds(5));
 }
 
 absl::StatusOr<std::string> ListServicesRaw(

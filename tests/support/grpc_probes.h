@@ -1,6 +1,7 @@
 // Clients of gRPC's standard health and reflection services for tests,
 // over generic stubs (the Debian gRPC packages ship the services but not
-// their client stubs). The few protobuf fields used are encoded by hand.
+// their client stubs): health through the client library's CheckHealth
+// (client/health_check.h), reflection with its few fields encoded here.
 #ifndef TESTS_SUPPORT_GRPC_PROBES_H_
 #define TESTS_SUPPORT_GRPC_PROBES_H_
 
@@ -8,14 +9,14 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "client/health_check.h"
 #include "grpcpp/channel.h"
 
 namespace shard::testing {
 
-enum class Health { kUnknown = 0, kServing = 1, kNotServing = 2 };
+using Health = client::ServingStatus;
 
-// Checks `service` ("" = the whole server). The call's error (e.g.
-// NOT_FOUND for an unknown service, UNAVAILABLE) as a status.
+// client::CheckHealth with a 5 s deadline.
 absl::StatusOr<Health> CheckHealth(
     const std::shared_ptr<grpc::Channel>& channel, const std::string& service);
 

@@ -1,0 +1,57 @@
+#include "client/shardctl/health_command.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "client/cli_flags.h"
+#include "client/health_check.h"
+#include "shard/client/coordinator_channel.h"
+
+namespace shard::shardctl {
+
+absl::Status Health(const client::ClientOptions& options,
+                    const std::vector<std::string>& args) {
+  absl::StatusOr<client::CliFlags> flags =
+      client::CliFlags::Parse(args, {"service"});
+  if (!flags.ok()) return flags.status();
+  const std::string service = flags->String("service", "");
+  int endpoints = 0, unhealthy = 0;
+  for (absl::string_view address :
+       absl::StrSplit(options.address, ',', absl::SkipEmpty())) {
+    ++endpoints;
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        client::NewCoordinatorChannel(
+            std::string(address), options.security,
+            client::CoordinatorClient::kMaxReceiveBytes);
+    if (!channel.ok()) return channel.status();
+    const absl::Time began = absl::Now();
+    absl::StatusOr<client::ServingStatus> health =
+        client::CheckHealth(*channel, service, options.rpc_timeout);
+    const std::string took = absl::FormatDuration(absl::Now() - began);
+    const bool serving =
+        health.ok() && *health == client::ServingStatus::kServing;
+    unhealthy += !serving;
+    std::printf(
+        "%s is %s: %s\n", std::string(address).c_str(),
+        serving ? "healthy" : "unhealthy",
+        health.ok()
+            ? absl::StrCat(client::ServingStatusName(*health), " (took ",
+                           took, ")")
+                  .c_str()
+            : absl::StrCat(absl::StatusCodeToString(health.status().code()),
+                           ": ", health.status().message())
+                  .c_str());
+  }
+  std::fflush(stdout);
+  if (unhealthy == 0) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat(unhealthy, " of ", endpoints, " endpoint",
+                   endpoints == 1 ? "" : "s", " unhealthy",
+                   service.empty() ? "" : absl::StrCat(" (service \"", service,
+                                                       "\")")));
+}
+
+}  // namespace shard::shardctl
