@@ -73,8 +73,7 @@ absl::StatusOr<ServingStatus> CheckHealth(
     bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   }
   if (bytes.empty()) return ServingStatus::kUnknown;
-  if (bytes.size() != 2 || bytes[0] != '\x08' || bytes[1] < 0 ||
-      bytes[1] > 3) {
+  if (bytes.size() != 2 || bytes[0] != '\x08' || bytes[1] < 0 || bytes[1] > 3) {
     return absl::InternalError(
         "Health.Check: the response is not a HealthCheckResponse");
   }

@@ -38,8 +38,8 @@ absl::Status Health(const client::ClientOptions& options,
         "%s is %s: %s\n", std::string(address).c_str(),
         serving ? "healthy" : "unhealthy",
         health.ok()
-            ? absl::StrCat(client::ServingStatusName(*health), " (took ",
-                           took, ")")
+            ? absl::StrCat(client::ServingStatusName(*health), " (took ", took,
+                           ")")
                   .c_str()
             : absl::StrCat(absl::StatusCodeToString(health.status().code()),
                            ": ", health.status().message())
@@ -47,11 +47,10 @@ absl::Status Health(const client::ClientOptions& options,
   }
   std::fflush(stdout);
   if (unhealthy == 0) return absl::OkStatus();
-  return absl::UnavailableError(
-      absl::StrCat(unhealthy, " of ", endpoints, " endpoint",
-                   endpoints == 1 ? "" : "s", " unhealthy",
-                   service.empty() ? "" : absl::StrCat(" (service \"", service,
-                                                       "\")")));
+  return absl::UnavailableError(absl::StrCat(
+      unhealthy, " of ", endpoints, " endpoint", endpoints == 1 ? "" : "s",
+      " unhealthy",
+      service.empty() ? "" : absl::StrCat(" (service \"", service, "\")")));
 }
 
 }  // namespace shard::shardctl
