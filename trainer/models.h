@@ -27,7 +27,8 @@ absl::StatusOr<torch::nn::Sequential> MakeModel(
 // The models compute image batches channels-last (NHWC): libtorch 1.13's
 // CPU max pooling is a scalar loop in the default NCHW layout (21 % of
 // shard-train's CPU time at W = 2) and vectorised in NHWC, and oneDNN's
-// convolutions take NHWC natively. Same values, another memory layout.
+// convolutions take NHWC natively. The same model; the convolutions may
+// sum in another order (as any two kernels do).
 //
 // Moves the model to `device` and lays its 4-D weights out channels-last.
 void PlaceModel(torch::nn::Sequential& model, torch::Device device);
