@@ -4,6 +4,7 @@
 - an unknown job, a spec mismatch, a bad token and an ended generation
   raise ShardError with NOT_FOUND, FAILED_PRECONDITION, UNAUTHENTICATED and
   ABORTED, carrying the coordinator's message;
+- an address without a port is refused (ValueError naming the fix);
 - a join waiting for its world reports how many members are missing at
   each progress interval, then DEADLINE_EXCEEDED;
 - the store calls of a generation (set/get/add/compare-set/wait/delete/
@@ -93,6 +94,14 @@ def main():
         check(raises(grpc.StatusCode.UNAUTHENTICATED,
                      lambda: anonymous.get_job("job")),
               "a call without the token: UNAUTHENTICATED")
+
+        try:
+            shard.Client("shardd")
+            refused = ""
+        except ValueError as error:
+            refused = str(error)
+        check("has no port: give HOST:PORT" in refused,
+              f"an address without a port is refused ({refused})")
 
         lines = []
         check(raises(grpc.StatusCode.DEADLINE_EXCEEDED,

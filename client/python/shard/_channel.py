@@ -1,5 +1,6 @@
 """Channels, credentials and bearer token for the coordinator's replicas."""
 import os
+import re
 import stat
 import threading
 
@@ -26,6 +27,23 @@ def _read_secret(path, what):
                 "group only (chmod 600 or 640)")
     with open(path, "rb") as f:
         return f.read()
+
+
+_TARGET_SCHEMES = ("unix:", "unix-abstract:", "ipv4:", "ipv6:")
+_HOST_PORT = re.compile(r"(\[[^\]]+\]|[^:\[\]]+):\d{1,5}")
+
+
+def check_address(address):
+    """ValueError unless `address` is HOST:PORT, [IPV6]:PORT or a gRPC
+    target URI (dns:///..., unix:...): without a port gRPC would dial port
+    443. The same rule as the C++ client's (coordinator_replicas.cc)."""
+    if "://" in address or address.startswith(_TARGET_SCHEMES):
+        return
+    if not _HOST_PORT.fullmatch(address):
+        raise ValueError(
+            f"coordinator address {address!r} has no port: give HOST:PORT, "
+            f"e.g. shardd:7070 or [::1]:7070 (without one gRPC would dial "
+            f"port 443)")
 
 
 def open_channel(address, token_file=None, tls_ca=None, tls_cert=None,
@@ -71,6 +89,7 @@ class Replicas:
         self.metadata = ()
         for address in addresses.split(","):
             if address.strip():
+                check_address(address.strip())
                 self._add(address.strip())
         if not self._addresses:
             raise ValueError("address must be host:port[,host:port...]")

@@ -35,8 +35,10 @@ class CoordinatorReplicas {
     size_t index = 0;
   };
 
-  // `addresses`: HOST:PORT, or several separated by commas.
-  // INVALID_ARGUMENT when it names none, or for bad security files.
+  // `addresses`: HOST:PORT ([IPV6]:PORT, or a gRPC target URI such as
+  // dns:///HOST:PORT), or several separated by commas. INVALID_ARGUMENT
+  // when it names none, for an address without a port (gRPC would dial
+  // 443), or for bad security files.
   static absl::StatusOr<std::shared_ptr<CoordinatorReplicas>> Open(
       const std::string& addresses, const ChannelSecurity& security,
       int max_receive_bytes);
