@@ -23,13 +23,20 @@ void Backoff::Reset() { current_ = policy_.initial_backoff; }
 
 absl::Status RetryUnavailable(const RetryPolicy& policy,
                               absl::FunctionRef<absl::Status()> attempt) {
-  const absl::Time give_up = absl::Now() + policy.deadline;
+  const absl::Time started = absl::Now();
+  const absl::Time give_up = started + policy.deadline;
+  absl::Time reported = started;
   Backoff backoff(policy);
   while (true) {
     absl::Status status = attempt();
     if (!absl::IsUnavailable(status)) return status;
     const absl::Duration pause = backoff.Next();
-    if (absl::Now() + pause > give_up) return status;
+    const absl::Time now = absl::Now();
+    if (now + pause > give_up) return status;
+    if (policy.on_retrying && now - reported >= policy.report_every) {
+      policy.on_retrying(status, give_up - now);
+      reported = now;
+    }
     absl::SleepFor(pause);
   }
 }

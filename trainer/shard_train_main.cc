@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli_flags.h"
 #include "client/job_spec_flags.h"
+#include "client/retry_report.h"
 #include "client/security_flags.h"
 #include "shard/version.h"
 #include "trainer/heap_reuse.h"
@@ -133,6 +134,8 @@ absl::StatusOr<shard::trainer::TrainerOptions> ParseOptions(
         "--heartbeat-interval must be positive and --max-rejoins at most 1000");
   }
   options.client.address = *coordinator;
+  options.client.retry.on_retrying =
+      shard::client::RetryReporter("shard-train", *coordinator);
   options.client.security = shard::client::SecurityFromFlags(*flags);
   options.job_id = *job;
   options.member_id = flags->String("member", DefaultMember());

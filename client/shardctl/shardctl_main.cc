@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "client/cli_flags.h"
+#include "client/retry_report.h"
 #include "client/security_flags.h"
 #include "client/shardctl/admin_commands.h"
 #include "client/shardctl/commands.h"
@@ -111,6 +112,8 @@ int main(int argc, char** argv) {
   }
   options.rpc_timeout = *timeout;
   options.retry.deadline = *retry_deadline;
+  options.retry.on_retrying =
+      shard::client::RetryReporter("shardctl", options.address);
   options.security = shard::client::SecurityFromFlags(*global);
 
   if (command == "health") {

@@ -10,6 +10,7 @@ Starts shardd with --metrics-listen and --auth-token-file, then checks:
 - shardctl without the token, or with a wrong one, gets UNAUTHENTICATED,
   and the token appears in no log, no output and no metric;
 - shardctl status / describe / delete-job in table and JSON form;
+- shardctl retrying an unreachable coordinator says so every 5 s;
 - shardctl health: a line per endpoint, exit 0 when all are SERVING and 1
   with an endpoint down;
 - shardctl drain makes the daemon exit 0 on its own.
@@ -23,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..",
@@ -226,6 +228,21 @@ def main():
               "1 of 2 endpoints unhealthy" in mixed.stderr,
               f"shardctl health with one endpoint down: a line each, exit 1 "
               f"({mixed.stdout!r} {mixed.stderr!r})")
+
+        began = time.monotonic()
+        unreachable = subprocess.run(
+            [shardctl, "--coordinator", "127.0.0.1:1", "--retry-deadline",
+             "7s", "status"], capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - began
+        reports = [line for line in unreachable.stderr.splitlines()
+                   if line.startswith("shardctl: coordinator 127.0.0.1:1 "
+                                      "unavailable (") and
+                   "retrying for " in line]
+        check(unreachable.returncode == 1 and 1 <= len(reports) <= 2 and
+              took >= 5,
+              f"shardctl says it retries an unreachable coordinator, once "
+              f"per 5 s ({len(reports)} lines in {took:.1f} s: "
+              f"{unreachable.stderr[-600:]!r})")
 
         drained = ctl("drain")
         check("draining" in drained.stdout, "drain answers")

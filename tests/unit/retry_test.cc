@@ -1,5 +1,8 @@
 #include "shard/client/retry.h"
 
+#include <vector>
+
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace shard::client {
@@ -20,6 +23,37 @@ TEST(RetryTest, RetriesUnavailableUntilSuccess) {
   });
   EXPECT_TRUE(status.ok());
   EXPECT_EQ(attempts, 4);
+}
+
+TEST(RetryTest, ReportsWhileRetryingAtMostOncePerInterval) {
+  RetryPolicy policy = FastPolicy();
+  policy.deadline = absl::Milliseconds(300);
+  policy.report_every = absl::Milliseconds(50);
+  std::vector<absl::Duration> left;
+  policy.on_retrying = [&](const absl::Status& last, absl::Duration time_left) {
+    EXPECT_EQ(last.message(), "down");
+    left.push_back(time_left);
+  };
+  const absl::Time began = absl::Now();
+  EXPECT_TRUE(absl::IsUnavailable(
+      RetryUnavailable(policy, [] { return absl::UnavailableError("down"); })));
+  const absl::Duration took = absl::Now() - began;
+  // About one report per 50 ms of the 300 ms, never more.
+  ASSERT_GE(left.size(), 2u);
+  EXPECT_LE(left.size(), took / policy.report_every);
+  for (size_t i = 1; i < left.size(); ++i) EXPECT_LT(left[i], left[i - 1]);
+  EXPECT_LE(left.front(), policy.deadline - policy.report_every);
+}
+
+TEST(RetryTest, AQuickRecoveryIsNotReported) {
+  RetryPolicy policy = FastPolicy();
+  int reports = 0, attempts = 0;
+  policy.on_retrying = [&](const absl::Status&, absl::Duration) { ++reports; };
+  EXPECT_TRUE(RetryUnavailable(policy, [&] {
+                return ++attempts < 3 ? absl::UnavailableError("down")
+                                      : absl::OkStatus();
+              }).ok());
+  EXPECT_EQ(reports, 0);
 }
 
 TEST(RetryTest, NeverRetriesInvalidArgument) {

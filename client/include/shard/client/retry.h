@@ -3,6 +3,8 @@
 #ifndef SHARD_CLIENT_RETRY_H_
 #define SHARD_CLIENT_RETRY_H_
 
+#include <functional>
+
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -16,11 +18,19 @@ struct RetryPolicy {
   absl::Duration max_backoff = absl::Seconds(5);
   // No new attempt starts after this much time since the first one.
   absl::Duration deadline = absl::Seconds(60);
+  // While retrying, called at most once per `report_every` (first when the
+  // retries have lasted that long, so a quick recovery stays silent) with
+  // the last UNAVAILABLE status and the time left before giving up; on the
+  // retrying thread. Empty: silent. The CLIs print it.
+  std::function<void(const absl::Status& last, absl::Duration left)>
+      on_retrying;
+  absl::Duration report_every = absl::Seconds(5);
 };
 
 // Runs `attempt` until it returns anything but UNAVAILABLE or the policy's
 // deadline passes; returns the last status. Sleeps between attempts (each
-// pause is a random 50..100% of the current backoff). Thread-safe.
+// pause is a random 50..100% of the current backoff) and reports through
+// policy.on_retrying. Thread-safe.
 absl::Status RetryUnavailable(const RetryPolicy& policy,
                               absl::FunctionRef<absl::Status()> attempt);
 
