@@ -16,10 +16,10 @@ namespace {
 // OK for HOST:PORT, [IPV6]:PORT or a gRPC target URI (dns:///..., unix:...);
 // INVALID_ARGUMENT otherwise: without a port gRPC would dial port 443.
 absl::Status CheckAddress(absl::string_view address) {
-  if (absl::StrContains(address, "://") ||
-      absl::StartsWith(address, "unix:") ||
+  if (absl::StrContains(address, "://") || absl::StartsWith(address, "unix:") ||
       absl::StartsWith(address, "unix-abstract:") ||
-      absl::StartsWith(address, "ipv4:") || absl::StartsWith(address, "ipv6:")) {
+      absl::StartsWith(address, "ipv4:") ||
+      absl::StartsWith(address, "ipv6:")) {
     return absl::OkStatus();
   }
   absl::string_view host = address, port;
@@ -35,8 +35,9 @@ absl::Status CheckAddress(absl::string_view address) {
     host = address.substr(0, colon);
     port = address.substr(colon + 1);
   }
-  const bool port_ok = !port.empty() && port.size() <= 5 &&
-                       std::all_of(port.begin(), port.end(), absl::ascii_isdigit);
+  const bool port_ok =
+      !port.empty() && port.size() <= 5 &&
+      std::all_of(port.begin(), port.end(), absl::ascii_isdigit);
   if (!host.empty() && port_ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "coordinator address \"", address,
