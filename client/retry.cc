@@ -33,7 +33,9 @@ absl::Status RetryUnavailable(const RetryPolicy& policy,
     const absl::Duration pause = backoff.Next();
     const absl::Time now = absl::Now();
     if (now + pause > give_up) return status;
-    if (policy.on_retrying && now - reported >= policy.report_every) {
+    // Announced before a pause that ends report_every or more after the
+    // previous report (or the first attempt).
+    if (policy.on_retrying && now + pause - reported >= policy.report_every) {
       policy.on_retrying(status, give_up - now);
       reported = now;
     }

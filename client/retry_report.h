@@ -1,6 +1,7 @@
 // What the command-line tools (shardctl, shard-train) print while the
 // client library retries an unavailable coordinator (RetryPolicy::
-// on_retrying): one line on stderr, at most every RetryPolicy::report_every:
+// on_retrying): one line on stderr before each pause that ends
+// RetryPolicy::report_every or more after the previous line:
 //   shardctl: coordinator 10.0.0.5:7070 unavailable (GetJob: failed to
 //   connect ...: Connection refused); retrying for 40s more
 //   (--retry-deadline)

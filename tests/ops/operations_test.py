@@ -10,7 +10,7 @@ Starts shardd with --metrics-listen and --auth-token-file, then checks:
 - shardctl without the token, or with a wrong one, gets UNAUTHENTICATED,
   and the token appears in no log, no output and no metric;
 - shardctl status / describe / delete-job in table and JSON form;
-- shardctl retrying an unreachable coordinator says so every 5 s;
+- shardctl retrying an unreachable coordinator says so about every 5 s;
 - shardctl health: a line per endpoint, exit 0 when all are SERVING and 1
   with an endpoint down;
 - shardctl drain makes the daemon exit 0 on its own.
@@ -232,16 +232,18 @@ def main():
         began = time.monotonic()
         unreachable = subprocess.run(
             [shardctl, "--coordinator", "127.0.0.1:1", "--retry-deadline",
-             "7s", "status"], capture_output=True, text=True, timeout=60)
+             "12s", "status"], capture_output=True, text=True, timeout=60)
         took = time.monotonic() - began
         reports = [line for line in unreachable.stderr.splitlines()
                    if line.startswith("shardctl: coordinator 127.0.0.1:1 "
                                       "unavailable (") and
                    "retrying for " in line]
-        check(unreachable.returncode == 1 and 1 <= len(reports) <= 2 and
+        # A line before each pause that ends 5 s or more after the
+        # previous one: 1 to 4 of them in 12 s.
+        check(unreachable.returncode == 1 and 1 <= len(reports) <= 4 and
               took >= 5,
-              f"shardctl says it retries an unreachable coordinator, once "
-              f"per 5 s ({len(reports)} lines in {took:.1f} s: "
+              f"shardctl says it retries an unreachable coordinator, about "
+              f"every 5 s ({len(reports)} lines in {took:.1f} s: "
               f"{unreachable.stderr[-600:]!r})")
 
         drained = ctl("drain")

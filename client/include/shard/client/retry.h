@@ -18,10 +18,11 @@ struct RetryPolicy {
   absl::Duration max_backoff = absl::Seconds(5);
   // No new attempt starts after this much time since the first one.
   absl::Duration deadline = absl::Seconds(60);
-  // While retrying, called at most once per `report_every` (first when the
-  // retries have lasted that long, so a quick recovery stays silent) with
-  // the last UNAVAILABLE status and the time left before giving up; on the
-  // retrying thread. Empty: silent. The CLIs print it.
+  // While retrying, called before each pause that ends `report_every` or
+  // more after the previous call (or the first attempt): so every wait of
+  // that length is announced and a quick recovery stays silent. Gets the
+  // last UNAVAILABLE status and the time left before giving up; runs on
+  // the retrying thread. Empty: silent. The CLIs print it.
   std::function<void(const absl::Status& last, absl::Duration left)>
       on_retrying;
   absl::Duration report_every = absl::Seconds(5);
