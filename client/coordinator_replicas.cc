@@ -47,23 +47,33 @@ absl::Status CheckAddress(absl::string_view address) {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<CoordinatorReplicas>> CoordinatorReplicas::Open(
-    const std::string& addresses, const ChannelSecurity& security,
-    int max_receive_bytes) {
-  std::shared_ptr<CoordinatorReplicas> replicas(
-      new CoordinatorReplicas(security, max_receive_bytes));
-  absl::MutexLock lock(&replicas->mu_);
+absl::StatusOr<std::vector<std::string>> ParseCoordinatorAddresses(
+    absl::string_view addresses) {
+  std::vector<std::string> parsed;
   for (absl::string_view address : absl::StrSplit(addresses, ',')) {
     address = absl::StripAsciiWhitespace(address);
     if (address.empty()) continue;
     if (absl::Status s = CheckAddress(address); !s.ok()) return s;
-    if (absl::Status s = replicas->Add(std::string(address)); !s.ok()) {
-      return s;
-    }
+    parsed.emplace_back(address);
   }
-  if (replicas->addresses_.empty()) {
+  if (parsed.empty()) {
     return absl::InvalidArgumentError(
         "coordinator address is empty; expected HOST:PORT[,HOST:PORT...]");
+  }
+  return parsed;
+}
+
+absl::StatusOr<std::shared_ptr<CoordinatorReplicas>> CoordinatorReplicas::Open(
+    const std::string& addresses, const ChannelSecurity& security,
+    int max_receive_bytes) {
+  absl::StatusOr<std::vector<std::string>> parsed =
+      ParseCoordinatorAddresses(addresses);
+  if (!parsed.ok()) return parsed.status();
+  std::shared_ptr<CoordinatorReplicas> replicas(
+      new CoordinatorReplicas(security, max_receive_bytes));
+  absl::MutexLock lock(&replicas->mu_);
+  for (const std::string& address : *parsed) {
+    if (absl::Status s = replicas->Add(address); !s.ok()) return s;
   }
   return replicas;
 }

@@ -4,11 +4,11 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/cli_flags.h"
 #include "client/health_check.h"
 #include "shard/client/coordinator_channel.h"
+#include "shard/client/coordinator_replicas.h"
 
 namespace shard::shardctl {
 
@@ -18,13 +18,14 @@ absl::Status Health(const client::ClientOptions& options,
       client::CliFlags::Parse(args, {"service"});
   if (!flags.ok()) return flags.status();
   const std::string service = flags->String("service", "");
-  int endpoints = 0, unhealthy = 0;
-  for (absl::string_view address :
-       absl::StrSplit(options.address, ',', absl::SkipEmpty())) {
-    ++endpoints;
+  absl::StatusOr<std::vector<std::string>> addresses =
+      client::ParseCoordinatorAddresses(options.address);
+  if (!addresses.ok()) return addresses.status();
+  int unhealthy = 0;
+  for (const std::string& address : *addresses) {
     absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
         client::NewCoordinatorChannel(
-            std::string(address), options.security,
+            address, options.security,
             client::CoordinatorClient::kMaxReceiveBytes);
     if (!channel.ok()) return channel.status();
     const absl::Time began = absl::Now();
@@ -35,8 +36,7 @@ absl::Status Health(const client::ClientOptions& options,
         health.ok() && *health == client::ServingStatus::kServing;
     unhealthy += !serving;
     std::printf(
-        "%s is %s: %s\n", std::string(address).c_str(),
-        serving ? "healthy" : "unhealthy",
+        "%s is %s: %s\n", address.c_str(), serving ? "healthy" : "unhealthy",
         health.ok()
             ? absl::StrCat(client::ServingStatusName(*health), " (took ", took,
                            ")")
@@ -48,8 +48,8 @@ absl::Status Health(const client::ClientOptions& options,
   std::fflush(stdout);
   if (unhealthy == 0) return absl::OkStatus();
   return absl::UnavailableError(absl::StrCat(
-      unhealthy, " of ", endpoints, " endpoint", endpoints == 1 ? "" : "s",
-      " unhealthy",
+      unhealthy, " of ", addresses->size(), " endpoint",
+      addresses->size() == 1 ? "" : "s", " unhealthy",
       service.empty() ? "" : absl::StrCat(" (service \"", service, "\")")));
 }
 

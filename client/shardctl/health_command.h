@@ -21,7 +21,8 @@ namespace shard::shardctl {
 //   127.0.0.1:7071 is unhealthy: NOT_SERVING (took 0.9ms)
 //   127.0.0.1:7072 is unhealthy: UNAVAILABLE: failed to connect ...
 // OK when every address is SERVING; UNAVAILABLE ("1 of 3 endpoints
-// unhealthy") otherwise; INVALID_ARGUMENT for bad flags or security files.
+// unhealthy") otherwise; INVALID_ARGUMENT for bad flags, security files or
+// addresses (see ParseCoordinatorAddresses).
 absl::Status Health(const client::ClientOptions& options,
                     const std::vector<std::string>& args);
 

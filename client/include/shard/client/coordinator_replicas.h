@@ -19,12 +19,20 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/client_context.h"
 #include "shard/client/coordinator_channel.h"
 #include "shard/v1/shard.grpc.pb.h"
 
 namespace shard::client {
+
+// The addresses of a comma-separated list (spaces around them ignored):
+// each HOST:PORT, [IPV6]:PORT or a gRPC target URI such as
+// dns:///HOST:PORT. INVALID_ARGUMENT when the list names none, or for an
+// address without a port (gRPC would dial 443), naming it and the fix.
+absl::StatusOr<std::vector<std::string>> ParseCoordinatorAddresses(
+    absl::string_view addresses);
 
 class CoordinatorReplicas {
  public:
