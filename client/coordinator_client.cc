@@ -126,27 +126,37 @@ absl::StatusOr<std::vector<shard::v1::Job>> CoordinatorClient::ListJobs() {
 
 absl::StatusOr<Membership> CoordinatorClient::Join(
     const std::string& job_id, const std::string& member_id,
-    const std::optional<shard::v1::JobSpec>& spec, absl::Duration wait) {
+    const std::optional<shard::v1::JobSpec>& spec, absl::Duration wait,
+    std::optional<uint32_t> requested_rank) {
   shard::v1::JoinJobRequest request;
   request.set_job_id(job_id);
   request.set_member_id(member_id);
+  if (requested_rank) request.set_requested_rank(*requested_rank);
   if (spec) *request.mutable_spec() = *spec;
   request.set_incarnation(incarnation_);
   // The coordinator bounds each wait (shardd --max-wait); joining again
   // resumes it, until `wait` is spent.
+  // With on_waiting, each round lasts at most waiting_report_every and is
+  // followed by a progress line.
   const absl::Time until = absl::Now() + wait;
   absl::StatusOr<shard::v1::JoinJobResponse> response;
   while (true) {
     const absl::Duration left =
         std::max(absl::ZeroDuration(), until - absl::Now());
+    const absl::Duration round =
+        options_.on_waiting
+            ? std::min(left, std::max(options_.waiting_report_every,
+                                      absl::Seconds(1)))
+            : left;
     request.set_wait_for_world_ms(static_cast<uint32_t>(
-        std::min<int64_t>(absl::ToInt64Milliseconds(left), UINT32_MAX)));
+        std::min<int64_t>(absl::ToInt64Milliseconds(round), UINT32_MAX)));
     response = CallWithRetry(*replicas_, &Stub::JoinJob, "JoinJob", request,
-                             options_.rpc_timeout + left, options_.retry);
+                             options_.rpc_timeout + round, options_.retry);
     if (response.ok() || !absl::IsDeadlineExceeded(response.status()) ||
         absl::Now() >= until) {
       break;
     }
+    if (options_.on_waiting) ReportWaiting(job_id, until);
   }
   if (!response.ok()) return response.status();
   Membership membership;
@@ -159,6 +169,28 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
   membership.committed_epoch = response->committed_epoch();
   membership.committed_position = response->committed_position();
   return membership;
+}
+
+void CoordinatorClient::ReportWaiting(const std::string& job_id,
+                                      absl::Time until) {
+  shard::v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  absl::StatusOr<shard::v1::Job> job =
+      CallWithRetry(*replicas_, &Stub::GetJob, "GetJob", request,
+                    options_.rpc_timeout, NoRetry());
+  if (!job.ok()) return;  // The next round's JoinJob reports what matters.
+  const uint64_t needed = job->spec().min_world_size() > 0
+                              ? job->spec().min_world_size()
+                              : job->spec().world_size();
+  const uint64_t joined = job->joined_members();
+  const uint64_t missing = needed > joined ? needed - joined : 0;
+  const absl::Duration left = std::max(
+      absl::ZeroDuration(), absl::Trunc(until - absl::Now(), absl::Seconds(1)));
+  options_.on_waiting(absl::StrCat("job ", job_id, ": waiting for ", missing,
+                                   " more member", missing == 1 ? "" : "s",
+                                   " (", joined, " of ", needed,
+                                   " joined), generation ", job->generation(),
+                                   ", ", absl::FormatDuration(left), " left"));
 }
 
 absl::StatusOr<shard::v1::PreviewShardResponse> CoordinatorClient::Preview(

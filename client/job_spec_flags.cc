@@ -1,95 +1,92 @@
 #include "client/job_spec_flags.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace shard::client {
 namespace {
 
-constexpr const char* kSpecFlags[] = {
-    "seed",           "shuffle",           "tail",
-    "torch-randperm", "shuffle-algorithm", "block-size",
-    "window-blocks",  "min-world-size",    "max-world-size"};
-
-absl::StatusOr<shard::v1::TailPolicy> ParseTail(const std::string& text) {
-  if (text == "pad") return shard::v1::TAIL_POLICY_PAD;
+shard::v1::TailPolicy TailOf(const std::string& text) {
   if (text == "drop") return shard::v1::TAIL_POLICY_DROP;
   if (text == "uneven") return shard::v1::TAIL_POLICY_UNEVEN;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--tail must be pad, drop or uneven, got \"", text, "\""));
+  return shard::v1::TAIL_POLICY_PAD;
 }
 
-absl::StatusOr<shard::v1::TorchRandperm> ParseRandperm(
-    const std::string& text) {
-  if (text == "legacy") return shard::v1::TORCH_RANDPERM_LEGACY;
-  if (text == "2.6") return shard::v1::TORCH_RANDPERM_2_6;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--torch-randperm must be legacy or 2.6, got \"", text, "\""));
-}
-
-absl::StatusOr<shard::v1::ShuffleAlgorithm> ParseAlgorithm(
-    const std::string& text) {
-  if (text == "torch") return shard::v1::SHUFFLE_ALGORITHM_TORCH;
+shard::v1::ShuffleAlgorithm AlgorithmOf(const std::string& text) {
   if (text == "feistel") return shard::v1::SHUFFLE_ALGORITHM_FEISTEL;
   if (text == "block") return shard::v1::SHUFFLE_ALGORITHM_BLOCK;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--shuffle-algorithm must be torch, feistel or block, got \"", text,
-      "\""));
+  return shard::v1::SHUFFLE_ALGORITHM_TORCH;
 }
 
 }  // namespace
 
-void AddJobSpecFlagNames(std::set<std::string>& accepted) {
-  accepted.insert(std::begin(kSpecFlags), std::end(kSpecFlags));
+bool JobSpecFlags::AnyGiven() const {
+  return std::any_of(options.begin(), options.end(),
+                     [](const CLI::Option* option) { return option->count(); });
 }
 
-bool HasJobSpecFlags(const CliFlags& flags) {
-  for (const char* name : kSpecFlags) {
-    if (flags.Has(name)) return true;
-  }
-  return false;
+void AddJobSpecOptions(CLI::App& app, JobSpecFlags* flags) {
+  const std::string group = "Job spec";
+  flags->options = {
+      app.add_option("--seed", flags->seed, "shuffle seed")->group(group),
+      app.add_option("--shuffle", flags->shuffle,
+                     "shuffle each epoch (true|false)")
+          ->default_str("true")
+          ->group(group),
+      app.add_option("--tail", flags->tail,
+                     "the last incomplete round: pad (repeat from the start), "
+                     "drop, or uneven (evaluation: each sample once)")
+          ->check(CLI::IsMember({"pad", "drop", "uneven"}))
+          ->group(group),
+      app.add_option("--torch-randperm", flags->torch_randperm,
+                     "which torch.randperm the torch shuffle reproduces: "
+                     "legacy (torch < 2.6) or 2.6")
+          ->check(CLI::IsMember({"legacy", "2.6"}))
+          ->group(group),
+      app.add_option("--shuffle-algorithm", flags->shuffle_algorithm,
+                     "torch (DistributedSampler's order), feistel (keyed, "
+                     "no materialised order) or block (record locality)")
+          ->check(CLI::IsMember({"torch", "feistel", "block"}))
+          ->group(group),
+      app.add_option("--block-size", flags->block_size,
+                     "samples per block (--shuffle-algorithm block)")
+          ->group(group),
+      app.add_option("--window-blocks", flags->window_blocks,
+                     "blocks shuffled together (--shuffle-algorithm block)")
+          ->group(group),
+      app.add_option("--min-world-size", flags->min_world_size,
+                     "elastic: fewest members a generation may start with "
+                     "(0: the world size)")
+          ->group(group),
+      app.add_option("--max-world-size", flags->max_world_size,
+                     "elastic: most members a generation may take (0: the "
+                     "world size)")
+          ->group(group),
+  };
 }
 
-absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const CliFlags& flags,
+absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const JobSpecFlags& flags,
                                                     uint64_t dataset_size,
                                                     uint64_t world_size) {
-  absl::StatusOr<uint64_t> seed = flags.Uint64("seed", 0);
-  absl::StatusOr<uint64_t> min_world = flags.Uint64("min-world-size", 0);
-  absl::StatusOr<uint64_t> max_world = flags.Uint64("max-world-size", 0);
-  absl::StatusOr<shard::v1::ShuffleAlgorithm> algorithm =
-      ParseAlgorithm(flags.String("shuffle-algorithm", "torch"));
-  absl::StatusOr<uint64_t> block_size = flags.Uint64("block-size", 0);
-  absl::StatusOr<uint64_t> window_blocks = flags.Uint64("window-blocks", 0);
-  absl::StatusOr<bool> shuffle = flags.Bool("shuffle", true);
-  absl::StatusOr<shard::v1::TailPolicy> tail =
-      ParseTail(flags.String("tail", "pad"));
-  absl::StatusOr<shard::v1::TorchRandperm> randperm =
-      ParseRandperm(flags.String("torch-randperm", "2.6"));
-  for (const absl::Status& s :
-       {seed.status(), shuffle.status(), tail.status(), randperm.status(),
-        min_world.status(), max_world.status(), algorithm.status(),
-        block_size.status(), window_blocks.status()}) {
-    if (!s.ok()) return s;
-  }
-  for (uint64_t value : {world_size, *min_world, *max_world, *window_blocks}) {
-    if (value > UINT32_MAX) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--world-size, --min-world-size, --max-world-size and "
-                       "--window-blocks must fit in 32 bits, got ",
-                       value));
-    }
+  if (world_size > UINT32_MAX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--world-size must fit in 32 bits, got ", world_size));
   }
   shard::v1::JobSpec spec;
   spec.set_dataset_size(dataset_size);
   spec.set_world_size(static_cast<uint32_t>(world_size));
-  spec.set_min_world_size(static_cast<uint32_t>(*min_world));
-  spec.set_max_world_size(static_cast<uint32_t>(*max_world));
-  spec.set_shuffle_algorithm(*algorithm);
-  spec.set_block_size(*block_size);
-  spec.set_window_blocks(static_cast<uint32_t>(*window_blocks));
-  spec.set_seed(*seed);
-  spec.set_shuffle(*shuffle);
-  spec.set_tail(*tail);
-  spec.set_torch_randperm(*randperm);
+  spec.set_min_world_size(flags.min_world_size);
+  spec.set_max_world_size(flags.max_world_size);
+  spec.set_shuffle_algorithm(AlgorithmOf(flags.shuffle_algorithm));
+  spec.set_block_size(flags.block_size);
+  spec.set_window_blocks(flags.window_blocks);
+  spec.set_seed(flags.seed);
+  spec.set_shuffle(flags.shuffle);
+  spec.set_tail(TailOf(flags.tail));
+  spec.set_torch_randperm(flags.torch_randperm == "legacy"
+                              ? shard::v1::TORCH_RANDPERM_LEGACY
+                              : shard::v1::TORCH_RANDPERM_2_6);
   return spec;
 }
 

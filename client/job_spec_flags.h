@@ -1,33 +1,49 @@
-// The job-spec flags that `shardctl create-job` and `shard-train` share:
+// The job-spec options `shardctl create-job` and `shard-train` share:
 //   --seed S  --shuffle true|false  --tail pad|drop|uneven
 //   --torch-randperm legacy|2.6  --shuffle-algorithm torch|feistel|block
 //   --block-size B  --window-blocks K  --min-world-size N  --max-world-size N
 // Defaults are the coordinator's (seed 0, shuffle, pad, 2.6, torch). The
-// dataset size and world size come from each program's own flags.
+// dataset size and world size come from each program's own options.
 #ifndef CLIENT_JOB_SPEC_FLAGS_H_
 #define CLIENT_JOB_SPEC_FLAGS_H_
 
 #include <cstdint>
-#include <set>
 #include <string>
+#include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
-#include "client/cli_flags.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::client {
 
-// Adds the flag names above to `accepted`.
-void AddJobSpecFlagNames(std::set<std::string>& accepted);
+// The values of the options above, as given (or their defaults).
+struct JobSpecFlags {
+  uint64_t seed = 0;
+  bool shuffle = true;
+  std::string tail = "pad";
+  std::string torch_randperm = "2.6";
+  std::string shuffle_algorithm = "torch";
+  uint64_t block_size = 0;
+  uint32_t window_blocks = 0;
+  uint32_t min_world_size = 0;
+  uint32_t max_world_size = 0;
 
-// True when any of the flags above was given.
-bool HasJobSpecFlags(const CliFlags& flags);
+  // The options added to the app (to tell whether any was given).
+  std::vector<const CLI::Option*> options;
 
-// The spec the flags describe, with `dataset_size` and `world_size`.
-// INVALID_ARGUMENT for a malformed value or one that does not fit the spec
-// (the coordinator checks the rest, e.g. block options without the block
+  // True when any of the options was given on the command line.
+  bool AnyGiven() const;
+};
+
+// Adds the options above to `app`, bound to *flags (owned by the caller).
+void AddJobSpecOptions(CLI::App& app, JobSpecFlags* flags);
+
+// The spec the options describe, with `dataset_size` and `world_size`.
+// INVALID_ARGUMENT when the world size does not fit in 32 bits (the
+// coordinator checks the rest, e.g. block options without the block
 // shuffle).
-absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const CliFlags& flags,
+absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const JobSpecFlags& flags,
                                                     uint64_t dataset_size,
                                                     uint64_t world_size);
 

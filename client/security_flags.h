@@ -1,28 +1,34 @@
-// The security flags every client command takes (shardctl before the
-// subcommand, shard-train anywhere): --tls-ca, --tls-cert, --tls-key,
-// --auth-token-file. See coordinator_channel.h for what each does.
+// The security options every client command takes: --tls-ca, --tls-cert,
+// --tls-key and --auth-token-file (default $SHARD_TOKEN_FILE). See
+// coordinator_channel.h for what each does.
 #ifndef CLIENT_SECURITY_FLAGS_H_
 #define CLIENT_SECURITY_FLAGS_H_
 
-#include <set>
-#include <string>
-
-#include "client/cli_flags.h"
+#include "CLI/CLI.hpp"
 #include "shard/client/coordinator_channel.h"
 
 namespace shard::client {
 
-inline void AddSecurityFlagNames(std::set<std::string>& accepted) {
-  accepted.insert({"tls-ca", "tls-cert", "tls-key", "auth-token-file"});
-}
-
-inline ChannelSecurity SecurityFromFlags(const client::CliFlags& flags) {
-  ChannelSecurity security;
-  security.tls_ca_file = flags.String("tls-ca", "");
-  security.tls_cert_file = flags.String("tls-cert", "");
-  security.tls_key_file = flags.String("tls-key", "");
-  security.auth_token_file = flags.String("auth-token-file", "");
-  return security;
+// Binds the options to *security's fields (owned by the caller).
+inline void AddSecurityOptions(CLI::App& app, ChannelSecurity* security) {
+  app.add_option("--tls-ca", security->tls_ca_file,
+                 "PEM CA that signed the coordinator's certificate; enables "
+                 "TLS")
+      ->type_name("PEM")
+      ->group("Security");
+  app.add_option("--tls-cert", security->tls_cert_file,
+                 "PEM client certificate (mutual TLS; with --tls-key)")
+      ->type_name("PEM")
+      ->group("Security");
+  app.add_option("--tls-key", security->tls_key_file,
+                 "PEM private key of --tls-cert")
+      ->type_name("PEM")
+      ->group("Security");
+  app.add_option("--auth-token-file", security->auth_token_file,
+                 "file holding the bearer token the coordinator requires")
+      ->type_name("FILE")
+      ->envname("SHARD_TOKEN_FILE")
+      ->group("Security");
 }
 
 }  // namespace shard::client

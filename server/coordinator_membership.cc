@@ -126,7 +126,9 @@ absl::Status CoordinatorService::MaybeFormWorld(const std::string& job_id,
   // Coordinator-wide numbering: never a number an earlier job of this id
   // (or any job) had.
   formed->set_generation(state().last_generation() + 1);
-  for (size_t i = 0; i < size; ++i) formed->add_members(job->members[i]);
+  for (std::string& member : job->NextWorld(size)) {
+    formed->add_members(std::move(member));
+  }
   formed->set_epoch(job->committed_epoch);
   formed->set_base_position(job->committed_position);
   if (absl::Status s = writes_.Persist(update); !s.ok()) return s;

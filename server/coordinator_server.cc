@@ -87,9 +87,16 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     if (!token.ok()) return token.status();
     server->token_ = *std::move(token);
   }
+  if (!opts.admin_token_file.empty()) {
+    absl::StatusOr<security::BearerToken> admin =
+        security::BearerToken::FromFile(opts.admin_token_file);
+    if (!admin.ok()) return admin.status();
+    server->admin_token_ = *std::move(admin);
+  }
 
   GrpcCoordinatorOptions glue;
   glue.token = server->token_ ? &*server->token_ : nullptr;
+  glue.admin_token = server->admin_token_ ? &*server->admin_token_ : nullptr;
   glue.serving_gate = opts.serving_gate;
   if (opts.metrics != nullptr) {
     glue.stream_hooks.indices_streamed = [metrics =

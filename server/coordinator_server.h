@@ -37,6 +37,9 @@ struct CoordinatorServerOptions {
   // with the token in this file (empty: no authentication). The health
   // service stays open (kubelet probes send no token).
   std::string auth_token_file;
+  // Admin calls (DeleteJob, Drain) must carry the token in this file; the
+  // other calls accept it too (empty: admin calls take auth_token_file's).
+  std::string admin_token_file;
   // "HOST:PORT" of a second, plaintext listener serving only the gRPC
   // health service, for probes that cannot speak TLS (Kubernetes' native
   // gRPC probes). Empty: none.
@@ -88,6 +91,7 @@ class CoordinatorServer {
   CoordinatorService* service_;
   CoordinatorServerOptions options_;
   std::optional<security::BearerToken> token_;
+  std::optional<security::BearerToken> admin_token_;
   std::unique_ptr<GrpcCoordinator> grpc_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> health_server_;  // Null without one.

@@ -131,7 +131,8 @@ absl::StatusOr<const JobState*> CoordinatorService::FindFormedJob(
     if (generation == state.generation && generation > 0) {
       return absl::AbortedError(absl::StrCat(
           "generation ", generation, " of job \"", job_id,
-          "\" ended (a member left or its lease expired): re-join"));
+          "\" ended (a member left or its lease expired): re-join to keep "
+          "training; a member whose training is done can stop"));
     }
     if (generation != 0) {
       return absl::AbortedError(absl::StrCat(
@@ -384,6 +385,10 @@ absl::Status CoordinatorService::AddMember(
     update.mutable_member_joined()->set_job_id(job_id);
     update.mutable_member_joined()->set_member_id(member_id);
     update.mutable_member_joined()->set_incarnation(request.incarnation());
+    if (request.has_requested_rank()) {
+      update.mutable_member_joined()->set_requested_rank(
+          request.requested_rank());
+    }
     if (absl::Status s = writes_.Persist(update); !s.ok()) return s;
     const JobState* joined = state().FindJob(job_id);
     LogEvent(absl::StrCat("member joined job=", job_id, " member=", member_id,

@@ -108,10 +108,33 @@ std::optional<uint32_t> JobState::RankOf(absl::string_view member_id) const {
   return found->second;
 }
 
-void JobState::AddMember(const std::string& member_id, uint64_t incarnation) {
+void JobState::AddMember(const std::string& member_id, uint64_t incarnation,
+                         std::optional<uint32_t> requested_rank) {
   members.push_back(member_id);
   member_set.insert(member_id);
   if (incarnation != 0) incarnations[member_id] = incarnation;
+  if (requested_rank) requested_ranks[member_id] = *requested_rank;
+}
+
+std::vector<std::string> JobState::NextWorld(size_t size) const {
+  std::vector<std::string> next(size);
+  std::vector<bool> placed(size, false);
+  for (size_t i = 0; i < size; ++i) {
+    auto requested = requested_ranks.find(members[i]);
+    if (requested == requested_ranks.end() || requested->second >= size ||
+        !next[requested->second].empty()) {
+      continue;
+    }
+    next[requested->second] = members[i];
+    placed[i] = true;
+  }
+  size_t free_rank = 0;
+  for (size_t i = 0; i < size; ++i) {
+    if (placed[i]) continue;
+    while (!next[free_rank].empty()) ++free_rank;
+    next[free_rank] = members[i];
+  }
+  return next;
 }
 
 uint64_t JobState::IncarnationOf(const std::string& member_id) const {
@@ -123,6 +146,7 @@ void JobState::RemoveMember(const std::string& member_id) {
   members.erase(std::find(members.begin(), members.end(), member_id));
   member_set.erase(member_id);
   incarnations.erase(member_id);
+  requested_ranks.erase(member_id);
   if (RankOf(member_id)) SetWorld({});
 }
 
@@ -267,7 +291,11 @@ absl::Status CoordinatorState::Apply(const StateUpdate& update) {
     case StateUpdate::kMemberJoined:
       jobs_.find(update.member_joined().job_id())
           ->second.AddMember(update.member_joined().member_id(),
-                             update.member_joined().incarnation());
+                             update.member_joined().incarnation(),
+                             update.member_joined().has_requested_rank()
+                                 ? std::optional<uint32_t>(
+                                       update.member_joined().requested_rank())
+                                 : std::nullopt);
       break;
     case StateUpdate::kMemberRemoved:
       jobs_.find(update.member_removed().job_id())
@@ -319,6 +347,8 @@ shard::state::v1::StateSnapshot CoordinatorState::ToSnapshot(
     for (const std::string& member : job.members) record->add_members(member);
     record->mutable_member_incarnations()->insert(job.incarnations.begin(),
                                                   job.incarnations.end());
+    record->mutable_member_requested_ranks()->insert(
+        job.requested_ranks.begin(), job.requested_ranks.end());
     for (const std::string& member : job.world) record->add_world(member);
     record->set_generation_epoch(job.generation_epoch);
     record->set_generation_base(job.generation_base);
@@ -367,12 +397,19 @@ absl::StatusOr<CoordinatorState> CoordinatorState::FromSnapshot(
     job.generation_floor = record.generation_floor();
     for (const std::string& member : record.members()) {
       auto incarnation = record.member_incarnations().find(member);
-      job.AddMember(member, incarnation == record.member_incarnations().end()
-                                ? 0
-                                : incarnation->second);
+      auto requested = record.member_requested_ranks().find(member);
+      job.AddMember(member,
+                    incarnation == record.member_incarnations().end()
+                        ? 0
+                        : incarnation->second,
+                    requested == record.member_requested_ranks().end()
+                        ? std::nullopt
+                        : std::optional<uint32_t>(requested->second));
     }
-    if (job.incarnations.size() != record.member_incarnations().size()) {
-      return in_job(Unfit("an incarnation is recorded for a non-member"));
+    if (job.incarnations.size() != record.member_incarnations().size() ||
+        job.requested_ranks.size() != record.member_requested_ranks().size()) {
+      return in_job(Unfit(
+          "an incarnation or requested rank is recorded for a non-member"));
     }
     job.generation_epoch = record.generation_epoch();
     job.generation_base = record.generation_base();

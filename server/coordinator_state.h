@@ -62,12 +62,20 @@ struct JobState {
   // Incarnation each member joined with, when it gave one; an entry lives
   // exactly as long as its membership (so this is bounded by the members).
   std::unordered_map<std::string, uint64_t> incarnations;
+  // The rank each member asked for, when it asked (bounded likewise).
+  std::unordered_map<std::string, uint32_t> requested_ranks;
 
-  void AddMember(const std::string& member_id, uint64_t incarnation = 0);
+  void AddMember(const std::string& member_id, uint64_t incarnation = 0,
+                 std::optional<uint32_t> requested_rank = std::nullopt);
   void RemoveMember(const std::string& member_id);
   // The member's incarnation; 0 when unknown (not given, or not a member).
   uint64_t IncarnationOf(const std::string& member_id) const;
   void SetWorld(std::vector<std::string> new_world);
+  // The world the first `size` members (in join order) would form, by
+  // rank: a rank below `size` goes to the first of them that requested it,
+  // the others fill the free ranks in join order. Requires size <=
+  // members.size().
+  std::vector<std::string> NextWorld(size_t size) const;
 
   bool world_formed() const { return !world.empty(); }
   uint32_t world_size() const { return static_cast<uint32_t>(world.size()); }

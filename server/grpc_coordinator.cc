@@ -24,20 +24,41 @@ GrpcCoordinator::GrpcCoordinator(CoordinatorService* service,
                                  GrpcCoordinatorOptions options)
     : service_(service), options_(std::move(options)) {}
 
+absl::Status GrpcCoordinator::Authenticate(grpc::CallbackServerContext* context,
+                                           Access access) const {
+  const security::BearerToken* token = options_.token;
+  const security::BearerToken* admin = options_.admin_token;
+  if (token == nullptr && (admin == nullptr || access == Access::kMember)) {
+    return absl::OkStatus();
+  }
+  const auto& metadata = context->client_metadata();
+  const auto found = metadata.find("authorization");
+  std::optional<absl::string_view> authorization;
+  if (found != metadata.end()) {
+    authorization =
+        absl::string_view(found->second.data(), found->second.size());
+  }
+  const bool is_admin = admin != nullptr && admin->Check(authorization).ok();
+  if (access == Access::kAdmin && admin != nullptr) {
+    if (is_admin) return absl::OkStatus();
+    if (token != nullptr && token->Check(authorization).ok()) {
+      return absl::PermissionDeniedError(
+          "this call needs the admin token (shardd --admin-token-file); "
+          "the token given is a member's, which cannot delete jobs or "
+          "drain the coordinator");
+    }
+    return absl::UnauthenticatedError(
+        "this call needs the admin token (shardd --admin-token-file): pass "
+        "its file with --auth-token-file");
+  }
+  if (is_admin) return absl::OkStatus();
+  return token->Check(authorization);
+}
+
 grpc::Status GrpcCoordinator::Admit(grpc::CallbackServerContext* context,
-                                    Scope scope) const {
-  if (options_.token != nullptr) {
-    const auto& metadata = context->client_metadata();
-    const auto found = metadata.find("authorization");
-    std::optional<absl::string_view> authorization;
-    if (found != metadata.end()) {
-      authorization =
-          absl::string_view(found->second.data(), found->second.size());
-    }
-    if (absl::Status denied = options_.token->Check(authorization);
-        !denied.ok()) {
-      return ToGrpcStatus(denied);
-    }
+                                    Scope scope, Access access) const {
+  if (absl::Status denied = Authenticate(context, access); !denied.ok()) {
+    return ToGrpcStatus(denied);
   }
   if (scope == Scope::kLeaderOnly && options_.serving_gate) {
     if (absl::Status refused = options_.serving_gate(); !refused.ok()) {
@@ -62,8 +83,8 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Finished(
 template <typename Response, typename Call>
 grpc::ServerUnaryReactor* GrpcCoordinator::Serve(
     grpc::CallbackServerContext* context, Response* response, Call call,
-    Scope scope) {
-  if (grpc::Status denied = Admit(context, scope); !denied.ok()) {
+    Scope scope, Access access) {
+  if (grpc::Status denied = Admit(context, scope, access); !denied.ok()) {
     return Finished(context, denied);
   }
   if constexpr (std::is_invocable_v<Call>) {
@@ -233,10 +254,12 @@ grpc::ServerUnaryReactor* GrpcCoordinator::DeleteJob(
     grpc::CallbackServerContext* context,
     const shard::v1::DeleteJobRequest* request,
     shard::v1::DeleteJobResponse* response) {
-  return Serve(context, response,
-               [&](Reply<shard::v1::DeleteJobResponse> reply) {
-                 service_->StartDeleteJob(*request, std::move(reply));
-               });
+  return Serve(
+      context, response,
+      [&](Reply<shard::v1::DeleteJobResponse> reply) {
+        service_->StartDeleteJob(*request, std::move(reply));
+      },
+      Scope::kLeaderOnly, Access::kAdmin);
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Drain(
@@ -255,7 +278,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Drain(
             absl::ToInt64Milliseconds(options_.on_drain())));
         return drained;
       },
-      Scope::kAnyReplica);
+      Scope::kAnyReplica, Access::kAdmin);
 }
 
 }  // namespace shard::server

@@ -21,8 +21,12 @@
 namespace shard::server {
 
 struct GrpcCoordinatorOptions {
-  // Every call must carry this token (null: no authentication).
+  // Every call must carry this token (null: no authentication), or
+  // admin_token.
   const security::BearerToken* token = nullptr;
+  // Admin calls (DeleteJob, Drain) must carry this token (null: they take
+  // `token` like every call); the others accept it too.
+  const security::BearerToken* admin_token = nullptr;
   // Runs the Drain RPC: starts the daemon's graceful shutdown and returns
   // the grace in-flight calls get. Unset: Drain answers UNIMPLEMENTED.
   std::function<absl::Duration()> on_drain;
@@ -123,10 +127,17 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
  private:
   // Which calls a replica that is not serving still answers.
   enum class Scope { kLeaderOnly, kAnyReplica };
+  // Which token a call needs (see GrpcCoordinatorOptions).
+  enum class Access { kMember, kAdmin };
   // OK, or UNAUTHENTICATED when a token is configured and the call's
-  // authorization metadata does not carry it, or the serving gate's
-  // refusal for a kLeaderOnly call (adding the leader trailer).
-  grpc::Status Admit(grpc::CallbackServerContext* context, Scope scope) const;
+  // authorization metadata does not carry it (PERMISSION_DENIED for an
+  // admin call carrying the member token), or the serving gate's refusal
+  // for a kLeaderOnly call (adding the leader trailer).
+  grpc::Status Admit(grpc::CallbackServerContext* context, Scope scope,
+                     Access access = Access::kMember) const;
+  // OK when the call carries a token its access accepts.
+  absl::Status Authenticate(grpc::CallbackServerContext* context,
+                            Access access) const;
 
   // The one unary path: Admit(), then `call`, which either returns
   // the answer (absl::StatusOr<Response>, taking no argument) or takes the
@@ -135,7 +146,8 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
   template <typename Response, typename Call>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
                                   Response* response, Call call,
-                                  Scope scope = Scope::kLeaderOnly);
+                                  Scope scope = Scope::kLeaderOnly,
+                                  Access access = Access::kMember);
   // A reactor finished with `status` (e.g. refused by Admit()).
   static grpc::ServerUnaryReactor* Finished(
       grpc::CallbackServerContext* context, const grpc::Status& status);

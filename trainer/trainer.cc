@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/plan/job_spec.h"
 #include "shard/client/heartbeater.h"
 #include "shard/client/torch/coordinator_store.h"
 #include "shard/client/torch/shard_sampler.h"
@@ -20,6 +21,7 @@
 #include "trainer/gather_uneven.h"
 #include "trainer/gradient_sync.h"
 #include "trainer/models.h"
+#include "trainer/progress_report.h"
 #include "trainer/synthetic_dataset.h"
 #include "trainer/training_data.h"
 
@@ -293,11 +295,12 @@ class Attempt {
  public:
   Attempt(const TrainerOptions& options, const TrainingData& data,
           std::shared_ptr<client::CoordinatorClient> client,
-          IndexLog& index_log, int number)
+          IndexLog& index_log, ProgressReport& report, int number)
       : options_(options),
         data_(data),
         client_(std::move(client)),
         index_log_(index_log),
+        report_(report),
         number_(number) {}
 
   absl::Status Run() {
@@ -425,6 +428,14 @@ class Attempt {
   absl::Status RunEpoch(uint64_t epoch, Loader& loader,
                         torch_adapter::ShardSamplerProgress& progress) {
     uint64_t samples = 0, steps = 0;
+    // Where this epoch's positions end in the current world, and a whole
+    // epoch's length (for the progress line).
+    const uint64_t epoch_base = epoch == start_.epoch ? start_.position : 0;
+    const uint64_t epoch_end =
+        plan::LayoutOf(membership_.spec, membership_.world_size, epoch_base)
+            .total();
+    const uint64_t epoch_length =
+        plan::LayoutOf(membership_.spec, membership_.world_size, 0).total();
     torch::Tensor loss_sum =
         torch::zeros({}, torch::dtype(torch::kFloat64).device(device_));
     const Clock::time_point began = Clock::now();
@@ -463,6 +474,8 @@ class Attempt {
         // the device each step.
         loss_sum += loss.detach();
         index_log_.Write(epoch, membership_.rank, batch.indices);
+        report_.Step(membership_.rank, epoch, progress.Current().position,
+                     epoch_end, epoch_length, batch.size());
         checkpoint_due = options_.checkpoint_every > 0 &&
                          steps % options_.checkpoint_every == 0;
       }
@@ -496,6 +509,7 @@ class Attempt {
   const TrainingData& data_;
   const std::shared_ptr<client::CoordinatorClient> client_;
   IndexLog& index_log_;
+  ProgressReport& report_;
   const int number_;
   // Set by the steps, in order.
   client::Membership membership_;
@@ -529,15 +543,18 @@ absl::Status RunTrainer(const TrainerOptions& options) {
     }
   }
   IndexLog index_log(file);
+  ProgressReport report(stdout, options.progress_every, options.epochs);
   absl::Status status;
   for (int attempt = 0; attempt <= options.max_rejoins; ++attempt) {
     try {
-      status = Attempt(options, *data, client, index_log, attempt).Run();
+      status =
+          Attempt(options, *data, client, index_log, report, attempt).Run();
     } catch (const std::exception& e) {
       // libtorch throws; one that escapes the attempt is a bug, reported as
       // an error rather than std::terminate.
       return absl::InternalError(absl::StrCat("trainer: ", e.what()));
     }
+    if (status.ok()) report.Summary();
     if (!absl::IsAborted(status)) return status;
     std::printf("membership changed (%s): re-joining\n",
                 std::string(status.message()).c_str());

@@ -55,6 +55,9 @@ struct TrainerOptions {
   std::string log_indices;
   // How long to wait for all ranks to join.
   absl::Duration join_wait = absl::Minutes(10);
+  // A progress line (step, position, samples/s, ETA) on stdout this often;
+  // zero: none (the summary at the end stays). See progress_report.h.
+  absl::Duration progress_every = absl::Seconds(10);
 };
 
 // Runs training to completion. Prints one progress line per epoch (with

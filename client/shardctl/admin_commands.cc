@@ -12,21 +12,16 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "client/cli_flags.h"
 #include "common/plan/job_spec.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace shard::shardctl {
 namespace {
 
-enum class Output { kTable, kJson };
-
-absl::StatusOr<Output> ParseOutput(const client::CliFlags& flags) {
-  const std::string output = flags.String("output", "table");
-  if (output == "table") return Output::kTable;
-  if (output == "json") return Output::kJson;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--output must be table or json, got \"", output, "\""));
+// Adds --output table|json, bound to *output.
+void AddOutputOption(CLI::App& app, std::string* output) {
+  app.add_option("--output,-o", *output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
 }
 
 absl::Status PrintJson(const google::protobuf::Message& message) {
@@ -132,114 +127,149 @@ std::vector<std::vector<std::string>> ReplicaRows(
   return rows;
 }
 
-}  // namespace
-
-absl::Status Status(client::CoordinatorClient& client,
-                    const client::ClientOptions& options,
-                    const std::vector<std::string>& args) {
-  absl::StatusOr<client::CliFlags> flags =
-      client::CliFlags::Parse(args, {"output"});
-  if (!flags.ok()) return flags.status();
-  absl::StatusOr<Output> output = ParseOutput(*flags);
-  if (!output.ok()) return output.status();
-  absl::StatusOr<std::vector<shard::v1::Job>> jobs = client.ListJobs();
-  if (!jobs.ok()) return jobs.status();
-  if (*output == Output::kJson) {
-    shard::v1::ListJobsResponse response;
-    for (const shard::v1::Job& job : *jobs) *response.add_jobs() = job;
-    return PrintJson(response);
-  }
-  if (absl::StrContains(options.address, ',')) {
-    PrintTable(ReplicaRows(options));
-    std::printf("\n");
-  }
-  if (jobs->empty()) {
-    std::printf("no jobs\n");
-    return absl::OkStatus();
-  }
-  std::vector<std::vector<std::string>> rows = {JobHeader()};
-  for (const shard::v1::Job& job : *jobs) rows.push_back(JobRow(job));
-  PrintTable(rows);
-  return absl::OkStatus();
-}
-
-absl::Status Describe(client::CoordinatorClient& client,
-                      const std::vector<std::string>& args) {
-  absl::StatusOr<client::CliFlags> flags =
-      client::CliFlags::Parse(args, {"job", "output"});
-  if (!flags.ok()) return flags.status();
-  absl::StatusOr<std::string> job_id = flags->String("job");
-  if (!job_id.ok()) return job_id.status();
-  absl::StatusOr<Output> output = ParseOutput(*flags);
-  if (!output.ok()) return output.status();
-  absl::StatusOr<shard::v1::Job> job = client.GetJob(*job_id);
-  if (!job.ok()) return job.status();
-  if (*output == Output::kJson) return PrintJson(*job);
-  const shard::v1::JobSpec& spec = job->spec();
+// describe's table: the job's fields, then its members.
+void PrintJobDetails(const shard::v1::Job& job) {
+  const shard::v1::JobSpec& spec = job.spec();
   PrintTable({
-      {"job:", job->job_id()},
+      {"job:", job.job_id()},
       {"dataset size:", absl::StrCat(spec.dataset_size())},
-      {"world size:", WorldName(*job)},
+      {"world size:", WorldName(job)},
       {"seed:", absl::StrCat(spec.seed())},
       {"shuffle:", ShuffleName(spec)},
       {"tail:", std::string(plan::TailName(spec.tail()))},
-      {"samples per rank:", absl::StrCat(job->samples_per_rank())},
-      {"committed:", absl::StrCat("epoch ", job->committed_epoch(),
-                                  " position ", job->committed_position())},
-      {"generation:", absl::StrCat(job->generation())},
-      {"members:", absl::StrCat(job->joined_members())},
+      {"samples per rank:", absl::StrCat(job.samples_per_rank())},
+      {"committed:", absl::StrCat("epoch ", job.committed_epoch(), " position ",
+                                  job.committed_position())},
+      {"generation:", absl::StrCat(job.generation())},
+      {"members:", absl::StrCat(job.joined_members())},
   });
-  if (job->members_size() > 0) {
-    std::printf("\n");
-    std::vector<std::vector<std::string>> rows = {{"MEMBER", "RANK"}};
-    for (const shard::v1::JobMember& member : job->members()) {
-      rows.push_back({member.member_id(), member.in_world()
-                                              ? absl::StrCat(member.rank())
-                                              : std::string("waiting")});
-    }
-    PrintTable(rows);
+  if (job.members_size() == 0) return;
+  std::printf("\n");
+  std::vector<std::vector<std::string>> rows = {{"MEMBER", "RANK"}};
+  for (const shard::v1::JobMember& member : job.members()) {
+    rows.push_back({member.member_id(), member.in_world()
+                                            ? absl::StrCat(member.rank())
+                                            : std::string("waiting")});
   }
-  return absl::OkStatus();
+  PrintTable(rows);
 }
 
-absl::Status DeleteJob(client::CoordinatorClient& client,
-                       const std::vector<std::string>& args) {
-  absl::StatusOr<client::CliFlags> flags =
-      client::CliFlags::Parse(args, {"job", "force", "output"});
-  if (!flags.ok()) return flags.status();
-  absl::StatusOr<std::string> job_id = flags->String("job");
-  if (!job_id.ok()) return job_id.status();
-  absl::StatusOr<bool> force = flags->Bool("force", false);
-  if (!force.ok()) return force.status();
-  absl::StatusOr<Output> output = ParseOutput(*flags);
-  if (!output.ok()) return output.status();
-  if (absl::Status s = client.DeleteJob(*job_id, *force); !s.ok()) return s;
-  if (*output == Output::kJson) {
-    std::printf("{\n \"deleted\": \"%s\"\n}\n", job_id->c_str());
-  } else {
-    std::printf("deleted job %s\n", job_id->c_str());
-  }
-  return absl::OkStatus();
+}  // namespace
+
+Command AddStatus(CLI::App& shardctl) {
+  auto output = std::make_shared<std::string>("table");
+  CLI::App* app = shardctl.add_subcommand(
+      "status",
+      "list the jobs (with several --coordinator addresses: each replica's "
+      "role first)");
+  AddOutputOption(*app, output.get());
+  return {app, [output](const client::ClientOptions& options) -> absl::Status {
+            absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
+                Connect(options);
+            if (!client.ok()) return client.status();
+            absl::StatusOr<std::vector<shard::v1::Job>> jobs =
+                (*client)->ListJobs();
+            if (!jobs.ok()) return jobs.status();
+            if (*output == "json") {
+              shard::v1::ListJobsResponse response;
+              for (const shard::v1::Job& job : *jobs) {
+                *response.add_jobs() = job;
+              }
+              return PrintJson(response);
+            }
+            if (absl::StrContains(options.address, ',')) {
+              PrintTable(ReplicaRows(options));
+              std::printf("\n");
+            }
+            if (jobs->empty()) {
+              std::printf("no jobs\n");
+              return absl::OkStatus();
+            }
+            std::vector<std::vector<std::string>> rows = {JobHeader()};
+            for (const shard::v1::Job& job : *jobs) rows.push_back(JobRow(job));
+            PrintTable(rows);
+            return absl::OkStatus();
+          }};
 }
 
-absl::Status Drain(client::CoordinatorClient& client,
-                   const std::vector<std::string>& args) {
-  absl::StatusOr<client::CliFlags> flags =
-      client::CliFlags::Parse(args, {"output"});
-  if (!flags.ok()) return flags.status();
-  absl::StatusOr<Output> output = ParseOutput(*flags);
-  if (!output.ok()) return output.status();
-  absl::StatusOr<absl::Duration> grace = client.Drain();
-  if (!grace.ok()) return grace.status();
-  if (*output == Output::kJson) {
-    std::printf("{\n \"draining\": true,\n \"graceMs\": \"%lld\"\n}\n",
-                static_cast<long long>(absl::ToInt64Milliseconds(*grace)));
-  } else {
-    std::printf(
-        "coordinator draining: in-flight calls have %s, then it exits\n",
-        absl::FormatDuration(*grace).c_str());
-  }
-  return absl::OkStatus();
+Command AddDescribe(CLI::App& shardctl) {
+  struct Flags {
+    std::string job;
+    std::string output = "table";
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* app =
+      shardctl.add_subcommand("describe", "show one job and its members");
+  app->add_option("--job", flags->job, "job id")->required();
+  AddOutputOption(*app, &flags->output);
+  return {app, [flags](const client::ClientOptions& options) -> absl::Status {
+            absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
+                Connect(options);
+            if (!client.ok()) return client.status();
+            absl::StatusOr<shard::v1::Job> job = (*client)->GetJob(flags->job);
+            if (!job.ok()) return job.status();
+            if (flags->output == "json") return PrintJson(*job);
+            PrintJobDetails(*job);
+            return absl::OkStatus();
+          }};
+}
+
+Command AddDeleteJob(CLI::App& shardctl) {
+  struct Flags {
+    std::string job;
+    bool force = false;
+    std::string output = "table";
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* app = shardctl.add_subcommand(
+      "delete-job", "delete a job and its progress (journaled)");
+  app->add_option("--job", flags->job, "job id")->required();
+  app->add_flag("--force", flags->force,
+                "delete even while members are joined (their generation "
+                "ends)");
+  AddOutputOption(*app, &flags->output);
+  return {app, [flags](const client::ClientOptions& options) -> absl::Status {
+            absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
+                Connect(options);
+            if (!client.ok()) return client.status();
+            if (absl::Status s = (*client)->DeleteJob(flags->job, flags->force);
+                !s.ok()) {
+              return s;
+            }
+            if (flags->output == "json") {
+              std::printf("{\n \"deleted\": \"%s\"\n}\n", flags->job.c_str());
+            } else {
+              std::printf("deleted job %s\n", flags->job.c_str());
+            }
+            return absl::OkStatus();
+          }};
+}
+
+Command AddDrain(CLI::App& shardctl) {
+  auto output = std::make_shared<std::string>("table");
+  CLI::App* app = shardctl.add_subcommand(
+      "drain",
+      "drain the coordinator: in-flight calls get its shutdown grace, then "
+      "it exits 0");
+  AddOutputOption(*app, output.get());
+  return {app, [output](const client::ClientOptions& options) -> absl::Status {
+            absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
+                Connect(options);
+            if (!client.ok()) return client.status();
+            absl::StatusOr<absl::Duration> grace = (*client)->Drain();
+            if (!grace.ok()) return grace.status();
+            if (*output == "json") {
+              std::printf(
+                  "{\n \"draining\": true,\n \"graceMs\": \"%lld\"\n}\n",
+                  static_cast<long long>(absl::ToInt64Milliseconds(*grace)));
+            } else {
+              std::printf(
+                  "coordinator draining: in-flight calls have %s, then it "
+                  "exits\n",
+                  absl::FormatDuration(*grace).c_str());
+            }
+            return absl::OkStatus();
+          }};
 }
 
 }  // namespace shard::shardctl

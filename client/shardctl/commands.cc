@@ -1,16 +1,15 @@
 #include "client/shardctl/commands.h"
 
 #include <cstdio>
-#include <set>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "client/cli_flags.h"
 #include "client/job_spec_flags.h"
+#include "common/cli/command_line.h"
 #include "shard/client/heartbeater.h"
 
 namespace shard::shardctl {
-using client::CliFlags;
 namespace {
 
 // Buffers text and writes it to stdout in large blocks.
@@ -32,101 +31,128 @@ class StdoutBuffer {
 
 }  // namespace
 
-absl::Status CreateJob(client::CoordinatorClient& client,
-                       const std::vector<std::string>& args) {
-  std::set<std::string> accepted = {"job", "size", "world-size"};
-  client::AddJobSpecFlagNames(accepted);
-  absl::StatusOr<CliFlags> flags = CliFlags::Parse(args, accepted);
-  if (!flags.ok()) return flags.status();
-  absl::StatusOr<std::string> job = flags->String("job");
-  absl::StatusOr<uint64_t> size = flags->Uint64("size");
-  absl::StatusOr<uint64_t> world = flags->Uint64("world-size");
-  for (const absl::Status& s : {job.status(), size.status(), world.status()}) {
-    if (!s.ok()) return s;
-  }
-  absl::StatusOr<shard::v1::JobSpec> spec =
-      client::JobSpecFromFlags(*flags, *size, *world);
-  if (!spec.ok()) return spec.status();
-  absl::StatusOr<shard::v1::Job> created = client.CreateJob(*job, *spec);
-  if (!created.ok()) return created.status();
-  std::printf("job %s: dataset_size=%llu world_size=%u samples_per_rank=%llu\n",
-              created->job_id().c_str(),
-              static_cast<unsigned long long>(created->spec().dataset_size()),
-              created->spec().world_size(),
-              static_cast<unsigned long long>(created->samples_per_rank()));
-  return absl::OkStatus();
+Command AddCreateJob(CLI::App& shardctl) {
+  struct Flags {
+    std::string job;
+    uint64_t size = 0;
+    uint64_t world_size = 0;
+    client::JobSpecFlags spec;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* app = shardctl.add_subcommand(
+      "create-job", "create a job (or check that an existing one is equal)");
+  app->add_option("--job", flags->job, "job id")->required();
+  app->add_option("--size", flags->size, "samples in the dataset")->required();
+  app->add_option("--world-size", flags->world_size, "ranks (members)")
+      ->required();
+  client::AddJobSpecOptions(*app, &flags->spec);
+  return {app, [flags](const client::ClientOptions& options) -> absl::Status {
+            absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
+                Connect(options);
+            if (!client.ok()) return client.status();
+            absl::StatusOr<shard::v1::JobSpec> spec = client::JobSpecFromFlags(
+                flags->spec, flags->size, flags->world_size);
+            if (!spec.ok()) return spec.status();
+            absl::StatusOr<shard::v1::Job> created =
+                (*client)->CreateJob(flags->job, *spec);
+            if (!created.ok()) return created.status();
+            std::printf(
+                "job %s: dataset_size=%llu world_size=%u "
+                "samples_per_rank=%llu\n",
+                created->job_id().c_str(),
+                static_cast<unsigned long long>(created->spec().dataset_size()),
+                created->spec().world_size(),
+                static_cast<unsigned long long>(created->samples_per_rank()));
+            return absl::OkStatus();
+          }};
 }
 
-absl::Status Plan(client::CoordinatorClient& client,
-                  const std::vector<std::string>& args) {
-  absl::StatusOr<CliFlags> flags =
-      CliFlags::Parse(args, {"job", "epoch", "rank"});
-  if (!flags.ok()) return flags.status();
-  absl::StatusOr<std::string> job = flags->String("job");
-  absl::StatusOr<uint64_t> epoch = flags->Uint64("epoch");
-  absl::StatusOr<uint64_t> rank = flags->Uint64("rank");
-  for (const absl::Status& s : {job.status(), epoch.status(), rank.status()}) {
-    if (!s.ok()) return s;
-  }
-  if (*rank > UINT32_MAX) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--rank is too large: ", *rank));
-  }
-  // Pages sized by bytes, not counts: near N = 2^62 every index takes 9
-  // bytes on the wire.
-  constexpr uint32_t kPage = client::CoordinatorClient::kMaxPreviewPage;
-  StdoutBuffer out;
-  uint64_t offset = 0;
-  while (true) {
-    absl::StatusOr<shard::v1::PreviewShardResponse> page = client.Preview(
-        *job, static_cast<uint32_t>(*rank), *epoch, offset, kPage);
-    if (!page.ok()) return page.status();
-    for (uint64_t index : page->indices()) {
-      absl::StrAppend(&out.text(), index, "\n");
-      out.MaybeFlush();
-    }
-    offset += page->indices_size();
-    if (offset >= page->rank_shard_size() || page->indices_size() == 0) break;
-  }
-  return absl::OkStatus();
+Command AddPlan(CLI::App& shardctl) {
+  struct Flags {
+    std::string job;
+    uint64_t epoch = 0;
+    uint32_t rank = 0;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* app = shardctl.add_subcommand(
+      "plan", "print a rank's indices of an epoch, one per line");
+  app->add_option("--job", flags->job, "job id")->required();
+  app->add_option("--epoch", flags->epoch, "epoch")->required();
+  app->add_option("--rank", flags->rank, "rank")->required();
+  return {
+      app, [flags](const client::ClientOptions& options) -> absl::Status {
+        absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
+            Connect(options);
+        if (!client.ok()) return client.status();
+        // Pages sized by bytes, not counts: near N = 2^62 every index
+        // takes 9 bytes on the wire.
+        constexpr uint32_t kPage = client::CoordinatorClient::kMaxPreviewPage;
+        StdoutBuffer out;
+        uint64_t offset = 0;
+        while (true) {
+          absl::StatusOr<shard::v1::PreviewShardResponse> page =
+              (*client)->Preview(flags->job, flags->rank, flags->epoch, offset,
+                                 kPage);
+          if (!page.ok()) return page.status();
+          for (uint64_t index : page->indices()) {
+            absl::StrAppend(&out.text(), index, "\n");
+            out.MaybeFlush();
+          }
+          offset += page->indices_size();
+          if (offset >= page->rank_shard_size() || page->indices_size() == 0) {
+            break;
+          }
+        }
+        return absl::OkStatus();
+      }};
 }
 
-absl::Status Consume(const std::shared_ptr<client::CoordinatorClient>& client,
-                     const std::vector<std::string>& args) {
-  absl::StatusOr<CliFlags> flags =
-      CliFlags::Parse(args, {"job", "member", "epochs", "wait"});
-  if (!flags.ok()) return flags.status();
-  absl::StatusOr<std::string> job = flags->String("job");
-  absl::StatusOr<std::string> member = flags->String("member");
-  absl::StatusOr<uint64_t> epochs = flags->Uint64("epochs", 1);
-  absl::StatusOr<absl::Duration> wait =
-      flags->Duration("wait", absl::Minutes(5));
-  for (const absl::Status& s :
-       {job.status(), member.status(), epochs.status(), wait.status()}) {
-    if (!s.ok()) return s;
-  }
-  absl::StatusOr<client::Membership> membership =
-      client->Join(*job, *member, std::nullopt, *wait);
-  if (!membership.ok()) return membership.status();
-  client::Heartbeater heartbeater(client, *membership, absl::Seconds(2));
-
-  StdoutBuffer out;
-  std::vector<uint64_t> batch(4096);
-  for (uint64_t epoch = 0; epoch < *epochs; ++epoch) {
-    std::unique_ptr<client::ShardStream> stream =
-        client->OpenStream(*membership, epoch, /*start_position=*/0);
-    while (true) {
-      absl::StatusOr<size_t> got = stream->Next(absl::MakeSpan(batch));
-      if (!got.ok()) return got.status();
-      if (*got == 0) break;
-      for (size_t i = 0; i < *got; ++i) {
-        absl::StrAppend(&out.text(), epoch, " ", membership->rank, " ",
-                        batch[i], "\n");
-      }
-      out.MaybeFlush();
-    }
-  }
-  return absl::OkStatus();
+Command AddConsume(CLI::App& shardctl) {
+  struct Flags {
+    std::string job;
+    std::string member;
+    uint64_t epochs = 1;
+    absl::Duration wait = absl::Minutes(5);
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* app = shardctl.add_subcommand(
+      "consume",
+      "join a job, wait for its world and print \"EPOCH RANK INDEX\" per "
+      "index streamed");
+  app->add_option("--job", flags->job, "job id")->required();
+  app->add_option("--member", flags->member, "member id to join as")
+      ->required();
+  app->add_option("--epochs", flags->epochs, "epochs to stream");
+  cli::AddDuration(*app, "--wait", &flags->wait,
+                   "how long to wait for the world to form");
+  return {
+      app, [flags](const client::ClientOptions& options) -> absl::Status {
+        absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
+            Connect(options);
+        if (!client.ok()) return client.status();
+        absl::StatusOr<client::Membership> membership = (*client)->Join(
+            flags->job, flags->member, std::nullopt, flags->wait);
+        if (!membership.ok()) return membership.status();
+        client::Heartbeater heartbeater(*client, *membership, absl::Seconds(2));
+        StdoutBuffer out;
+        std::vector<uint64_t> batch(4096);
+        for (uint64_t epoch = 0; epoch < flags->epochs; ++epoch) {
+          std::unique_ptr<client::ShardStream> stream =
+              (*client)->OpenStream(*membership, epoch,
+                                    /*start_position=*/0);
+          while (true) {
+            absl::StatusOr<size_t> got = stream->Next(absl::MakeSpan(batch));
+            if (!got.ok()) return got.status();
+            if (*got == 0) break;
+            for (size_t i = 0; i < *got; ++i) {
+              absl::StrAppend(&out.text(), epoch, " ", membership->rank, " ",
+                              batch[i], "\n");
+            }
+            out.MaybeFlush();
+          }
+        }
+        return absl::OkStatus();
+      }};
 }
 
 }  // namespace shard::shardctl

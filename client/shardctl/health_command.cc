@@ -5,19 +5,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "client/cli_flags.h"
 #include "client/health_check.h"
 #include "shard/client/coordinator_channel.h"
 #include "shard/client/coordinator_replicas.h"
 
 namespace shard::shardctl {
 
-absl::Status Health(const client::ClientOptions& options,
-                    const std::vector<std::string>& args) {
-  absl::StatusOr<client::CliFlags> flags =
-      client::CliFlags::Parse(args, {"service"});
-  if (!flags.ok()) return flags.status();
-  const std::string service = flags->String("service", "");
+namespace {
+
+absl::Status CheckEndpoints(const client::ClientOptions& options,
+                            const std::string& service) {
   absl::StatusOr<std::vector<std::string>> addresses =
       client::ParseCoordinatorAddresses(options.address);
   if (!addresses.ok()) return addresses.status();
@@ -51,6 +48,23 @@ absl::Status Health(const client::ClientOptions& options,
       unhealthy, " of ", addresses->size(), " endpoint",
       addresses->size() == 1 ? "" : "s", " unhealthy",
       service.empty() ? "" : absl::StrCat(" (service \"", service, "\")")));
+}
+
+}  // namespace
+
+Command AddHealth(CLI::App& shardctl) {
+  auto service = std::make_shared<std::string>();
+  CLI::App* app = shardctl.add_subcommand(
+      "health",
+      "ask each --coordinator address for its gRPC health; exit 1 unless "
+      "all are SERVING");
+  app->add_option("--service", *service,
+                  "health service: \"\" (serving: the leader), "
+                  "shard.v1.Coordinator, or liveness (every running "
+                  "replica)");
+  return {app, [service](const client::ClientOptions& options) {
+            return CheckEndpoints(options, *service);
+          }};
 }
 
 }  // namespace shard::shardctl

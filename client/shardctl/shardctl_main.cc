@@ -1,54 +1,26 @@
 // shardctl: command-line client of the shardd coordinator.
 //
-//   shardctl [--coordinator HOST:PORT[,HOST:PORT...]] [--timeout 30s]
-//            [--retry-deadline 60s]
-//            [--tls-ca PEM] [--tls-cert PEM --tls-key PEM]
-//            [--auth-token-file FILE] COMMAND [command flags]
+//   shardctl [global options] COMMAND [command options]
+//   shardctl COMMAND --help | shardctl help COMMAND | shardctl --version
 //
-// Exit code 0 on success; 1 with a one-line error on stderr when the command
-// fails; 2 for a usage error.
+// Global options may also follow the command. Exit code 0 on success; 1
+// with a one-line error on stderr when the command fails; 2 for a usage
+// error.
 #include <cstdio>
-#include <cstdlib>
-#include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "client/cli_flags.h"
-#include "client/retry_report.h"
+#include "absl/status/status.h"
+#include "client/progress_lines.h"
 #include "client/security_flags.h"
 #include "client/shardctl/admin_commands.h"
 #include "client/shardctl/commands.h"
 #include "client/shardctl/health_command.h"
+#include "common/cli/command_line.h"
 #include "shard/client/coordinator_client.h"
 #include "shard/version.h"
 
 namespace {
-
-constexpr char kUsage[] =
-    "usage: shardctl [--coordinator HOST:PORT[,HOST:PORT...]] [--timeout 30s] "
-    "[--retry-deadline 60s] COMMAND [flags]\n"
-    "commands:\n"
-    "  create-job --job ID --size N --world-size W [--seed S]\n"
-    "             [--shuffle true|false] [--tail pad|drop|uneven]\n"
-    "             [--torch-randperm legacy|2.6]\n"
-    "             [--min-world-size N] [--max-world-size N]\n"
-    "             [--shuffle-algorithm torch|feistel|block]\n"
-    "             [--block-size B] [--window-blocks K]\n"
-    "  plan       --job ID --epoch E --rank R\n"
-    "  consume    --job ID --member M [--epochs K] [--wait 5m]\n"
-    "  status     [--output table|json]   (with several replicas: their "
-    "roles too)\n"
-    "  describe   --job ID [--output table|json]\n"
-    "  delete-job --job ID [--force true] [--output table|json]\n"
-    "  drain      [--output table|json]\n"
-    "  health     [--service NAME]   (each address; exit 1 unless all are\n"
-    "             SERVING; --service liveness: every running replica)\n"
-    "security flags (before COMMAND): [--tls-ca PEM] [--tls-cert PEM "
-    "--tls-key PEM]\n"
-    "  [--auth-token-file FILE]\n"
-    "The coordinator defaults to $SHARD_COORDINATOR, else 127.0.0.1:7070.\n";
 
 int Fail(const std::string& message, int code) {
   std::fprintf(stderr, "shardctl: %s\n", message.c_str());
@@ -61,89 +33,71 @@ int Exit(const absl::Status& status) {
   if (status.ok()) return 0;
   return Fail(std::string(absl::StatusCodeToString(status.code())) + ": " +
                   std::string(status.message()),
-              absl::IsInvalidArgument(status) ? 2 : 1);
+              absl::IsInvalidArgument(status) ? shard::cli::kExitUsage : 1);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> global_args;
-  int i = 1;
-  while (i < argc && absl::StartsWith(argv[i], "--") &&
-         std::string(argv[i]) != "--version" &&
-         std::string(argv[i]) != "--help") {
-    global_args.push_back(argv[i++]);
-    if (global_args.back().find('=') == std::string::npos && i < argc) {
-      global_args.push_back(argv[i++]);
-    }
+  CLI::App app("Command-line client of the shardd data-sharding coordinator.");
+  shard::cli::Configure(app, "shardctl");
+  app.fallthrough();  // global options may follow the command
+  app.require_subcommand(1);
+  app.footer(
+      "Run 'shardctl COMMAND --help' (or 'shardctl help COMMAND') for a "
+      "command's options.");
+
+  shard::client::ClientOptions options;
+  options.address = "127.0.0.1:7070";
+  app.add_option("--coordinator", options.address,
+                 "the coordinator's HOST:PORT, or the replicas' as a comma-"
+                 "separated list")
+      ->type_name("HOST:PORT[,...]")
+      ->envname("SHARD_COORDINATOR");
+  shard::cli::AddDuration(app, "--timeout", &options.rpc_timeout,
+                          "deadline of each call");
+  shard::cli::AddDuration(app, "--retry-deadline", &options.retry.deadline,
+                          "how long to retry an unavailable coordinator");
+  shard::client::AddSecurityOptions(app, &options.security);
+
+  std::vector<shard::shardctl::Command> commands = {
+      shard::shardctl::AddCreateJob(app), shard::shardctl::AddPlan(app),
+      shard::shardctl::AddConsume(app),   shard::shardctl::AddStatus(app),
+      shard::shardctl::AddDescribe(app),  shard::shardctl::AddDeleteJob(app),
+      shard::shardctl::AddDrain(app),     shard::shardctl::AddHealth(app),
+  };
+  std::string help_topic;
+  CLI::App* help = app.add_subcommand("help", "show a command's options");
+  help->add_option("COMMAND", help_topic, "the command");
+  CLI::App* version = app.add_subcommand("version", "print the version");
+
+  if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
+    return *exit_code;
   }
-  if (i >= argc) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
-  const std::string command = argv[i];
-  const std::vector<std::string> command_args(argv + i + 1, argv + argc);
-  if (command == "--version" || command == "version") {
+  if (version->parsed()) {
     std::printf("shardctl %s\n", shard::Version().c_str());
     return 0;
   }
-  if (command == "help" || command == "--help") {
-    std::fputs(kUsage, stdout);
-    return 0;
+  if (help->parsed()) {
+    if (help_topic.empty()) {
+      std::fputs(app.help().c_str(), stdout);
+      return 0;
+    }
+    for (const shard::shardctl::Command& command : commands) {
+      if (command.app->get_name() == help_topic) {
+        std::fputs(command.app->help("shardctl").c_str(), stdout);
+        return 0;
+      }
+    }
+    return Fail("unknown command \"" + help_topic +
+                    "\"; run 'shardctl --help' for the commands",
+                shard::cli::kExitUsage);
   }
-
-  std::set<std::string> global_names = {"coordinator", "timeout",
-                                        "retry-deadline"};
-  shard::client::AddSecurityFlagNames(global_names);
-  absl::StatusOr<shard::client::CliFlags> global =
-      shard::client::CliFlags::Parse(global_args, global_names);
-  if (!global.ok()) return Fail(std::string(global.status().message()), 2);
-  const char* env_address = std::getenv("SHARD_COORDINATOR");
-  shard::client::ClientOptions options;
-  options.address = global->String(
-      "coordinator", env_address != nullptr ? env_address : "127.0.0.1:7070");
-  absl::StatusOr<absl::Duration> timeout =
-      global->Duration("timeout", options.rpc_timeout);
-  absl::StatusOr<absl::Duration> retry_deadline =
-      global->Duration("retry-deadline", options.retry.deadline);
-  if (!timeout.ok()) return Fail(std::string(timeout.status().message()), 2);
-  if (!retry_deadline.ok()) {
-    return Fail(std::string(retry_deadline.status().message()), 2);
-  }
-  options.rpc_timeout = *timeout;
-  options.retry.deadline = *retry_deadline;
   options.retry.on_retrying =
       shard::client::RetryReporter("shardctl", options.address);
-  options.security = shard::client::SecurityFromFlags(*global);
-
-  if (command == "health") {
-    return Exit(shard::shardctl::Health(options, command_args));
+  options.on_waiting = shard::client::WaitingReporter("shardctl");
+  for (const shard::shardctl::Command& command : commands) {
+    if (command.app->parsed()) return Exit(command.run(options));
   }
-  auto connected = shard::client::CoordinatorClient::Connect(options);
-  if (!connected.ok()) {
-    return Fail(std::string(connected.status().message()), 2);
-  }
-  std::shared_ptr<shard::client::CoordinatorClient> client =
-      *std::move(connected);
-
-  absl::Status status;
-  if (command == "create-job") {
-    status = shard::shardctl::CreateJob(*client, command_args);
-  } else if (command == "plan") {
-    status = shard::shardctl::Plan(*client, command_args);
-  } else if (command == "consume") {
-    status = shard::shardctl::Consume(client, command_args);
-  } else if (command == "status") {
-    status = shard::shardctl::Status(*client, options, command_args);
-  } else if (command == "describe") {
-    status = shard::shardctl::Describe(*client, command_args);
-  } else if (command == "delete-job") {
-    status = shard::shardctl::DeleteJob(*client, command_args);
-  } else if (command == "drain") {
-    status = shard::shardctl::Drain(*client, command_args);
-  } else {
-    std::fputs(kUsage, stderr);
-    return Fail("unknown command \"" + command + "\"", 2);
-  }
-  return Exit(status);
+  return Fail("no command given", shard::cli::kExitUsage);
 }

@@ -74,6 +74,33 @@ prometheus::MetricFamily SingleCounter(std::string name, std::string help,
   return family;
 }
 
+// Fixed families: GET / answers one whose help names the endpoints, GET
+// /healthz none (200 with an empty body while the endpoint serves).
+class FixedFamilies : public prometheus::Collectable {
+ public:
+  explicit FixedFamilies(std::vector<prometheus::MetricFamily> families)
+      : families_(std::move(families)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    return families_;
+  }
+
+ private:
+  const std::vector<prometheus::MetricFamily> families_;
+};
+
+std::vector<prometheus::MetricFamily> EndpointIndex() {
+  prometheus::MetricFamily family;
+  family.name = "shard_http_endpoints";
+  family.help =
+      "shardd metrics port: GET /metrics (Prometheus text format), GET "
+      "/healthz (200 while shardd runs)";
+  family.type = prometheus::MetricType::Gauge;
+  prometheus::ClientMetric metric;
+  metric.gauge.value = 2;
+  family.metric.push_back(metric);
+  return {family};
+}
+
 // Job and coordinator gauges, built from the coordinator at scrape time.
 class CoordinatorGauges : public prometheus::Collectable {
  public:
@@ -344,6 +371,13 @@ absl::StatusOr<MetricsEndpoint> StartMetricsEndpoint(
   for (const auto& collectable : endpoint.collectables) {
     endpoint.exposer->RegisterCollectable(collectable);
   }
+  endpoint.collectables.push_back(
+      std::make_shared<FixedFamilies>(EndpointIndex()));
+  endpoint.exposer->RegisterCollectable(endpoint.collectables.back(), "/");
+  endpoint.collectables.push_back(
+      std::make_shared<FixedFamilies>(std::vector<prometheus::MetricFamily>{}));
+  endpoint.exposer->RegisterCollectable(endpoint.collectables.back(),
+                                        "/healthz");
   const std::vector<int> ports = endpoint.exposer->GetListeningPorts();
   endpoint.address =
       server::BoundAddress(listen, ports.empty() ? 0 : ports.front());

@@ -95,7 +95,8 @@ struct CoordinatorView {
   uint64_t idle_jobs_expired = 0;
 };
 
-// The HTTP endpoint Prometheus scrapes (GET /metrics).
+// The HTTP endpoint Prometheus scrapes (GET /metrics); GET / names the
+// endpoints and GET /healthz answers 200 with an empty body.
 struct MetricsEndpoint {
   std::unique_ptr<prometheus::Exposer> exposer;
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables;

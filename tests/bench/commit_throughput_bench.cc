@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "client/cli_flags.h"
+#include "common/cli/command_line.h"
 #include "grpcpp/grpcpp.h"
 #include "shard/v1/shard.grpc.pb.h"
 #include "tests/bench/bench_report.h"
@@ -175,22 +175,20 @@ int Run(const std::string& address, int pid, int members,
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
-  auto flags = shard::client::CliFlags::Parse(
-      std::vector<std::string>(argv + 1, argv + argc),
-      {"coordinator", "coordinator-pid", "members", "seconds"});
-  if (!flags.ok()) return shard::bench::Fail(flags.status().ToString());
-  absl::StatusOr<std::string> address = flags->String("coordinator");
-  absl::StatusOr<uint64_t> pid = flags->Uint64("coordinator-pid");
-  absl::StatusOr<uint64_t> members = flags->Uint64("members", 1000);
-  absl::StatusOr<uint64_t> seconds = flags->Uint64("seconds", 5);
-  for (const absl::Status& s :
-       {address.status(), pid.status(), members.status(), seconds.status()}) {
-    if (!s.ok()) return shard::bench::Fail(s.ToString());
+  CLI::App app("Commits per second of many members against one coordinator.");
+  shard::cli::Configure(app, "shard-commit-throughput-bench");
+  std::string address;
+  int pid = 0, members = 1000, seconds = 5;
+  app.add_option("--coordinator", address, "HOST:PORT")->required();
+  app.add_option("--coordinator-pid", pid, "the coordinator's pid")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--members", members, "members committing")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seconds", seconds, "how long to measure")
+      ->check(CLI::PositiveNumber);
+  if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
+    return *exit_code;
   }
-  if (*members == 0 || *pid == 0 || *seconds == 0) {
-    return shard::bench::Fail(
-        "--members, --seconds and --coordinator-pid must be > 0");
-  }
-  return shard::bench::Run(*address, static_cast<int>(*pid),
-                           static_cast<int>(*members), absl::Seconds(*seconds));
+  return shard::bench::Run(address, pid, members, absl::Seconds(seconds));
 }

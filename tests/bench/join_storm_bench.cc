@@ -21,7 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "client/cli_flags.h"
+#include "common/cli/command_line.h"
 #include "grpcpp/grpcpp.h"
 #include "shard/v1/shard.grpc.pb.h"
 #include "tests/bench/bench_report.h"
@@ -119,20 +119,18 @@ int Run(const std::string& address, int pid, int joins) {
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
-  auto flags = shard::client::CliFlags::Parse(
-      std::vector<std::string>(argv + 1, argv + argc),
-      {"coordinator", "coordinator-pid", "joins"});
-  if (!flags.ok()) return shard::bench::Fail(flags.status().ToString());
-  absl::StatusOr<std::string> address = flags->String("coordinator");
-  absl::StatusOr<uint64_t> pid = flags->Uint64("coordinator-pid");
-  absl::StatusOr<uint64_t> joins = flags->Uint64("joins", 1000);
-  for (const absl::Status& s :
-       {address.status(), pid.status(), joins.status()}) {
-    if (!s.ok()) return shard::bench::Fail(s.ToString());
+  CLI::App app("Joins many members at once and times the world forming.");
+  shard::cli::Configure(app, "shard-join-storm-bench");
+  std::string address;
+  int pid = 0, joins = 1000;
+  app.add_option("--coordinator", address, "HOST:PORT")->required();
+  app.add_option("--coordinator-pid", pid, "the coordinator's pid")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--joins", joins, "members joining")
+      ->check(CLI::PositiveNumber);
+  if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
+    return *exit_code;
   }
-  if (*joins == 0 || *pid == 0) {
-    return shard::bench::Fail("--joins and --coordinator-pid must be > 0");
-  }
-  return shard::bench::Run(*address, static_cast<int>(*pid),
-                           static_cast<int>(*joins));
+  return shard::bench::Run(address, pid, joins);
 }

@@ -16,7 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "client/cli_flags.h"
+#include "common/cli/command_line.h"
 #include "common/plan/torch_randperm.h"
 #include "tests/bench/bench_report.h"
 #include "tests/support/reference_randperm.h"
@@ -36,21 +36,26 @@ double MedianSeconds(int repeats, F&& run) {
   return seconds[seconds.size() / 2];
 }
 
-int Run(const std::vector<std::string>& args) {
-  absl::StatusOr<client::CliFlags> flags =
-      client::CliFlags::Parse(args, {"sizes", "repeats", "variant", "seed"});
-  if (!flags.ok()) {
-    std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
-    return 2;
+int Run(int argc, char** argv) {
+  CLI::App app("Times the torch.randperm reproduction against its reference.");
+  cli::Configure(app, "shard-randperm-bench");
+  std::string sizes = "10000000,100000000", variant_name = "2.6";
+  int repeats = 3;
+  uint64_t seed = 0;
+  app.add_option("--sizes", sizes, "N,... permutation sizes");
+  app.add_option("--repeats", repeats, "runs per size (the median counts)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--variant", variant_name, "legacy or 2.6")
+      ->check(CLI::IsMember({"legacy", "2.6"}));
+  app.add_option("--seed", seed, "seed");
+  if (std::optional<int> exit_code = cli::Parse(app, argc, argv)) {
+    return *exit_code;
   }
-  const int repeats = static_cast<int>(flags->Uint64("repeats", 3).value_or(3));
-  const uint64_t seed = flags->Uint64("seed", 0).value_or(0);
-  const bool torch26 = flags->String("variant", "2.6") == "2.6";
+  const bool torch26 = variant_name == "2.6";
   const plan::RandpermVariant variant = torch26
                                             ? plan::RandpermVariant::kTorch26
                                             : plan::RandpermVariant::kLegacy;
-  for (absl::string_view text :
-       absl::StrSplit(flags->String("sizes", "10000000,100000000"), ',')) {
+  for (absl::string_view text : absl::StrSplit(sizes, ',')) {
     uint64_t n = 0;
     if (!absl::SimpleAtoi(text, &n) || n == 0 || n > UINT32_MAX) {
       std::fprintf(stderr, "--sizes: 1 .. 2^32-1, got %s\n",
@@ -85,6 +90,4 @@ int Run(const std::vector<std::string>& args) {
 }  // namespace
 }  // namespace shard::bench
 
-int main(int argc, char** argv) {
-  return shard::bench::Run(std::vector<std::string>(argv + 1, argv + argc));
-}
+int main(int argc, char** argv) { return shard::bench::Run(argc, argv); }

@@ -17,7 +17,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "client/cli_flags.h"
+#include "common/cli/command_line.h"
 #include "common/plan/job_spec.h"
 #include "common/plan/rank_indices.h"
 #include "tests/bench/bench_report.h"
@@ -56,17 +56,19 @@ struct Order {
   shard::v1::JobSpec spec;
 };
 
-int Run(const std::vector<std::string>& args) {
-  absl::StatusOr<client::CliFlags> flags = client::CliFlags::Parse(
-      args, {"path", "world-size", "rank", "blocks", "seed"});
-  if (!flags.ok()) {
-    std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
-    return 2;
+int Run(int argc, char** argv) {
+  CLI::App app("Reads one rank's epoch in several orders and times it.");
+  cli::Configure(app, "shard-record-locality-bench");
+  std::string path, blocks = "64:16,256:16,1024:16,1024:64";
+  uint64_t world = 8, rank = 0, seed = 0;
+  app.add_option("--path", path, "record file or directory")->required();
+  app.add_option("--world-size", world, "ranks");
+  app.add_option("--rank", rank, "the rank read");
+  app.add_option("--blocks", blocks, "BLOCK:WINDOW,... block orders");
+  app.add_option("--seed", seed, "shuffle seed");
+  if (std::optional<int> exit_code = cli::Parse(app, argc, argv)) {
+    return *exit_code;
   }
-  const std::string path = flags->String("path", "");
-  const uint64_t world = flags->Uint64("world-size", 8).value_or(0);
-  const uint64_t rank = flags->Uint64("rank", 0).value_or(~0ull);
-  const uint64_t seed = flags->Uint64("seed", 0).value_or(0);
   auto set = trainer::data::RecordSet::Open(path);
   if (!set.ok()) {
     std::fprintf(stderr, "%s\n", set.status().ToString().c_str());
@@ -83,8 +85,7 @@ int Run(const std::vector<std::string>& args) {
   base.set_seed(seed);
   std::vector<Order> orders;
   orders.push_back({"torch", base});
-  for (absl::string_view pair : absl::StrSplit(
-           flags->String("blocks", "64:16,256:16,1024:16,1024:64"), ',')) {
+  for (absl::string_view pair : absl::StrSplit(blocks, ',')) {
     std::vector<std::string> parts = absl::StrSplit(pair, ':');
     uint64_t block = 0, window = 0;
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &block) ||
@@ -144,6 +145,4 @@ int Run(const std::vector<std::string>& args) {
 }  // namespace
 }  // namespace shard::bench
 
-int main(int argc, char** argv) {
-  return shard::bench::Run(std::vector<std::string>(argv + 1, argv + argc));
-}
+int main(int argc, char** argv) { return shard::bench::Run(argc, argv); }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/cli_flags.h"
+#include "common/cli/command_line.h"
 #include "shard/client/coordinator_client.h"
 #include "tests/bench/bench_report.h"
 
@@ -70,19 +70,18 @@ int Run(const std::string& address, const std::string& job, uint32_t world,
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
-  auto flags = shard::client::CliFlags::Parse(
-      std::vector<std::string>(argv + 1, argv + argc),
-      {"coordinator", "job", "world-size", "epoch", "chunk-indices"});
-  if (!flags.ok()) return shard::bench::Fail(flags.status().ToString());
-  absl::StatusOr<std::string> address = flags->String("coordinator");
-  absl::StatusOr<std::string> job = flags->String("job");
-  absl::StatusOr<uint64_t> world = flags->Uint64("world-size", 8);
-  absl::StatusOr<uint64_t> epoch = flags->Uint64("epoch", 0);
-  absl::StatusOr<uint64_t> chunk = flags->Uint64("chunk-indices", 0);
-  for (const absl::Status& s : {address.status(), job.status(), world.status(),
-                                epoch.status(), chunk.status()}) {
-    if (!s.ok()) return shard::bench::Fail(s.ToString());
+  CLI::App app("Streams one epoch of every rank through the C++ sampler.");
+  shard::cli::Configure(app, "shard-sampler-bench");
+  std::string address, job;
+  uint32_t world = 8, chunk = 0;
+  uint64_t epoch = 0;
+  app.add_option("--coordinator", address, "HOST:PORT")->required();
+  app.add_option("--job", job, "job id")->required();
+  app.add_option("--world-size", world, "ranks");
+  app.add_option("--epoch", epoch, "epoch");
+  app.add_option("--chunk-indices", chunk, "indices per chunk (0: default)");
+  if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
+    return *exit_code;
   }
-  return shard::bench::Run(*address, *job, static_cast<uint32_t>(*world),
-                           *epoch, static_cast<uint32_t>(*chunk));
+  return shard::bench::Run(address, job, world, epoch, chunk);
 }

@@ -26,7 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/barrier.h"
-#include "client/cli_flags.h"
+#include "common/cli/command_line.h"
 #include "shard/client/coordinator_client.h"
 #include "tests/bench/bench_report.h"
 
@@ -156,30 +156,29 @@ int Memcpy(uint64_t bytes) {
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
-  auto flags = shard::client::CliFlags::Parse(
-      std::vector<std::string>(argv + 1, argv + argc),
-      {"coordinator", "job", "ranks", "coordinator-pid", "ranks-per-connection",
-       "memcpy-bytes"});
-  if (!flags.ok()) return shard::bench::Fail(flags.status().ToString());
-  absl::StatusOr<uint64_t> memcpy_bytes = flags->Uint64("memcpy-bytes", 0);
-  if (!memcpy_bytes.ok()) {
-    return shard::bench::Fail(memcpy_bytes.status().ToString());
+  CLI::App app("Streams every rank of a large job at once.");
+  shard::cli::Configure(app, "shard-scale-bench");
+  std::string address, job;
+  uint32_t ranks = 1000, per_connection = 10;
+  int pid = 0;
+  uint64_t memcpy_bytes = 0;
+  app.add_option("--coordinator", address, "HOST:PORT");
+  app.add_option("--job", job, "job id");
+  app.add_option("--ranks", ranks, "ranks")->check(CLI::PositiveNumber);
+  app.add_option("--coordinator-pid", pid, "the coordinator's pid");
+  app.add_option("--ranks-per-connection", per_connection,
+                 "ranks sharing one channel")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--memcpy-bytes", memcpy_bytes,
+                 "measure memcpy of this many bytes instead");
+  if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
+    return *exit_code;
   }
-  if (*memcpy_bytes > 0) return shard::bench::Memcpy(*memcpy_bytes);
-  absl::StatusOr<std::string> address = flags->String("coordinator");
-  absl::StatusOr<std::string> job = flags->String("job");
-  absl::StatusOr<uint64_t> ranks = flags->Uint64("ranks", 1000);
-  absl::StatusOr<uint64_t> pid = flags->Uint64("coordinator-pid");
-  absl::StatusOr<uint64_t> per_connection =
-      flags->Uint64("ranks-per-connection", 10);
-  for (const absl::Status& s : {address.status(), job.status(), ranks.status(),
-                                pid.status(), per_connection.status()}) {
-    if (!s.ok()) return shard::bench::Fail(s.ToString());
+  if (memcpy_bytes > 0) return shard::bench::Memcpy(memcpy_bytes);
+  if (address.empty() || job.empty() || pid <= 0) {
+    return shard::bench::Fail(
+        "--coordinator, --job and --coordinator-pid "
+        "are required");
   }
-  if (*ranks == 0 || *per_connection == 0) {
-    return shard::bench::Fail("--ranks and --ranks-per-connection must be > 0");
-  }
-  return shard::bench::Scale(*address, *job, static_cast<uint32_t>(*ranks),
-                             static_cast<int>(*pid),
-                             static_cast<uint32_t>(*per_connection));
+  return shard::bench::Scale(address, job, ranks, pid, per_connection);
 }

@@ -86,7 +86,7 @@ def converter_round_trip(bin_dir, work):
               f"{split}: {len(records)} records equal the idx labels and "
               f"pixels")
     proc = run([f"{bin_dir}/shard-records", "inspect",
-                os.path.join(out, "test"), "--verify", "true"])
+                os.path.join(out, "test"), "--verify"])
     check(proc.returncode == 0 and "verified 10000 records" in proc.stdout,
           "inspect --verify reads every test record")
 
@@ -99,7 +99,7 @@ def converter_round_trip(bin_dir, work):
         f.seek(HEADER + 5 * 789 + 100)
         f.write(bytes([byte[0] ^ 0xFF]))
     proc = run([f"{bin_dir}/shard-records", "inspect", damaged,
-                "--verify", "true"])
+                "--verify"])
     check(proc.returncode == 1 and
           f"{first}: offset {HEADER + 5 * 789}" in proc.stderr and
           "DATA_LOSS" in proc.stderr,

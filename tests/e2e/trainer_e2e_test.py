@@ -68,7 +68,8 @@ def train_and_verify(bin_dir, address, world, size, epochs, work):
     members = [f"{job}-m{i}" for i in range(world)]
     cmds = [trainer_cmd(bin_dir, address, job, m, world, size, work,
                         ["--epochs", str(epochs), "--batch-size", "16",
-                         "--lr", "0.05"]) for m in members]
+                         "--lr", "0.05", "--progress-every", "10ms"])
+            for m in members]
     outputs = finish(start_trainers(cmds, work, job))
     check(all(rc == 0 for rc, _ in outputs),
           f"W={world}: every trainer exits 0")
@@ -81,6 +82,18 @@ def train_and_verify(bin_dir, address, world, size, epochs, work):
     check(len(checksums) == 1 and
           len(re.findall(r"param_checksum=", text)) == world,
           f"W={world}: identical parameter checksums on all ranks {checksums}")
+    summaries = re.findall(r"summary rank=\d+ epochs=(\d+) steps=\d+ "
+                           r"samples=(\d+) train_seconds=", text)
+    check(len(summaries) == world and
+          all(int(e) == epochs for e, _ in summaries) and
+          sum(int(n) for _, n in summaries) >= size * epochs,
+          f"W={world}: each rank ends with a summary line {summaries}")
+    progress = re.findall(r"progress rank=\d+ epoch=\d+/%d step=\d+ "
+                          r"position=\d+/\d+ \([\d.]+%%\) "
+                          r"world_samples_per_s=\d+ eta=\S+" % epochs, text)
+    check(len(progress) > 0,
+          f"W={world}: --progress-every 10ms prints progress lines "
+          f"({len(progress)})")
     losses = {}
     for epoch, loss in re.findall(r"epoch (\d+) rank=0 .* loss=([\d.]+)",
                                   text):

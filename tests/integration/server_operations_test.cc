@@ -164,6 +164,49 @@ TEST(ServerOperationsTest, EveryCallNeedsTheBearerToken) {
       Health::kServing);
 }
 
+// --admin-token-file: delete-job and drain need the admin token; a
+// member's token is refused (PERMISSION_DENIED), and member calls take
+// either token.
+TEST(ServerOperationsTest, AdminCallsNeedTheAdminToken) {
+  server::CoordinatorServerOptions options;
+  options.auth_token_file = TestSecrets().Path("token");
+  options.admin_token_file = TestSecrets().Path("wrong-token");
+  bool drain_requested = false;
+  options.on_drain_requested = [&] { drain_requested = true; };
+  TestCluster cluster({}, options);
+  client::ChannelSecurity member;
+  member.auth_token_file = TestSecrets().Path("token");
+  client::ChannelSecurity admin;
+  admin.auth_token_file = TestSecrets().Path("wrong-token");
+  EXPECT_EQ(ListJobsWith(cluster.address(), member), absl::StatusCode::kOk);
+  EXPECT_EQ(ListJobsWith(cluster.address(), admin), absl::StatusCode::kOk);
+  EXPECT_EQ(ListJobsWith(cluster.address(), {}),
+            absl::StatusCode::kUnauthenticated);
+
+  auto connect = [&](const client::ChannelSecurity& security) {
+    client::ClientOptions client_options;
+    client_options.address = cluster.address();
+    client_options.security = security;
+    client_options.retry.deadline = absl::ZeroDuration();
+    return *client::CoordinatorClient::Connect(client_options);
+  };
+  const absl::Status member_delete = connect(member)->DeleteJob("j", true);
+  EXPECT_EQ(member_delete.code(), absl::StatusCode::kPermissionDenied)
+      << member_delete;
+  EXPECT_NE(member_delete.message().find("--admin-token-file"),
+            std::string::npos);
+  EXPECT_EQ(connect({})->DeleteJob("j", true).code(),
+            absl::StatusCode::kUnauthenticated);
+  // Past authentication: the job does not exist.
+  EXPECT_EQ(connect(admin)->DeleteJob("j", true).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(connect(member)->Drain().status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_FALSE(drain_requested);
+  EXPECT_TRUE(connect(admin)->Drain().ok());
+  EXPECT_TRUE(drain_requested);
+}
+
 TEST(ServerOperationsTest, HealthTurnsNotServingOnDrain) {
   bool drain_requested = false;
   server::CoordinatorServerOptions options = TlsServer();

@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Operating a real shardd: metrics, bearer token, shardctl admin, drain.
 
-Starts shardd with --metrics-listen and --auth-token-file, then checks:
+Starts shardd with --metrics-listen, --auth-token-file and
+--admin-token-file, then checks:
+- GET / on the metrics port names /metrics and /healthz; /healthz answers
+  200;
 - /metrics passes `promtool check metrics`, has the job gauges (labelled
   job_id), RPC histograms by method and code, journal fsync latency and
   group sizes, waiting calls, store bytes, process_* and build info, and a
@@ -10,6 +13,8 @@ Starts shardd with --metrics-listen and --auth-token-file, then checks:
 - shardctl without the token, or with a wrong one, gets UNAUTHENTICATED,
   and the token appears in no log, no output and no metric;
 - shardctl status / describe / delete-job in table and JSON form;
+  delete-job and drain with the trainers' token get PERMISSION_DENIED
+  naming --admin-token-file, with the admin token they work;
 - shardctl retrying an unreachable coordinator says so about every 5 s;
 - shardctl health: a line per endpoint, exit 0 when all are SERVING and 1
   with an endpoint down;
@@ -32,6 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..",
 from shardd_process import ShardDaemon  # noqa: E402
 
 TOKEN = "ops-test-token-7f3a9c"
+ADMIN_TOKEN = "ops-admin-token-51be02"
 RESULTS = {"passed": 0, "failed": 0}
 
 
@@ -67,19 +73,32 @@ def main():
     work = tempfile.mkdtemp(prefix="shard-ops-")
     token_file = os.path.join(work, "token")
     wrong_file = os.path.join(work, "wrong")
+    admin_file = os.path.join(work, "admin")
     with open(token_file, "w") as f:
         f.write(TOKEN + "\n")
     with open(wrong_file, "w") as f:
         f.write("not-" + TOKEN + "\n")
-    for secret in (token_file, wrong_file):
+    with open(admin_file, "w") as f:
+        f.write(ADMIN_TOKEN + "\n")
+    for secret in (token_file, wrong_file, admin_file):
         os.chmod(secret, 0o600)
     log_path = os.path.join(work, "shardd.log")
     shardctl = f"{args.bin_dir}/shardctl"
     outputs = []
 
     with ShardDaemon(args.bin_dir, "--metrics-listen", "127.0.0.1:0",
-                     "--auth-token-file", token_file, "--shutdown-grace",
-                     "3s", log_path=log_path) as daemon:
+                     "--auth-token-file", token_file, "--admin-token-file",
+                     admin_file, "--shutdown-grace", "3s",
+                     log_path=log_path) as daemon:
+        with urllib.request.urlopen(f"http://{daemon.metrics_address}/",
+                                    timeout=10) as r:
+            index = r.read().decode()
+        check("/metrics" in index and "/healthz" in index,
+              f"GET / on the metrics port names its endpoints {index!r}")
+        with urllib.request.urlopen(
+                f"http://{daemon.metrics_address}/healthz", timeout=10) as r:
+            check(r.status == 200, f"GET /healthz answers {r.status}")
+
         def ctl(*argv, token=token_file, ok=True):
             cmd = [shardctl, "--coordinator", daemon.address,
                    "--retry-deadline", "0s"]
@@ -199,10 +218,16 @@ def main():
         described_json = json.loads(
             ctl("describe", "--job", "ops", "--output", "json").stdout)
         check(described_json["jobId"] == "ops", "describe --output json")
-        refused = ctl("delete-job", "--job", "ops", ok=False)
+        refused = ctl("delete-job", "--job", "ops", token=admin_file,
+                      ok=False)
         check(refused.returncode == 1 and "FAILED_PRECONDITION" in
               refused.stderr, "delete-job refuses a job with members")
-        ctl("delete-job", "--job", "ops", "--force", "true")
+        member = ctl("delete-job", "--job", "ops", "--force", ok=False)
+        check(member.returncode == 1 and "PERMISSION_DENIED" in
+              member.stderr and "--admin-token-file" in member.stderr,
+              f"delete-job with the trainers' token: PERMISSION_DENIED "
+              f"({member.stderr.strip()})")
+        ctl("delete-job", "--job", "ops", "--force", token=admin_file)
         gone = ctl("describe", "--job", "ops", ok=False)
         check(gone.returncode == 1 and "NOT_FOUND" in gone.stderr,
               "a deleted job is NOT_FOUND")
@@ -246,8 +271,11 @@ def main():
               f"every 5 s ({len(reports)} lines in {took:.1f} s: "
               f"{unreachable.stderr[-600:]!r})")
 
-        drained = ctl("drain")
-        check("draining" in drained.stdout, "drain answers")
+        member = ctl("drain", ok=False)
+        check(member.returncode == 1 and "PERMISSION_DENIED" in member.stderr,
+              "drain with the trainers' token: PERMISSION_DENIED")
+        drained = ctl("drain", token=admin_file)
+        check("draining" in drained.stdout, "drain with the admin token")
         try:
             code = daemon.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -258,8 +286,9 @@ def main():
         log = f.read()
     outputs.append(log)
     check("drain requested" in log, "the drain is logged")
-    check(all(TOKEN not in text for text in outputs),
-          "the token appears in no log, output or metric")
+    check(all(TOKEN not in text and ADMIN_TOKEN not in text
+              for text in outputs),
+          "the tokens appear in no log, output or metric")
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0
 

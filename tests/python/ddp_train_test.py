@@ -12,7 +12,6 @@
    run) holds every index of every epoch exactly once.
 Exit status 0 when every check passes.
 """
-import collections
 import glob
 import os
 import re
@@ -26,6 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
                        "train_ddp.py")
 from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
+from training_records import (committed_history, planned,  # noqa: E402
+                              read_records)
 
 WORLD = 3
 
@@ -54,20 +55,7 @@ def finish(procs):
 
 def records(work, attempt):
     """(epoch, rank) -> indices in training order, for one attempt."""
-    got = collections.defaultdict(list)
-    for path in glob.glob(os.path.join(work, f"record-{attempt}-*.txt")):
-        for line in open(path):
-            epoch, rank, index = map(int, line.split())
-            got[(epoch, rank)].append(index)
-    return got
-
-
-def planned(size, epoch, rank):
-    from torch.utils.data.distributed import DistributedSampler
-    sampler = DistributedSampler(range(size), num_replicas=WORLD, rank=rank,
-                                 seed=7)
-    sampler.set_epoch(epoch)
-    return list(sampler)
+    return read_records(os.path.join(work, f"record-{attempt}-*.txt"))
 
 
 def main():
@@ -89,7 +77,7 @@ def main():
         got = records(work, 0)
         for epoch in range(epochs):
             for rank in range(WORLD):
-                check(got[(epoch, rank)] == planned(size, epoch, rank),
+                check(got[(epoch, rank)] == planned(size, WORLD, epoch, rank),
                       f"rank {rank} trained exactly its planned indices of "
                       f"epoch {epoch}")
 
@@ -115,12 +103,8 @@ def main():
                      work, 2))
         first, second = records(work, 1), records(work, 2)
         for epoch in range(epochs):
-            trained = []
-            for rank in range(WORLD):
-                if epoch == committed[0]:
-                    # Committed: every rank's first position / W samples.
-                    trained += first[(epoch, rank)][:committed[1] // WORLD]
-                trained += second[(epoch, rank)]
+            trained = committed_history(first, second, committed, WORLD,
+                                        epoch)
             check(sorted(trained) == list(range(size)),
                   f"epoch {epoch}: the committed history holds each of "
                   f"{size} indices exactly once ({len(trained)} trained)")

@@ -21,7 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
-#include "client/cli_flags.h"
+#include "common/cli/command_line.h"
 #include "shard/client/coordinator_client.h"
 #include "shard/client/heartbeater.h"
 
@@ -73,30 +73,24 @@ absl::Status CallByName(CoordinatorClient& c, const std::string& rpc) {
   return call->second();
 }
 
-int Main(const std::vector<std::string>& args) {
-  absl::StatusOr<client::CliFlags> flags = client::CliFlags::Parse(
-      args,
-      {"coordinator", "call", "retry-deadline", "heartbeat-for", "interval"});
-  if (!flags.ok()) {
-    std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
-    return 2;
-  }
+int Main(int argc, char** argv) {
+  CLI::App app("Makes one client call (or heartbeats) and prints its code.");
+  cli::Configure(app, "shard-client-probe");
   client::ClientOptions options;
-  options.address = flags->String("coordinator", "");
-  absl::StatusOr<absl::Duration> deadline =
-      flags->Duration("retry-deadline", absl::Seconds(1));
-  absl::StatusOr<absl::Duration> heartbeat_for =
-      flags->Duration("heartbeat-for", absl::ZeroDuration());
-  absl::StatusOr<absl::Duration> interval =
-      flags->Duration("interval", absl::Milliseconds(50));
-  for (const absl::Status& s :
-       {deadline.status(), heartbeat_for.status(), interval.status()}) {
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s\n", s.ToString().c_str());
-      return 2;
-    }
+  std::string call;
+  absl::Duration heartbeat_for = absl::ZeroDuration();
+  absl::Duration interval = absl::Milliseconds(50);
+  options.retry.deadline = absl::Seconds(1);
+  app.add_option("--coordinator", options.address, "HOST:PORT")->required();
+  app.add_option("--call", call, "the RPC to make");
+  cli::AddDuration(app, "--retry-deadline", &options.retry.deadline,
+                   "retry deadline");
+  cli::AddDuration(app, "--heartbeat-for", &heartbeat_for,
+                   "heartbeat this long instead of calling");
+  cli::AddDuration(app, "--interval", &interval, "heartbeat interval");
+  if (std::optional<int> exit_code = cli::Parse(app, argc, argv)) {
+    return *exit_code;
   }
-  options.retry.deadline = *deadline;
   options.rpc_timeout = absl::Seconds(5);
   absl::StatusOr<std::unique_ptr<CoordinatorClient>> connected =
       CoordinatorClient::Connect(options);
@@ -106,16 +100,16 @@ int Main(const std::vector<std::string>& args) {
   }
   std::shared_ptr<CoordinatorClient> shared = *std::move(connected);
   absl::Status status;
-  if (*heartbeat_for > absl::ZeroDuration()) {
+  if (heartbeat_for > absl::ZeroDuration()) {
     client::Membership m;
     m.job_id = "probe";
     m.member_id = "member";
     m.generation = 1;
-    client::Heartbeater heartbeater(shared, m, *interval);
-    absl::SleepFor(*heartbeat_for);
+    client::Heartbeater heartbeater(shared, m, interval);
+    absl::SleepFor(heartbeat_for);
     status = heartbeater.status();
   } else {
-    status = CallByName(*shared, flags->String("call", ""));
+    status = CallByName(*shared, call);
   }
   std::printf("%s\n", absl::StatusCodeToString(status.code()).c_str());
   return 0;
@@ -124,6 +118,4 @@ int Main(const std::vector<std::string>& args) {
 }  // namespace
 }  // namespace shard::testing
 
-int main(int argc, char** argv) {
-  return shard::testing::Main(std::vector<std::string>(argv + 1, argv + argc));
-}
+int main(int argc, char** argv) { return shard::testing::Main(argc, argv); }

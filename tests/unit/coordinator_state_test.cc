@@ -59,13 +59,17 @@ TEST(CoordinatorStateTest, SnapshotRoundTripsEveryField) {
                    Formed("gone", 1, {"z"}), Deleted("gone"),
                    Created("j", NormalSpec(100, 2, 1, 3)), Joined("j", "a"),
                    Joined("j", "b"), Formed("j", 2, {"a", "b"}),
-                   Committed("j", 1, 6), Joined("j", "c")});
+                   Committed("j", 1, 6)});
+  StateUpdate requesting = Joined("j", "c");
+  requesting.mutable_member_joined()->set_requested_rank(1);
+  ApplyAll(state, {requesting});
   absl::StatusOr<CoordinatorState> copy =
       CoordinatorState::FromSnapshot(state.ToSnapshot(4));
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ(Serialized(*copy), Serialized(state));
   const JobState& job = *copy->FindJob("j");
   EXPECT_EQ(job.members, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(job.requested_ranks.at("c"), 1u);
   EXPECT_EQ(job.world, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(job.generation, 2u);
   EXPECT_EQ(job.incarnation, 2u);
@@ -73,6 +77,24 @@ TEST(CoordinatorStateTest, SnapshotRoundTripsEveryField) {
   // The counters survive too: the next generation is above the deleted
   // job's, the next incarnation is new.
   EXPECT_EQ(copy->last_generation(), 2u);
+}
+
+// Requested ranks go to the first member of the world asking for them;
+// the rest fill the free ranks in join order.
+TEST(CoordinatorStateTest, NextWorldGrantsRequestedRanks) {
+  JobState job;
+  job.AddMember("a", 0, 2);
+  job.AddMember("b");
+  job.AddMember("c", 0, 0);
+  job.AddMember("d", 0, 0);  // Taken by c: d falls back.
+  job.AddMember("e", 0, 9);  // Outside the world: falls back.
+  EXPECT_EQ(job.NextWorld(5),
+            (std::vector<std::string>{"c", "b", "a", "d", "e"}));
+  // Only the first `size` members take part; a's rank 2 is out of range.
+  EXPECT_EQ(job.NextWorld(2), (std::vector<std::string>{"a", "b"}));
+  job.RemoveMember("c");
+  EXPECT_EQ(job.NextWorld(4), (std::vector<std::string>{"d", "b", "a", "e"}));
+  EXPECT_EQ(job.requested_ranks.count("c"), 0u);
 }
 
 TEST(CoordinatorStateTest, ReplayingUpdatesRebuildsTheSameState) {

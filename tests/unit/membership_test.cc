@@ -2,6 +2,7 @@
 // driven by a fake clock (no sleeps).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -35,10 +36,15 @@ class MembershipTest : public ::testing::Test {
     ASSERT_TRUE(service_.CreateJob(request).ok());
   }
 
-  absl::StatusOr<shard::v1::JoinJobResponse> Join(const std::string& member) {
+  absl::StatusOr<shard::v1::JoinJobResponse> Join(
+      const std::string& member,
+      std::optional<uint32_t> requested_rank = std::nullopt,
+      uint32_t wait_ms = 0) {
     shard::v1::JoinJobRequest request;
     request.set_job_id("job");
     request.set_member_id(member);
+    if (requested_rank) request.set_requested_rank(*requested_rank);
+    request.set_wait_for_world_ms(wait_ms);
     return service_.JoinJob(request, absl::InfiniteFuture());
   }
 
@@ -106,6 +112,31 @@ TEST_F(MembershipTest, AnExpiredLeaseEndsTheGenerationUntilAReplacementJoins) {
   EXPECT_EQ(c->generation(), 2u);
   EXPECT_EQ(c->rank(), 1u);
   EXPECT_EQ(Join("b")->rank(), 0u);
+}
+
+// torchrun's ranks: members asking for ranks get them whatever their join
+// order; a rank asked for twice goes to the first asker, the other takes a
+// free one.
+TEST_F(MembershipTest, RequestedRanksAreGrantedWhenTheWorldForms) {
+  CreateJob(3, 3, 3, 99);
+  ASSERT_TRUE(Join("worker-2", 2).ok());
+  ASSERT_TRUE(Join("worker-0", 0).ok());
+  ASSERT_TRUE(Join("worker-x", 0).ok());
+  EXPECT_EQ(Join("worker-2")->rank(), 2u);
+  EXPECT_EQ(Join("worker-0")->rank(), 0u);
+  EXPECT_EQ(Join("worker-x")->rank(), 1u);
+  // A restarted member (new world after it left) asks again.
+  shard::v1::LeaveRequest leave;
+  leave.set_job_id("job");
+  leave.set_member_id("worker-0");
+  ASSERT_TRUE(service_.Leave(leave).ok());
+  leave.set_member_id("worker-x");
+  ASSERT_TRUE(service_.Leave(leave).ok());
+  ASSERT_TRUE(Join("worker-1", 1).ok());
+  ASSERT_TRUE(Join("worker-0", 0).ok());
+  EXPECT_EQ(Join("worker-1")->rank(), 1u);
+  EXPECT_EQ(Join("worker-0")->rank(), 0u);
+  EXPECT_EQ(Join("worker-2")->rank(), 2u);
 }
 
 TEST_F(MembershipTest, LeaveEndsTheGenerationAtOnce) {

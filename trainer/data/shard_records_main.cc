@@ -6,7 +6,7 @@
 //   shard-records synthetic --out DIR --records N --record-size B
 //       [--shards K] [--seed S]
 //       opaque records of pseudo-random bytes (for I/O benchmarks).
-//   shard-records inspect PATH [--verify true]
+//   shard-records inspect PATH [--verify]
 //       the headers of a file or directory; --verify reads every record.
 // Exit codes: 0 ok, 1 an error (named), 2 bad usage.
 #include <cstdio>
@@ -15,20 +15,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "client/cli_flags.h"
+#include "common/cli/command_line.h"
 #include "shard/version.h"
 #include "trainer/data/idx_file.h"
 #include "trainer/data/record_file.h"
 
 namespace shard::trainer::data {
 namespace {
-
-constexpr char kUsage[] =
-    "usage: shard-records COMMAND [flags]\n"
-    "  fashion-mnist --out DIR [--data-path SRC] [--shards 1]\n"
-    "  synthetic     --out DIR --records N --record-size B [--shards 1]"
-    " [--seed 0]\n"
-    "  inspect       PATH [--verify false]\n";
 
 // Writes `count` records produced by fill(global_index, payload) as
 // `shards` files in `dir`, printing progress to stderr.
@@ -71,27 +64,22 @@ absl::Status WriteShards(const std::string& dir, RecordHeader header,
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint32_t> Shards(const client::CliFlags& flags) {
-  absl::StatusOr<uint64_t> shards = flags.Uint64("shards", 1);
-  if (!shards.ok()) return shards.status();
-  if (*shards == 0 || *shards > 99999) {
-    return absl::InvalidArgumentError("--shards must be in 1 .. 99999");
-  }
-  return static_cast<uint32_t>(*shards);
-}
+// The subcommands' options (each uses its own).
+struct Flags {
+  std::string out;
+  std::string data_path = kDefaultFashionMnistDir;
+  uint32_t shards = 1;
+  uint64_t records = 0;
+  uint32_t record_size = 0;
+  uint64_t seed = 0;
+  std::string path;
+  bool verify = false;
+};
 
-absl::Status FashionMnist(const std::vector<std::string>& args) {
-  absl::StatusOr<client::CliFlags> flags =
-      client::CliFlags::Parse(args, {"out", "data-path", "shards"});
-  if (!flags.ok()) return flags.status();
-  absl::StatusOr<std::string> out = flags->String("out");
-  if (!out.ok()) return out.status();
-  absl::StatusOr<uint32_t> shards = Shards(*flags);
-  if (!shards.ok()) return shards.status();
-  const std::string source =
-      flags->String("data-path", kDefaultFashionMnistDir);
+absl::Status FashionMnist(const Flags& flags) {
   for (const char* split : {"train", "test"}) {
-    absl::StatusOr<ImageSplit> images = ReadFashionMnist(source, split);
+    absl::StatusOr<ImageSplit> images =
+        ReadFashionMnist(flags.data_path, split);
     if (!images.ok()) return images.status();
     const uint64_t pixels = uint64_t{images->rows} * images->cols;
     RecordHeader header;
@@ -99,47 +87,30 @@ absl::Status FashionMnist(const std::vector<std::string>& args) {
     header.total_records = images->size();
     header.rows = images->rows;
     header.cols = images->cols;
-    absl::Status written = WriteShards(
-        *out + "/" + split, header, std::min<uint64_t>(*shards, images->size()),
-        [&](uint64_t index, uint8_t* payload) {
-          payload[0] = images->labels[index];
-          std::copy_n(images->pixels.data() + index * pixels, pixels,
-                      payload + 1);
-        });
+    absl::Status written =
+        WriteShards(flags.out + "/" + split, header,
+                    std::min<uint64_t>(flags.shards, images->size()),
+                    [&](uint64_t index, uint8_t* payload) {
+                      payload[0] = images->labels[index];
+                      std::copy_n(images->pixels.data() + index * pixels,
+                                  pixels, payload + 1);
+                    });
     if (!written.ok()) return written;
   }
   return absl::OkStatus();
 }
 
-absl::Status Synthetic(const std::vector<std::string>& args) {
-  absl::StatusOr<client::CliFlags> flags = client::CliFlags::Parse(
-      args, {"out", "records", "record-size", "shards", "seed"});
-  if (!flags.ok()) return flags.status();
-  absl::StatusOr<std::string> out = flags->String("out");
-  absl::StatusOr<uint64_t> records = flags->Uint64("records");
-  absl::StatusOr<uint64_t> record_size = flags->Uint64("record-size");
-  absl::StatusOr<uint64_t> seed = flags->Uint64("seed", 0);
-  absl::StatusOr<uint32_t> shards = Shards(*flags);
-  for (const absl::Status& s :
-       {out.status(), records.status(), record_size.status(), seed.status(),
-        shards.status()}) {
-    if (!s.ok()) return s;
-  }
-  if (*records == 0 || *record_size == 0 || *record_size > kMaxRecordSize) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--records must be positive and --record-size in 1 .. ",
-                     kMaxRecordSize));
-  }
+absl::Status Synthetic(const Flags& flags) {
   RecordHeader header;
-  header.record_size = static_cast<uint32_t>(*record_size);
-  header.total_records = *records;
-  const uint64_t key = *seed;
+  header.record_size = flags.record_size;
+  header.total_records = flags.records;
+  const uint64_t key = flags.seed;
   return WriteShards(
-      *out, header, std::min<uint64_t>(*shards, *records),
+      flags.out, header, std::min<uint64_t>(flags.shards, flags.records),
       [&](uint64_t index, uint8_t* payload) {
         // xorshift64* seeded by (seed, index).
         uint64_t x = (index + 1) * 0x9e3779b97f4a7c15ull ^ key;
-        for (uint64_t i = 0; i < *record_size; ++i) {
+        for (uint64_t i = 0; i < flags.record_size; ++i) {
           x ^= x >> 12;
           x ^= x << 25;
           x ^= x >> 27;
@@ -148,16 +119,8 @@ absl::Status Synthetic(const std::vector<std::string>& args) {
       });
 }
 
-absl::Status Inspect(const std::vector<std::string>& args) {
-  if (args.empty() || args[0].rfind("--", 0) == 0) {
-    return absl::InvalidArgumentError("inspect needs a PATH");
-  }
-  absl::StatusOr<client::CliFlags> flags = client::CliFlags::Parse(
-      std::vector<std::string>(args.begin() + 1, args.end()), {"verify"});
-  if (!flags.ok()) return flags.status();
-  absl::StatusOr<bool> verify = flags->Bool("verify", false);
-  if (!verify.ok()) return verify.status();
-  absl::StatusOr<RecordSet> set = RecordSet::Open(args[0]);
+absl::Status Inspect(const Flags& flags) {
+  absl::StatusOr<RecordSet> set = RecordSet::Open(flags.path);
   if (!set.ok()) return set.status();
   for (const RecordFile& file : set->files()) {
     const RecordHeader& h = file.header();
@@ -171,7 +134,7 @@ absl::Status Inspect(const std::vector<std::string>& args) {
         h.rows > 0 ? absl::StrCat(", ", h.rows, "x", h.cols, " images").c_str()
                    : "");
   }
-  if (*verify) {
+  if (flags.verify) {
     std::vector<uint8_t> payload(set->record_size());
     for (uint64_t i = 0; i < set->size(); ++i) {
       if (absl::Status s = set->Read(i, absl::MakeSpan(payload)); !s.ok()) {
@@ -189,28 +152,40 @@ absl::Status Inspect(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   using namespace shard::trainer::data;  // NOLINT: one file's entry point
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "help") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
-    return args.empty() ? 2 : 0;
+  CLI::App app("Writes and checks record files.");
+  shard::cli::Configure(app, "shard-records");
+  app.require_subcommand(1);
+  Flags flags;
+  CLI::App* fashion = app.add_subcommand(
+      "fashion-mnist",
+      "DIR/train/ and DIR/test/ from the Fashion-MNIST idx files; each record "
+      "is the label byte and the 28x28 pixels (785 bytes)");
+  CLI::App* synthetic = app.add_subcommand(
+      "synthetic", "opaque records of pseudo-random bytes (I/O benchmarks)");
+  for (CLI::App* writer : {fashion, synthetic}) {
+    writer->add_option("--out", flags.out, "output directory")->required();
+    writer->add_option("--shards", flags.shards, "files to write")
+        ->check(CLI::Range(1, 99999));
   }
-  if (args[0] == "--version") {
-    std::printf("shard-records %s\n", shard::Version().c_str());
-    return 0;
+  fashion->add_option("--data-path", flags.data_path,
+                      "directory of the idx files");
+  synthetic->add_option("--records", flags.records, "records to write")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  synthetic->add_option("--record-size", flags.record_size, "bytes each")
+      ->required()
+      ->check(CLI::Range(uint32_t{1}, kMaxRecordSize));
+  synthetic->add_option("--seed", flags.seed, "seed of the bytes");
+  CLI::App* inspect = app.add_subcommand(
+      "inspect", "print the headers of a record file or directory");
+  inspect->add_option("PATH", flags.path, "file or directory")->required();
+  inspect->add_flag("--verify", flags.verify, "read every record too");
+  if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
+    return *exit_code;
   }
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
-  absl::Status status;
-  if (args[0] == "fashion-mnist") {
-    status = FashionMnist(rest);
-  } else if (args[0] == "synthetic") {
-    status = Synthetic(rest);
-  } else if (args[0] == "inspect") {
-    status = Inspect(rest);
-  } else {
-    std::fprintf(stderr, "shard-records: unknown command \"%s\"\n%s",
-                 args[0].c_str(), kUsage);
-    return 2;
-  }
+  absl::Status status = fashion->parsed()     ? FashionMnist(flags)
+                        : synthetic->parsed() ? Synthetic(flags)
+                                              : Inspect(flags);
   if (!status.ok()) {
     std::fprintf(stderr, "shard-records: %s\n", status.ToString().c_str());
     return absl::IsInvalidArgument(status) ? 2 : 1;

@@ -7,13 +7,19 @@ Start N copies (any machines, any order, no MASTER_ADDR/MASTER_PORT):
     python3 train_ddp.py --coordinator shardd:7070 --job demo \\
         --world-size 3 --checkpoint-dir /shared/ckpt
 
+or let torchrun start them (README "torchrun"): the sampler then asks for
+torchrun's RANK, takes WORLD_SIZE as the world size and LOCAL_RANK for its
+member id, and torchrun --max-restarts restarts the world after a crash.
+
 Each process joins the job (the first creates it), forms its process group
 through the coordinator (Gloo on CPU, NCCL when CUDA is available), trains
 on exactly its DistributedSampler shard of every epoch, checkpoints and
 commits its position every --checkpoint-every steps, evaluates on uneven
 shards (every held-out sample once) with gather_uneven, and after a crash
 resumes from the committed position with the matching checkpoint.
---record FILE appends "epoch rank index" for every trained sample (tests).
+--record FILE appends "epoch rank index" for every trained sample (tests;
+"{member}" and "{restart}" in FILE become the member id and torchrun's
+restart count).
 """
 import argparse
 import glob
@@ -80,6 +86,9 @@ def main():
     # Gloo on CPU, NCCL with CUDA; re-joins if the world re-forms meanwhile.
     shard.torch.init_process_group(sampler)
     rank = sampler.rank
+    print(f"rank {rank} of {sampler.num_replicas}: member "
+          f"{sampler.membership.member_id} (RANK={os.environ.get('RANK', '-')})",
+          flush=True)
     device = torch.device("cpu")
     if torch.cuda.is_available():
         device = torch.device("cuda", rank % torch.cuda.device_count())
@@ -102,7 +111,11 @@ def main():
     loader = shard.torch.DataLoader(train, batch_size=args.batch_size,
                                     sampler=sampler,
                                     num_workers=args.loader_workers)
-    record = open(args.record, "a") if args.record else None
+    record = None
+    if args.record:
+        record = open(args.record.format(
+            member=sampler.membership.member_id,
+            restart=os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")), "a")
 
     for epoch in range(sampler.epoch, args.epochs):
         sampler.set_epoch(epoch)  # Optional: a finished pass advances it.

@@ -141,7 +141,8 @@ class Client:
              spec: Optional[pb.JobSpec] = None,
              wait: float = 600.0,
              progress: Optional[Callable[[str], None]] = _stderr_line,
-             progress_every: float = 10.0) -> Membership:
+             progress_every: float = 10.0,
+             rank: Optional[int] = None) -> Membership:
         """Joins (creating the job with `spec` if it does not exist; a
         different stored spec is FAILED_PRECONDITION) and waits up to `wait`
         seconds for the world. Returns a Membership; DEADLINE_EXCEEDED if
@@ -150,9 +151,16 @@ class Client:
         While it waits, `progress` gets a line every `progress_every`
         seconds, e.g. "job j: waiting for 1 more member (2 of 3 joined),
         generation 7, 590 s left" (default: printed on stderr; None:
-        silent)."""
+        silent).
+
+        `rank` asks for that rank (e.g. torchrun's RANK): the coordinator
+        grants it when the world forms unless an earlier member of the
+        world asked for it or it is outside the world; the Membership has
+        the rank given (compare, the sampler warns)."""
         request = pb.JoinJobRequest(job_id=job_id, member_id=member_id,
                                     incarnation=self._incarnation)
+        if rank is not None:
+            request.requested_rank = rank
         if spec is not None:
             request.spec.CopyFrom(spec)
         until = time.monotonic() + wait

@@ -7,6 +7,7 @@
 #ifndef SHARD_CLIENT_COORDINATOR_CLIENT_H_
 #define SHARD_CLIENT_COORDINATOR_CLIENT_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,11 @@ struct ClientOptions {
   RetryPolicy retry;
   // TLS / mutual TLS / bearer token (see coordinator_channel.h).
   ChannelSecurity security;
+  // While Join() waits for the world: called every `waiting_report_every`
+  // with a line such as "job j: waiting for 1 more member (2 of 3 joined),
+  // generation 7, 590s left" (on the joining thread). Empty: silent.
+  std::function<void(const std::string& line)> on_waiting;
+  absl::Duration waiting_report_every = absl::Seconds(10);
 };
 
 // What a member learns by joining: its place in the job's current world.
@@ -74,13 +80,15 @@ class CoordinatorClient {
   // fill (joining again when the coordinator's own bound on one wait,
   // shardd --max-wait, ends first). With `spec`, creates the job if it does
   // not exist. Returns DEADLINE_EXCEEDED if the world is still incomplete
-  // after `wait`. Joins
+  // after `wait`. Reports the wait through ClientOptions::on_waiting. Joins
   // carry this client's random incarnation, so a restarted process (a new
   // client) joining under the same member id makes the world re-form.
-  absl::StatusOr<Membership> Join(const std::string& job_id,
-                                  const std::string& member_id,
-                                  const std::optional<shard::v1::JobSpec>& spec,
-                                  absl::Duration wait);
+  // `requested_rank` asks for a rank (JoinJobRequest.requested_rank): the
+  // Membership says which one was given.
+  absl::StatusOr<Membership> Join(
+      const std::string& job_id, const std::string& member_id,
+      const std::optional<shard::v1::JobSpec>& spec, absl::Duration wait,
+      std::optional<uint32_t> requested_rank = std::nullopt);
 
   // Up to `limit` of `rank`'s indices of `epoch` from `offset`, without
   // joining. A `limit` above kMaxPreviewPage may not fit in a response for
@@ -148,6 +156,10 @@ class CoordinatorClient {
  private:
   CoordinatorClient(ClientOptions options,
                     std::shared_ptr<CoordinatorReplicas> replicas);
+
+  // One on_waiting line for a join waiting until `until` (nothing when the
+  // job cannot be read).
+  void ReportWaiting(const std::string& job_id, absl::Time until);
 
   ClientOptions options_;
   std::shared_ptr<CoordinatorReplicas> replicas_;

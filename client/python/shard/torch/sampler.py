@@ -45,7 +45,12 @@ class DistributedShardSampler:
     `member` (default: host name and local rank), creating the job from
     len(dataset), num_replicas, shuffle, seed and drop_last if it does not
     exist (with num_replicas=None the job must exist or WORLD_SIZE gives the
-    world size). `rank` and `num_replicas` come from the coordinator.
+    world size). `num_replicas` comes from the coordinator, and so does
+    `rank`: the one asked for (`rank`; default torchrun's RANK when set and
+    WORLD_SIZE is the job's size) when the coordinator can grant it, so
+    that under torchrun the sampler's rank is dist.get_rank(); a warning
+    says so when it could not (another member of the world asked for it
+    first, or the world is smaller).
 
     Epochs follow DistributedSampler: iter() yields this rank's indices of
     the current epoch as Python ints, exactly DistributedSampler's after
@@ -70,7 +75,8 @@ class DistributedShardSampler:
     _tail_for_drop_last = {False: "pad", True: "drop"}
 
     def __init__(self, dataset, *, coordinator, job, member=None,
-                 num_replicas=None, shuffle=True, seed=0, drop_last=False,
+                 num_replicas=None, rank=None, shuffle=True, seed=0,
+                 drop_last=False,
                  wait=600.0, heartbeat_interval=2.0, prefetch_bytes=8 << 20,
                  _tail=None):
         self.dataset_size = len(dataset)
@@ -81,14 +87,22 @@ class DistributedShardSampler:
         self._prefetch_bytes = prefetch_bytes
         self.client = (coordinator if isinstance(coordinator, Client)
                        else Client(coordinator))
-        if num_replicas is None and "WORLD_SIZE" in os.environ:
-            num_replicas = int(os.environ["WORLD_SIZE"])
+        launcher_world = os.environ.get("WORLD_SIZE")
+        # RANK numbers the launcher's world: it is this job's rank only when
+        # that world is the job's (not a node-local torchrun's of a larger
+        # job).
+        if rank is None and "RANK" in os.environ and (
+                num_replicas is None or str(num_replicas) == launcher_world):
+            rank = int(os.environ["RANK"])
+        if num_replicas is None and launcher_world is not None:
+            num_replicas = int(launcher_world)
         self._spec = None
         if num_replicas is not None:
             self._spec = job_spec(self.dataset_size, num_replicas, seed=seed,
                                   shuffle=shuffle, tail=self._tail)
         self._job = job
         self._member = member or default_member_id()
+        self._requested_rank = rank
         self._wait = wait
         self._heartbeat_interval = heartbeat_interval
         self._heartbeat = None
@@ -104,7 +118,17 @@ class DistributedShardSampler:
         if self._heartbeat is not None:
             self._heartbeat.stop()
         self.membership = self.client.join(self._job, self._member,
-                                           spec=self._spec, wait=self._wait)
+                                           spec=self._spec, wait=self._wait,
+                                           rank=self._requested_rank)
+        if (self._requested_rank is not None and
+                self.membership.rank != self._requested_rank):
+            warnings.warn(
+                f"job {self._job}: member {self._member} asked for rank "
+                f"{self._requested_rank} but the coordinator gave rank "
+                f"{self.membership.rank} of {self.membership.world_size} "
+                f"(another member of the world asked for it first, or the "
+                f"world is smaller): the sampler's rank differs from the "
+                f"process group's", RuntimeWarning, stacklevel=2)
         self._heartbeat = self.client.start_heartbeat(
             self.membership, self._heartbeat_interval)
         self.rank = self.membership.rank

@@ -1,4 +1,4 @@
-#include "client/retry_report.h"
+#include "client/progress_lines.h"
 
 #include <cstdio>
 #include <utility>
@@ -15,6 +15,12 @@ std::function<void(const absl::Status&, absl::Duration)> RetryReporter(
         "(--retry-deadline)\n",
         program.c_str(), address.c_str(), std::string(last.message()).c_str(),
         absl::FormatDuration(absl::Trunc(left, absl::Seconds(1))).c_str());
+  };
+}
+
+std::function<void(const std::string&)> WaitingReporter(std::string program) {
+  return [program = std::move(program)](const std::string& line) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), line.c_str());
   };
 }
 

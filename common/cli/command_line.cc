@@ -1,0 +1,103 @@
+#include "common/cli/command_line.h"
+
+#include <iostream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "shard/version.h"
+
+namespace shard::cli {
+
+void Configure(CLI::App& app, const std::string& program) {
+  app.name(program);
+  app.option_defaults()->always_capture_default();
+  // A repeated option takes its last value, as scripts that append an
+  // override expect.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.set_version_flag("--version", program + " " + Version());
+  app.get_formatter()->column_width(34);
+}
+
+CLI::Option* AddDuration(CLI::App& app, const std::string& name,
+                         absl::Duration* value, const std::string& help) {
+  CLI::Option* option = app.add_option_function<std::string>(
+      name,
+      [name, value](const std::string& text) {
+        double bare;
+        const std::string trimmed(absl::StripAsciiWhitespace(text));
+        if (trimmed != "0" && absl::SimpleAtod(trimmed, &bare)) {
+          throw CLI::ValidationError(
+              name, absl::StrCat("\"", text,
+                                 "\" has no unit; give a unit, e.g. 10s, 2m, "
+                                 "1h30m or 250ms"));
+        }
+        absl::Duration parsed;
+        if (!absl::ParseDuration(trimmed, &parsed)) {
+          throw CLI::ValidationError(
+              name, absl::StrCat("\"", text,
+                                 "\" is not a duration; give a number with a "
+                                 "unit, e.g. 10s, 2m, 1h30m or 250ms"));
+        }
+        if (parsed < absl::ZeroDuration()) {
+          throw CLI::ValidationError(
+              name, absl::StrCat("\"", text, "\" is negative"));
+        }
+        *value = parsed;
+      },
+      help);
+  option->type_name("DURATION");
+  option->default_str(absl::FormatDuration(*value));
+  return option;
+}
+
+std::string SelectedCommandPath(const CLI::App& app) {
+  std::string path = app.get_name();
+  const CLI::App* current = &app;
+  while (true) {
+    std::vector<const CLI::App*> selected = current->get_subcommands(
+        [](const CLI::App* sub) { return sub->parsed(); });
+    if (selected.empty()) return path;
+    current = selected.front();
+    absl::StrAppend(&path, " ", current->get_name());
+  }
+}
+
+namespace {
+
+// A required option has no default to show: its captured one (e.g. "=0")
+// would mislead.
+void HideDefaultsOfRequiredOptions(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_required()) option->default_str("");
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    HideDefaultsOfRequiredOptions(*sub);
+  }
+}
+
+}  // namespace
+
+std::optional<int> Parse(CLI::App& app, int argc, const char* const* argv) {
+  HideDefaultsOfRequiredOptions(app);
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::ParseError& error) {
+    if (error.get_exit_code() == 0) return app.exit(error);  // help, version
+    std::string message = error.what();
+    // A misspelt command is left over, and CLI11 would only say that a
+    // command is required.
+    if (const std::vector<std::string> left = app.remaining(true);
+        !left.empty() && app.get_require_subcommand_min() > 0 &&
+        app.get_subcommands().empty()) {
+      message = absl::StrCat("unknown command \"", left.front(), "\"");
+    }
+    std::cerr << app.get_name() << ": " << message << "\n"
+              << "Run '" << SelectedCommandPath(app)
+              << " --help' for the options.\n";
+    return kExitUsage;
+  }
+}
+
+}  // namespace shard::cli

@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""client/python/examples/train_ddp.py under torchrun, over a real shardd.
+
+torchrun is started as README "torchrun" says (Debian's torch 1.13 needs
+--redirects 2 --tee 2), with no MASTER_ADDR/MASTER_PORT of the user's:
+1. Two workers (--standalone --nproc_per_node 2): each sampler's rank is
+   torchrun's RANK (the coordinator granted the requested rank), nobody is
+   warned about a rank mismatch, torchrun exits 0, the ranks end with
+   identical parameters and each trained exactly DistributedSampler's
+   indices of every epoch.
+2. One worker SIGKILLed mid-epoch after a commit (--max_restarts 1):
+   torchrun restarts the world, the workers re-join, resume from the
+   committed position, torchrun exits 0, and the committed history (the
+   first attempt up to the commit, then the restarted one) holds every
+   index of every epoch exactly once.
+Exit status 0 when every check passes.
+"""
+import glob
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
+                       "train_ddp.py")
+from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
+from training_records import (committed_history, planned,  # noqa: E402
+                              read_records)
+
+WORLD = 2
+
+
+def torchrun(python_dir, address, job, size, epochs, work):
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")}
+    env["PYTHONPATH"] = python_dir
+    return subprocess.Popen(
+        ["torchrun", "--standalone", f"--nproc_per_node={WORLD}",
+         "--redirects", "2", "--tee", "2", "--max_restarts", "1",
+         EXAMPLE, "--coordinator", address, "--job", job,
+         "--dataset-size", str(size), "--epochs", str(epochs),
+         "--loader-workers", "0", "--checkpoint-dir", work,
+         "--record", os.path.join(work, "record-{restart}-{member}.txt")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+
+
+def records(work, restart):
+    """(epoch, rank) -> indices in training order, for one attempt."""
+    return read_records(os.path.join(work, f"record-{restart}-*.txt"))
+
+
+def check_ranks_follow_torchrun(out, restarts):
+    joined = re.findall(r"rank (\d+) of (\d+): member \S+ \(RANK=(\d+)\)", out)
+    check(len(joined) == WORLD * (restarts + 1) and
+          all(rank == torchrun_rank and world == str(WORLD)
+              for rank, world, torchrun_rank in joined),
+          f"each sampler's rank is torchrun's RANK {joined}")
+    check("asked for rank" not in out, "no rank-mismatch warning")
+
+
+def main():
+    args = parse_args(__doc__.splitlines()[0])
+    with ShardDaemon(args.bin_dir) as daemon:
+        # 1. A whole run.
+        size, epochs = 2000, 2
+        work = tempfile.mkdtemp(prefix="shard-torchrun-")
+        proc = torchrun(args.python_dir, daemon.address, "whole", size,
+                        epochs, work)
+        out, _ = proc.communicate(timeout=600)
+        check(proc.returncode == 0,
+              f"torchrun exits 0 (exit {proc.returncode}) {out[-600:]}")
+        check_ranks_follow_torchrun(out, restarts=0)
+        params = set(re.findall(r"params (-?\d+\.\d{10})", out))
+        check(len(params) == 1,
+              f"identical parameters on every rank {sorted(params)}")
+        got = records(work, 0)
+        for epoch in range(epochs):
+            for rank in range(WORLD):
+                check(got[(epoch, rank)] == planned(size, WORLD, epoch, rank),
+                      f"rank {rank} trained exactly its planned indices of "
+                      f"epoch {epoch}")
+
+        # 2. One worker killed mid-epoch: torchrun restarts the world.
+        size = 20000
+        work = tempfile.mkdtemp(prefix="shard-torchrun-kill-")
+        proc = torchrun(args.python_dir, daemon.address, "killed", size,
+                        epochs, work)
+        give_up = time.monotonic() + 300
+        while (not glob.glob(os.path.join(work, "ckpt-0-*.pt")) and
+               time.monotonic() < give_up):
+            time.sleep(0.05)
+        time.sleep(0.3)  # Train past the commit: that work must be redone.
+        workers = subprocess.run(["pgrep", "-P", str(proc.pid)],
+                                 capture_output=True, text=True).stdout.split()
+        check(len(workers) == WORLD, f"torchrun runs {WORLD} workers "
+              f"({workers})")
+        if workers:
+            os.kill(int(workers[-1]), signal.SIGKILL)
+        out, _ = proc.communicate(timeout=600)
+        check(proc.returncode == 0,
+              f"torchrun restarts the world and exits 0 "
+              f"(exit {proc.returncode}) {out[-600:]}")
+        check_ranks_follow_torchrun(out, restarts=1)
+        resumed = re.findall(r"resuming epoch (\d+) at position (\d+)", out)
+        check(len(resumed) == WORLD and len(set(resumed)) == 1,
+              f"both restarted workers resume at the commit {resumed}")
+        if resumed:
+            committed = tuple(map(int, resumed[0]))
+            first, second = records(work, 0), records(work, 1)
+            for epoch in range(epochs):
+                trained = committed_history(first, second, committed, WORLD,
+                                            epoch)
+                check(sorted(trained) == list(range(size)),
+                      f"epoch {epoch}: the committed history holds each of "
+                      f"{size} indices exactly once ({len(trained)} trained)")
+    return exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""What train_ddp.py's --record files say, and what they should say: the
+helpers the tests of that example share."""
+import collections
+import glob
+
+
+def read_records(pattern):
+    """(epoch, rank) -> indices in training order, from every file matching
+    the glob `pattern` (lines "epoch rank index")."""
+    got = collections.defaultdict(list)
+    for path in glob.glob(pattern):
+        for line in open(path):
+            epoch, rank, index = map(int, line.split())
+            got[(epoch, rank)].append(index)
+    return got
+
+
+def planned(size, world, epoch, rank, seed=7):
+    """DistributedSampler's indices of `rank` in `epoch`."""
+    from torch.utils.data.distributed import DistributedSampler
+    sampler = DistributedSampler(range(size), num_replicas=world, rank=rank,
+                                 seed=seed)
+    sampler.set_epoch(epoch)
+    return list(sampler)
+
+
+def committed_history(first, second, committed, world, epoch):
+    """The indices of `epoch` that count after a crash: the first attempt's
+    up to the committed (epoch, position) (each rank's first position / W),
+    then the second attempt's."""
+    trained = []
+    for rank in range(world):
+        if epoch == committed[0]:
+            trained += first[(epoch, rank)][:committed[1] // world]
+        trained += second[(epoch, rank)]
+    return trained

@@ -1,0 +1,163 @@
+// The command-line conventions every binary shares (common/cli): durations
+// need a unit, usage errors exit 2 naming the option, --help and --version
+// exit 0, and the shared job-spec options build the spec they describe.
+#include "common/cli/command_line.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "client/job_spec_flags.h"
+#include "gtest/gtest.h"
+
+namespace shard::cli {
+namespace {
+
+// Parses `args` (after the program name) with the app; the exit code
+// Parse returned (nullopt: go on).
+std::optional<int> ParseArgs(CLI::App& app, std::vector<std::string> args) {
+  args.insert(args.begin(), "prog");
+  std::vector<const char*> argv;
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  return Parse(app, static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(CommandLineTest, DurationsTakeAUnit) {
+  CLI::App app;
+  Configure(app, "prog");
+  absl::Duration lease = absl::Seconds(10);
+  AddDuration(app, "--lease", &lease, "lease");
+  EXPECT_EQ(ParseArgs(app, {"--lease", "90s"}), std::nullopt);
+  EXPECT_EQ(lease, absl::Seconds(90));
+  EXPECT_EQ(ParseArgs(app, {"--lease=1h30m"}), std::nullopt);
+  EXPECT_EQ(lease, absl::Minutes(90));
+  EXPECT_EQ(ParseArgs(app, {"--lease", "0"}), std::nullopt);
+  EXPECT_EQ(lease, absl::ZeroDuration());
+}
+
+TEST(CommandLineTest, ARepeatedOptionTakesItsLastValue) {
+  CLI::App app;
+  Configure(app, "prog");
+  absl::Duration wait = absl::Seconds(1);
+  std::string job;
+  AddDuration(app, "--wait", &wait, "wait");
+  app.add_option("--job", job, "job");
+  EXPECT_EQ(ParseArgs(app, {"--wait", "1m", "--job", "a", "--wait=30s", "--job",
+                            "b"}),
+            std::nullopt);
+  EXPECT_EQ(wait, absl::Seconds(30));
+  EXPECT_EQ(job, "b");
+}
+
+TEST(CommandLineTest, ABareNumberSaysToGiveAUnit) {
+  CLI::App app;
+  Configure(app, "prog");
+  absl::Duration lease = absl::Seconds(10);
+  AddDuration(app, "--lease", &lease, "lease");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(ParseArgs(app, {"--lease", "10"}), kExitUsage);
+  const std::string error = testing::internal::GetCapturedStderr();
+  EXPECT_NE(error.find("--lease"), std::string::npos) << error;
+  EXPECT_NE(error.find("give a unit, e.g. 10s"), std::string::npos) << error;
+  EXPECT_NE(error.find("prog --help"), std::string::npos) << error;
+  EXPECT_EQ(lease, absl::Seconds(10));
+}
+
+TEST(CommandLineTest, NegativeOrMalformedDurationsAreUsageErrors) {
+  CLI::App app;
+  Configure(app, "prog");
+  absl::Duration wait = absl::Seconds(1);
+  AddDuration(app, "--wait", &wait, "wait");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(ParseArgs(app, {"--wait", "-5s"}), kExitUsage);
+  EXPECT_EQ(ParseArgs(app, {"--wait", "soon"}), kExitUsage);
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(wait, absl::Seconds(1));
+}
+
+TEST(CommandLineTest, UnknownOptionsAndMissingRequiredOnesExit2) {
+  CLI::App app;
+  Configure(app, "prog");
+  std::string job;
+  app.add_option("--job", job, "job")->required();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(ParseArgs(app, {"--job", "j", "--wrold-size", "8"}), kExitUsage);
+  EXPECT_EQ(ParseArgs(app, {}), kExitUsage);
+  const std::string error = testing::internal::GetCapturedStderr();
+  EXPECT_NE(error.find("--wrold-size"), std::string::npos) << error;
+  EXPECT_NE(error.find("--job is required"), std::string::npos) << error;
+}
+
+TEST(CommandLineTest, HelpShowsDefaultsAndExits0) {
+  CLI::App app;
+  Configure(app, "prog");
+  absl::Duration lease = absl::Seconds(10);
+  uint64_t size = 4096;
+  AddDuration(app, "--lease", &lease, "lease");
+  app.add_option("--size", size, "samples");
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(ParseArgs(app, {"--help"}), 0);
+  const std::string help = testing::internal::GetCapturedStdout();
+  EXPECT_NE(help.find("--lease DURATION=10s"), std::string::npos) << help;
+  EXPECT_NE(help.find("4096"), std::string::npos) << help;
+}
+
+TEST(CommandLineTest, VersionPrintsTheProgramAndExits0) {
+  CLI::App app;
+  Configure(app, "prog");
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(ParseArgs(app, {"--version"}), 0);
+  EXPECT_EQ(testing::internal::GetCapturedStdout().rfind("prog ", 0), 0u);
+}
+
+TEST(CommandLineTest, SubcommandErrorsPointAtTheSubcommandsHelp) {
+  CLI::App app;
+  Configure(app, "prog");
+  CLI::App* sub = app.add_subcommand("create-job", "create");
+  std::string job;
+  sub->add_option("--job", job, "job")->required();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(ParseArgs(app, {"create-job"}), kExitUsage);
+  const std::string error = testing::internal::GetCapturedStderr();
+  EXPECT_NE(error.find("prog create-job --help"), std::string::npos) << error;
+}
+
+TEST(JobSpecFlagsTest, TheOptionsBuildTheSpecTheyDescribe) {
+  CLI::App app;
+  Configure(app, "prog");
+  client::JobSpecFlags flags;
+  client::AddJobSpecOptions(app, &flags);
+  EXPECT_EQ(ParseArgs(app, {}), std::nullopt);
+  EXPECT_FALSE(flags.AnyGiven());
+  EXPECT_EQ(ParseArgs(app, {"--seed", "7", "--tail", "drop", "--shuffle",
+                            "false", "--shuffle-algorithm", "block",
+                            "--block-size", "64", "--window-blocks", "4"}),
+            std::nullopt);
+  EXPECT_TRUE(flags.AnyGiven());
+  absl::StatusOr<shard::v1::JobSpec> spec =
+      client::JobSpecFromFlags(flags, 1000, 8);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->seed(), 7u);
+  EXPECT_EQ(spec->tail(), shard::v1::TAIL_POLICY_DROP);
+  EXPECT_FALSE(spec->shuffle());
+  EXPECT_EQ(spec->shuffle_algorithm(), shard::v1::SHUFFLE_ALGORITHM_BLOCK);
+  EXPECT_EQ(spec->block_size(), 64u);
+  EXPECT_EQ(spec->window_blocks(), 4u);
+  EXPECT_EQ(spec->dataset_size(), 1000u);
+  EXPECT_EQ(spec->world_size(), 8u);
+  EXPECT_FALSE(client::JobSpecFromFlags(flags, 1000, uint64_t{1} << 33).ok());
+}
+
+TEST(JobSpecFlagsTest, AValueOutsideItsChoicesIsAUsageError) {
+  CLI::App app;
+  Configure(app, "prog");
+  client::JobSpecFlags flags;
+  client::AddJobSpecOptions(app, &flags);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(ParseArgs(app, {"--tail", "wrap"}), kExitUsage);
+  const std::string error = testing::internal::GetCapturedStderr();
+  EXPECT_NE(error.find("--tail"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace shard::cli
