@@ -20,7 +20,8 @@ std::string CheckHostPort(const std::string& text) {
 }  // namespace
 
 bool IsLoopbackListen(const std::string& listen) {
-  absl::string_view host = listen.substr(0, listen.rfind(':'));
+  absl::string_view host =
+      absl::string_view(listen).substr(0, listen.rfind(':'));
   absl::ConsumePrefix(&host, "[");
   absl::ConsumeSuffix(&host, "]");
   return absl::StartsWith(host, "127.") || host == "::1" || host == "localhost";
