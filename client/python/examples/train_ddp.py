@@ -77,6 +77,7 @@ def main():
     parser.add_argument("--checkpoint-dir", required=True)
     parser.add_argument("--record", default=None)
     args = parser.parse_args()
+    os.makedirs(args.checkpoint_dir, exist_ok=True)
 
     train = synthetic(args.dataset_size, seed=1)
     held_out = synthetic(args.eval_size, seed=2)
