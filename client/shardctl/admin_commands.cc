@@ -6,14 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/plan/job_spec.h"
 #include "google/protobuf/util/json_util.h"
+#include "shard/client/coordinator_replicas.h"
 
 namespace shard::shardctl {
 namespace {
@@ -104,12 +101,12 @@ const std::vector<std::string>& JobHeader() {
 
 // Each replica's role, asked of it alone (no retry, no leader following).
 std::vector<std::vector<std::string>> ReplicaRows(
-    const client::ClientOptions& options) {
+    const client::ClientOptions& options,
+    const std::vector<std::string>& addresses) {
   std::vector<std::vector<std::string>> rows = {{"REPLICA", "ROLE", "DETAIL"}};
-  for (absl::string_view address :
-       absl::StrSplit(options.address, ',', absl::SkipWhitespace())) {
+  for (const std::string& address : addresses) {
     client::ClientOptions one = options;
-    one.address = std::string(absl::StripAsciiWhitespace(address));
+    one.address = address;
     one.retry.deadline = absl::ZeroDuration();
     one.rpc_timeout = std::min(options.rpc_timeout, absl::Seconds(5));
     absl::StatusOr<std::unique_ptr<client::CoordinatorClient>> replica =
@@ -163,33 +160,36 @@ Command AddStatus(CLI::App& shardctl) {
       "list the jobs (with several --coordinator addresses: each replica's "
       "role first)");
   AddOutputOption(*app, output.get());
-  return {app, [output](const client::ClientOptions& options) -> absl::Status {
-            absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
-                Connect(options);
-            if (!client.ok()) return client.status();
-            absl::StatusOr<std::vector<shard::v1::Job>> jobs =
-                (*client)->ListJobs();
-            if (!jobs.ok()) return jobs.status();
-            if (*output == "json") {
-              shard::v1::ListJobsResponse response;
-              for (const shard::v1::Job& job : *jobs) {
-                *response.add_jobs() = job;
-              }
-              return PrintJson(response);
-            }
-            if (absl::StrContains(options.address, ',')) {
-              PrintTable(ReplicaRows(options));
-              std::printf("\n");
-            }
-            if (jobs->empty()) {
-              std::printf("no jobs\n");
-              return absl::OkStatus();
-            }
-            std::vector<std::vector<std::string>> rows = {JobHeader()};
-            for (const shard::v1::Job& job : *jobs) rows.push_back(JobRow(job));
-            PrintTable(rows);
-            return absl::OkStatus();
-          }};
+  return {app,
+          Connected(
+              [output](const std::shared_ptr<client::CoordinatorClient>& client,
+                       const client::ClientOptions& options) -> absl::Status {
+                absl::StatusOr<std::vector<shard::v1::Job>> jobs =
+                    client->ListJobs();
+                if (!jobs.ok()) return jobs.status();
+                if (*output == "json") {
+                  shard::v1::ListJobsResponse response;
+                  for (const shard::v1::Job& job : *jobs) {
+                    *response.add_jobs() = job;
+                  }
+                  return PrintJson(response);
+                }
+                absl::StatusOr<std::vector<std::string>> addresses =
+                    client::ParseCoordinatorAddresses(options.address);
+                if (addresses.ok() && addresses->size() > 1) {
+                  PrintTable(ReplicaRows(options, *addresses));
+                  std::printf("\n");
+                }
+                if (jobs->empty()) {
+                  std::printf("no jobs\n");
+                  return absl::OkStatus();
+                }
+                std::vector<std::vector<std::string>> rows = {JobHeader()};
+                for (const shard::v1::Job& job : *jobs)
+                  rows.push_back(JobRow(job));
+                PrintTable(rows);
+                return absl::OkStatus();
+              })};
 }
 
 Command AddDescribe(CLI::App& shardctl) {
@@ -202,16 +202,16 @@ Command AddDescribe(CLI::App& shardctl) {
       shardctl.add_subcommand("describe", "show one job and its members");
   app->add_option("--job", flags->job, "job id")->required();
   AddOutputOption(*app, &flags->output);
-  return {app, [flags](const client::ClientOptions& options) -> absl::Status {
-            absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
-                Connect(options);
-            if (!client.ok()) return client.status();
-            absl::StatusOr<shard::v1::Job> job = (*client)->GetJob(flags->job);
-            if (!job.ok()) return job.status();
-            if (flags->output == "json") return PrintJson(*job);
-            PrintJobDetails(*job);
-            return absl::OkStatus();
-          }};
+  return {app,
+          Connected(
+              [flags](const std::shared_ptr<client::CoordinatorClient>& client,
+                      const client::ClientOptions&) -> absl::Status {
+                absl::StatusOr<shard::v1::Job> job = client->GetJob(flags->job);
+                if (!job.ok()) return job.status();
+                if (flags->output == "json") return PrintJson(*job);
+                PrintJobDetails(*job);
+                return absl::OkStatus();
+              })};
 }
 
 Command AddDeleteJob(CLI::App& shardctl) {
@@ -228,11 +228,12 @@ Command AddDeleteJob(CLI::App& shardctl) {
                 "delete even while members are joined (their generation "
                 "ends)");
   AddOutputOption(*app, &flags->output);
-  return {app, [flags](const client::ClientOptions& options) -> absl::Status {
-            absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
-                Connect(options);
-            if (!client.ok()) return client.status();
-            if (absl::Status s = (*client)->DeleteJob(flags->job, flags->force);
+  return {
+      app,
+      Connected(
+          [flags](const std::shared_ptr<client::CoordinatorClient>& client,
+                  const client::ClientOptions&) -> absl::Status {
+            if (absl::Status s = client->DeleteJob(flags->job, flags->force);
                 !s.ok()) {
               return s;
             }
@@ -242,7 +243,7 @@ Command AddDeleteJob(CLI::App& shardctl) {
               std::printf("deleted job %s\n", flags->job.c_str());
             }
             return absl::OkStatus();
-          }};
+          })};
 }
 
 Command AddDrain(CLI::App& shardctl) {
@@ -252,11 +253,12 @@ Command AddDrain(CLI::App& shardctl) {
       "drain the coordinator: in-flight calls get its shutdown grace, then "
       "it exits 0");
   AddOutputOption(*app, output.get());
-  return {app, [output](const client::ClientOptions& options) -> absl::Status {
-            absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
-                Connect(options);
-            if (!client.ok()) return client.status();
-            absl::StatusOr<absl::Duration> grace = (*client)->Drain();
+  return {
+      app,
+      Connected(
+          [output](const std::shared_ptr<client::CoordinatorClient>& client,
+                   const client::ClientOptions&) -> absl::Status {
+            absl::StatusOr<absl::Duration> grace = client->Drain();
             if (!grace.ok()) return grace.status();
             if (*output == "json") {
               std::printf(
@@ -269,7 +271,7 @@ Command AddDrain(CLI::App& shardctl) {
                   absl::FormatDuration(*grace).c_str());
             }
             return absl::OkStatus();
-          }};
+          })};
 }
 
 }  // namespace shard::shardctl

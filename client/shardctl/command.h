@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <utility>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
@@ -21,13 +22,21 @@ struct Command {
   std::function<absl::Status(const client::ClientOptions& options)> run;
 };
 
-// A client of the coordinator `options` name (the commands that talk to it).
-inline absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> Connect(
-    const client::ClientOptions& options) {
-  absl::StatusOr<std::unique_ptr<client::CoordinatorClient>> connected =
-      client::CoordinatorClient::Connect(options);
-  if (!connected.ok()) return connected.status();
-  return std::shared_ptr<client::CoordinatorClient>(*std::move(connected));
+// A Command::run for the commands that talk to the coordinator: connects
+// to the one `options` names (a failure is the command's status) and runs
+// `action(client, options)`.
+template <typename Action>
+std::function<absl::Status(const client::ClientOptions&)> Connected(
+    Action action) {
+  return [action = std::move(action)](
+             const client::ClientOptions& options) -> absl::Status {
+    absl::StatusOr<std::unique_ptr<client::CoordinatorClient>> connected =
+        client::CoordinatorClient::Connect(options);
+    if (!connected.ok()) return connected.status();
+    const std::shared_ptr<client::CoordinatorClient> client =
+        *std::move(connected);
+    return action(client, options);
+  };
 }
 
 }  // namespace shard::shardctl

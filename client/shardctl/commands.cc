@@ -46,15 +46,16 @@ Command AddCreateJob(CLI::App& shardctl) {
   app->add_option("--world-size", flags->world_size, "ranks (members)")
       ->required();
   client::AddJobSpecOptions(*app, &flags->spec);
-  return {app, [flags](const client::ClientOptions& options) -> absl::Status {
-            absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
-                Connect(options);
-            if (!client.ok()) return client.status();
+  return {
+      app,
+      Connected(
+          [flags](const std::shared_ptr<client::CoordinatorClient>& client,
+                  const client::ClientOptions&) -> absl::Status {
             absl::StatusOr<shard::v1::JobSpec> spec = client::JobSpecFromFlags(
                 flags->spec, flags->size, flags->world_size);
             if (!spec.ok()) return spec.status();
             absl::StatusOr<shard::v1::Job> created =
-                (*client)->CreateJob(flags->job, *spec);
+                client->CreateJob(flags->job, *spec);
             if (!created.ok()) return created.status();
             std::printf(
                 "job %s: dataset_size=%llu world_size=%u "
@@ -64,7 +65,7 @@ Command AddCreateJob(CLI::App& shardctl) {
                 created->spec().world_size(),
                 static_cast<unsigned long long>(created->samples_per_rank()));
             return absl::OkStatus();
-          }};
+          })};
 }
 
 Command AddPlan(CLI::App& shardctl) {
@@ -80,10 +81,10 @@ Command AddPlan(CLI::App& shardctl) {
   app->add_option("--epoch", flags->epoch, "epoch")->required();
   app->add_option("--rank", flags->rank, "rank")->required();
   return {
-      app, [flags](const client::ClientOptions& options) -> absl::Status {
-        absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
-            Connect(options);
-        if (!client.ok()) return client.status();
+      app,
+      Connected([flags](
+                    const std::shared_ptr<client::CoordinatorClient>& client,
+                    const client::ClientOptions&) -> absl::Status {
         // Pages sized by bytes, not counts: near N = 2^62 every index
         // takes 9 bytes on the wire.
         constexpr uint32_t kPage = client::CoordinatorClient::kMaxPreviewPage;
@@ -91,8 +92,8 @@ Command AddPlan(CLI::App& shardctl) {
         uint64_t offset = 0;
         while (true) {
           absl::StatusOr<shard::v1::PreviewShardResponse> page =
-              (*client)->Preview(flags->job, flags->rank, flags->epoch, offset,
-                                 kPage);
+              client->Preview(flags->job, flags->rank, flags->epoch, offset,
+                              kPage);
           if (!page.ok()) return page.status();
           for (uint64_t index : page->indices()) {
             absl::StrAppend(&out.text(), index, "\n");
@@ -104,7 +105,7 @@ Command AddPlan(CLI::App& shardctl) {
           }
         }
         return absl::OkStatus();
-      }};
+      })};
 }
 
 Command AddConsume(CLI::App& shardctl) {
@@ -126,20 +127,20 @@ Command AddConsume(CLI::App& shardctl) {
   cli::AddDuration(*app, "--wait", &flags->wait,
                    "how long to wait for the world to form");
   return {
-      app, [flags](const client::ClientOptions& options) -> absl::Status {
-        absl::StatusOr<std::shared_ptr<client::CoordinatorClient>> client =
-            Connect(options);
-        if (!client.ok()) return client.status();
-        absl::StatusOr<client::Membership> membership = (*client)->Join(
-            flags->job, flags->member, std::nullopt, flags->wait);
+      app,
+      Connected([flags](
+                    const std::shared_ptr<client::CoordinatorClient>& client,
+                    const client::ClientOptions&) -> absl::Status {
+        absl::StatusOr<client::Membership> membership =
+            client->Join(flags->job, flags->member, std::nullopt, flags->wait);
         if (!membership.ok()) return membership.status();
-        client::Heartbeater heartbeater(*client, *membership, absl::Seconds(2));
+        client::Heartbeater heartbeater(client, *membership, absl::Seconds(2));
         StdoutBuffer out;
         std::vector<uint64_t> batch(4096);
         for (uint64_t epoch = 0; epoch < flags->epochs; ++epoch) {
           std::unique_ptr<client::ShardStream> stream =
-              (*client)->OpenStream(*membership, epoch,
-                                    /*start_position=*/0);
+              client->OpenStream(*membership, epoch,
+                                 /*start_position=*/0);
           while (true) {
             absl::StatusOr<size_t> got = stream->Next(absl::MakeSpan(batch));
             if (!got.ok()) return got.status();
@@ -152,7 +153,7 @@ Command AddConsume(CLI::App& shardctl) {
           }
         }
         return absl::OkStatus();
-      }};
+      })};
 }
 
 }  // namespace shard::shardctl
