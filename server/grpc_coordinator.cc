@@ -38,9 +38,8 @@ absl::Status GrpcCoordinator::Authenticate(grpc::CallbackServerContext* context,
     authorization =
         absl::string_view(found->second.data(), found->second.size());
   }
-  const bool is_admin = admin != nullptr && admin->Check(authorization).ok();
   if (access == Access::kAdmin && admin != nullptr) {
-    if (is_admin) return absl::OkStatus();
+    if (admin->Check(authorization).ok()) return absl::OkStatus();
     if (token != nullptr && token->Check(authorization).ok()) {
       return absl::PermissionDeniedError(
           "this call needs the admin token (shardd --admin-token-file); "
@@ -51,8 +50,13 @@ absl::Status GrpcCoordinator::Authenticate(grpc::CallbackServerContext* context,
         "this call needs the admin token (shardd --admin-token-file): pass "
         "its file with --auth-token-file");
   }
-  if (is_admin) return absl::OkStatus();
-  return token->Check(authorization);
+  // A member call: the member token (one digest on the common path), else
+  // the admin token.
+  absl::Status member = token->Check(authorization);
+  if (!member.ok() && admin != nullptr && admin->Check(authorization).ok()) {
+    return absl::OkStatus();
+  }
+  return member;
 }
 
 grpc::Status GrpcCoordinator::Admit(grpc::CallbackServerContext* context,

@@ -197,11 +197,9 @@ std::optional<shard::server::CoordinatorOptions> CoordinatorOptionsFromFlags(
   options.idle_job_ttl = flags.idle_job_ttl;
   options.max_waiting_calls = flags.max_waiting_calls;
   options.rendezvous.max_total_bytes = flags.store_max_bytes;
-  if (options.lease <= absl::ZeroDuration() ||
-      options.max_wait < absl::ZeroDuration() ||
-      options.idle_job_ttl < absl::ZeroDuration()) {
-    std::cerr << "shardd: --lease must be positive, --max-wait and "
-                 "--idle-job-ttl not negative\n";
+  // Durations are never negative (the command line refuses them).
+  if (options.lease <= absl::ZeroDuration()) {
+    std::cerr << "shardd: --lease must be positive\n";
     return std::nullopt;
   }
   return options;
@@ -466,7 +464,8 @@ int Run(const shard::server::DaemonFlags& flags) {
         "warning: serving ", flags.listen,
         " in plaintext with no --auth-token-file: anyone who can reach this "
         "port can change and delete every job; add --tls-cert/--tls-key and "
-        "--auth-token-file (README \"Security\") or listen on 127.0.0.1"));
+        "--auth-token-file (docs/operations.md, \"TLS and tokens\") or "
+        "listen on 127.0.0.1"));
   }
   if (etcd) return RunReplicated(flags, signals, *std::move(options));
   return RunStandalone(flags, signals, *std::move(options));

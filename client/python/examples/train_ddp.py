@@ -9,7 +9,7 @@ Start N copies (any machines, any order, no MASTER_ADDR/MASTER_PORT):
 
 or let torchrun start them (README "torchrun"): the sampler then asks for
 torchrun's RANK, takes WORLD_SIZE as the world size and LOCAL_RANK for its
-member id, and torchrun --max-restarts restarts the world after a crash.
+member id, and torchrun --max_restarts restarts the world after a crash.
 
 Each process joins the job (the first creates it), forms its process group
 through the coordinator (Gloo on CPU, NCCL when CUDA is available), trains
