@@ -99,7 +99,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewCoordinatorChannel(
       interceptors;
   if (!security.auth_token_file.empty()) {
     absl::StatusOr<std::string> token =
-        security::ReadTokenFile(security.auth_token_file);
+        security::ReadTokenFile(security.auth_token_file, "--auth-token-file");
     if (!token.ok()) return token.status();
     interceptors.push_back(std::make_unique<BearerTokenFactory>(*token));
   }

@@ -134,6 +134,13 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
   if (requested_rank) request.set_requested_rank(*requested_rank);
   if (spec) *request.mutable_spec() = *spec;
   request.set_incarnation(incarnation_);
+  {
+    absl::MutexLock lock(&joined_mu_);
+    auto joined = joined_incarnations_.find(job_id);
+    if (joined != joined_incarnations_.end()) {
+      request.set_job_incarnation(joined->second);
+    }
+  }
   // The coordinator bounds each wait (shardd --max-wait); joining again
   // resumes it, until `wait` is spent.
   // With on_waiting, each round lasts at most waiting_report_every and is
@@ -152,13 +159,21 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
         std::min<int64_t>(absl::ToInt64Milliseconds(round), UINT32_MAX)));
     response = CallWithRetry(*replicas_, &Stub::JoinJob, "JoinJob", request,
                              options_.rpc_timeout + round, options_.retry);
-    if (response.ok() || !absl::IsDeadlineExceeded(response.status()) ||
-        absl::Now() >= until) {
-      break;
-    }
+    // A round the coordinator answered without waiting (its wait was 0
+    // because `wait` ran out) is not a formed world.
+    const bool waiting_goes_on =
+        response.ok() ? !response->world_formed()
+                      : absl::IsDeadlineExceeded(response.status());
+    if (!waiting_goes_on || absl::Now() >= until) break;
     if (options_.on_waiting) ReportWaiting(job_id, until);
   }
   if (!response.ok()) return response.status();
+  if (!response->world_formed()) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "job \"", job_id, "\" has no world including member \"", member_id,
+        "\" after waiting ", absl::FormatDuration(wait),
+        " (the member stays joined; join again to keep waiting)"));
+  }
   Membership membership;
   membership.job_id = job_id;
   membership.member_id = member_id;
@@ -168,6 +183,11 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
   membership.spec = response->spec();
   membership.committed_epoch = response->committed_epoch();
   membership.committed_position = response->committed_position();
+  membership.job_incarnation = response->job_incarnation();
+  if (membership.job_incarnation != 0) {
+    absl::MutexLock lock(&joined_mu_);
+    joined_incarnations_[job_id] = membership.job_incarnation;
+  }
   return membership;
 }
 
@@ -222,6 +242,10 @@ absl::Status CoordinatorClient::Leave(const Membership& membership) {
   request.set_job_id(membership.job_id);
   request.set_member_id(membership.member_id);
   request.set_incarnation(incarnation_);
+  {
+    absl::MutexLock lock(&joined_mu_);
+    joined_incarnations_.erase(membership.job_id);
+  }
   return CallWithRetry(*replicas_, &Stub::Leave, "Leave", request,
                        options_.rpc_timeout, options_.retry)
       .status();

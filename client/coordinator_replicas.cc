@@ -3,62 +3,18 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "common/leader_hint.h"
+#include "common/net/address.h"
 
 namespace shard::client {
-namespace {
-
-// OK for HOST:PORT, [IPV6]:PORT or a gRPC target URI (dns:///..., unix:...);
-// INVALID_ARGUMENT otherwise: without a port gRPC would dial port 443.
-absl::Status CheckAddress(absl::string_view address) {
-  if (absl::StrContains(address, "://") || absl::StartsWith(address, "unix:") ||
-      absl::StartsWith(address, "unix-abstract:") ||
-      absl::StartsWith(address, "ipv4:") ||
-      absl::StartsWith(address, "ipv6:")) {
-    return absl::OkStatus();
-  }
-  absl::string_view host = address, port;
-  if (absl::StartsWith(address, "[")) {
-    const size_t end = address.find("]:");
-    if (end != absl::string_view::npos) {
-      host = address.substr(0, end + 1);
-      port = address.substr(end + 2);
-    }
-  } else if (const size_t colon = address.find(':');
-             colon != absl::string_view::npos &&
-             address.find(':', colon + 1) == absl::string_view::npos) {
-    host = address.substr(0, colon);
-    port = address.substr(colon + 1);
-  }
-  const bool port_ok =
-      !port.empty() && port.size() <= 5 &&
-      std::all_of(port.begin(), port.end(), absl::ascii_isdigit);
-  if (!host.empty() && port_ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "coordinator address \"", address,
-      "\" has no port: give HOST:PORT, e.g. shardd:7070 or [::1]:7070 "
-      "(without one gRPC would dial port 443)"));
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<std::string>> ParseCoordinatorAddresses(
     absl::string_view addresses) {
-  std::vector<std::string> parsed;
-  for (absl::string_view address : absl::StrSplit(addresses, ',')) {
-    address = absl::StripAsciiWhitespace(address);
-    if (address.empty()) continue;
-    if (absl::Status s = CheckAddress(address); !s.ok()) return s;
-    parsed.emplace_back(address);
-  }
-  if (parsed.empty()) {
+  absl::StatusOr<std::vector<std::string>> parsed =
+      net::ParseAddressList(addresses);
+  if (!parsed.ok()) {
     return absl::InvalidArgumentError(
-        "coordinator address is empty; expected HOST:PORT[,HOST:PORT...]");
+        absl::StrCat("coordinator address ", parsed.status().message()));
   }
   return parsed;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/cli/command_line.h"
 
 namespace shard::client {
 namespace {
@@ -29,37 +30,37 @@ bool JobSpecFlags::AnyGiven() const {
 void AddJobSpecOptions(CLI::App& app, JobSpecFlags* flags) {
   const std::string group = "Job spec";
   flags->options = {
-      app.add_option("--seed", flags->seed, "shuffle seed")->group(group),
-      app.add_option("--shuffle", flags->shuffle,
+      cli::AddOption(app, "--seed", flags->seed, "shuffle seed")->group(group),
+      cli::AddOption(app, "--shuffle", flags->shuffle,
                      "shuffle each epoch (true|false)")
           ->default_str("true")
           ->group(group),
-      app.add_option("--tail", flags->tail,
+      cli::AddOption(app, "--tail", flags->tail,
                      "the last incomplete round: pad (repeat from the start), "
                      "drop, or uneven (evaluation: each sample once)")
           ->check(CLI::IsMember({"pad", "drop", "uneven"}))
           ->group(group),
-      app.add_option("--torch-randperm", flags->torch_randperm,
+      cli::AddOption(app, "--torch-randperm", flags->torch_randperm,
                      "which torch.randperm the torch shuffle reproduces: "
                      "legacy (torch < 2.6) or 2.6")
           ->check(CLI::IsMember({"legacy", "2.6"}))
           ->group(group),
-      app.add_option("--shuffle-algorithm", flags->shuffle_algorithm,
+      cli::AddOption(app, "--shuffle-algorithm", flags->shuffle_algorithm,
                      "torch (DistributedSampler's order), feistel (keyed, "
                      "no materialised order) or block (record locality)")
           ->check(CLI::IsMember({"torch", "feistel", "block"}))
           ->group(group),
-      app.add_option("--block-size", flags->block_size,
+      cli::AddOption(app, "--block-size", flags->block_size,
                      "samples per block (--shuffle-algorithm block)")
           ->group(group),
-      app.add_option("--window-blocks", flags->window_blocks,
+      cli::AddOption(app, "--window-blocks", flags->window_blocks,
                      "blocks shuffled together (--shuffle-algorithm block)")
           ->group(group),
-      app.add_option("--min-world-size", flags->min_world_size,
+      cli::AddOption(app, "--min-world-size", flags->min_world_size,
                      "elastic: fewest members a generation may start with "
                      "(0: the world size)")
           ->group(group),
-      app.add_option("--max-world-size", flags->max_world_size,
+      cli::AddOption(app, "--max-world-size", flags->max_world_size,
                      "elastic: most members a generation may take (0: the "
                      "world size)")
           ->group(group),

@@ -5,26 +5,27 @@
 #define CLIENT_SECURITY_FLAGS_H_
 
 #include "CLI/CLI.hpp"
+#include "common/cli/command_line.h"
 #include "shard/client/coordinator_channel.h"
 
 namespace shard::client {
 
 // Binds the options to *security's fields (owned by the caller).
 inline void AddSecurityOptions(CLI::App& app, ChannelSecurity* security) {
-  app.add_option("--tls-ca", security->tls_ca_file,
+  cli::AddOption(app, "--tls-ca", security->tls_ca_file,
                  "PEM CA that signed the coordinator's certificate; enables "
                  "TLS")
       ->type_name("PEM")
       ->group("Security");
-  app.add_option("--tls-cert", security->tls_cert_file,
+  cli::AddOption(app, "--tls-cert", security->tls_cert_file,
                  "PEM client certificate (mutual TLS; with --tls-key)")
       ->type_name("PEM")
       ->group("Security");
-  app.add_option("--tls-key", security->tls_key_file,
+  cli::AddOption(app, "--tls-key", security->tls_key_file,
                  "PEM private key of --tls-cert")
       ->type_name("PEM")
       ->group("Security");
-  app.add_option("--auth-token-file", security->auth_token_file,
+  cli::AddOption(app, "--auth-token-file", security->auth_token_file,
                  "file holding the bearer token the coordinator requires")
       ->type_name("FILE")
       ->envname("SHARD_TOKEN_FILE")

@@ -107,15 +107,21 @@ absl::Status CoordinatorService::MaybeFormWorld(const std::string& job_id,
                                                 bool admit_waiting) {
   const JobState* job = state().FindJob(job_id);
   const shard::v1::JobSpec& spec = job->spec;
-  size_t size;
+  // Members awaiting re-join do not count, and no world forms while one
+  // does: a world formed with them could include a process that is gone (a
+  // launcher restarted it), ended as soon as its replacement joins; one
+  // formed without them would leave out survivors that re-join a moment
+  // later. Each re-joins on ABORTED, or its lease runs out.
+  const size_t eligible = job->members.size() - job->awaiting_rejoin.size();
+  const size_t size = std::min<size_t>(eligible, spec.max_world_size());
   if (!job->world_formed()) {
     const size_t needed =
         job->generation == 0 ? spec.world_size() : spec.min_world_size();
-    if (job->members.size() < needed) return absl::OkStatus();
-    size = std::min<size_t>(job->members.size(), spec.max_world_size());
-  } else {
-    size = std::min<size_t>(job->members.size(), spec.max_world_size());
-    if (!admit_waiting || size <= job->world.size()) return absl::OkStatus();
+    if (!job->awaiting_rejoin.empty() || eligible < needed) {
+      return absl::OkStatus();
+    }
+  } else if (!admit_waiting || size <= job->world.size()) {
+    return absl::OkStatus();
   }
   // An elastic world growing at a commit replaces the formed one.
   const bool replaces_world = job->world_formed();
@@ -185,7 +191,7 @@ absl::StatusOr<shard::v1::HeartbeatResponse> CoordinatorService::Heartbeat(
     return s;
   }
   if (!(*job)->IsMember(request.member_id())) {
-    return absl::FailedPreconditionError(absl::StrCat(
+    return absl::AbortedError(absl::StrCat(
         "member \"", request.member_id(), "\" is not part of job \"",
         request.job_id(), "\" (it left or its lease expired): re-join"));
   }

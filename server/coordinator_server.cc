@@ -83,13 +83,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->tls_ = !opts.tls_cert_file.empty();
   if (!opts.auth_token_file.empty()) {
     absl::StatusOr<security::BearerToken> token =
-        security::BearerToken::FromFile(opts.auth_token_file);
+        security::BearerToken::FromFile(opts.auth_token_file,
+                                        "--auth-token-file");
     if (!token.ok()) return token.status();
     server->token_ = *std::move(token);
   }
   if (!opts.admin_token_file.empty()) {
     absl::StatusOr<security::BearerToken> admin =
-        security::BearerToken::FromFile(opts.admin_token_file);
+        security::BearerToken::FromFile(opts.admin_token_file,
+                                        "--admin-token-file");
     if (!admin.ok()) return admin.status();
     server->admin_token_ = *std::move(admin);
   }

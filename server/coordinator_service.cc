@@ -182,6 +182,24 @@ absl::Status CoordinatorService::CheckNotFromEarlierJob(const JobState& job,
       job.incarnation, "): this process must stop, not re-join"));
 }
 
+absl::Status CoordinatorService::CheckJoinedIncarnation(
+    const std::string& job_id, uint64_t joined_incarnation) const {
+  if (joined_incarnation == 0) return absl::OkStatus();
+  const JobState* job = state().FindJob(job_id);
+  if (job != nullptr && job->incarnation == joined_incarnation) {
+    return absl::OkStatus();
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "job \"", job_id,
+      "\" was deleted (this process was a member of its "
+      "incarnation ",
+      joined_incarnation, "; ",
+      job == nullptr ? std::string("no job of that id exists now")
+                     : absl::StrCat("the job of that id now is incarnation ",
+                                    job->incarnation),
+      "): this process must stop, not re-join"));
+}
+
 absl::StatusOr<const JobState*> CoordinatorService::CreateOrMatchJob(
     const std::string& job_id, const shard::v1::JobSpec& spec,
     absl::StatusCode conflict_code) {
@@ -360,6 +378,11 @@ absl::Status CoordinatorService::AddMember(
     spec = *normal;
   }
   if (absl::Status s = CheckServing(); !s.ok()) return s;
+  if (absl::Status s =
+          CheckJoinedIncarnation(job_id, request.job_incarnation());
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<const JobState*> job =
       spec ? CreateOrMatchJob(job_id, *spec,
                               absl::StatusCode::kFailedPrecondition)
@@ -379,7 +402,9 @@ absl::Status CoordinatorService::AddMember(
     job = FindJob(job_id);
     if (!job.ok()) return job.status();
   }
-  if (!(*job)->IsMember(member_id)) {
+  // A member awaiting re-join (its world ended) joining again counts for
+  // the next world again.
+  if (!(*job)->IsMember(member_id) || (*job)->AwaitsRejoin(member_id)) {
     // CoordinatorState::Check refuses a member past max_world_size.
     StateUpdate update;
     update.mutable_member_joined()->set_job_id(job_id);
@@ -440,6 +465,7 @@ absl::StatusOr<shard::v1::JoinJobResponse> CoordinatorService::JoinAnswer(
   *response.mutable_spec() = state.spec;
   response.set_committed_epoch(state.committed_epoch);
   response.set_committed_position(state.committed_position);
+  response.set_job_incarnation(state.incarnation);
   return response;
 }
 

@@ -254,6 +254,12 @@ class CoordinatorService {
   // caller belongs to a deleted job that had the same id.
   static absl::Status CheckNotFromEarlierJob(const JobState& job,
                                              uint64_t generation);
+  // NOT_FOUND unless `joined_incarnation` (JoinJobRequest.job_incarnation)
+  // is 0 or the job's current incarnation: a member of a deleted job must
+  // not re-create it, nor join its successor.
+  absl::Status CheckJoinedIncarnation(const std::string& job_id,
+                                      uint64_t joined_incarnation) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A validated stream request with its claimed epoch order.
   struct PreparedShard {
     EpochOrderCache::Claim claim;

@@ -116,23 +116,33 @@ void JobState::AddMember(const std::string& member_id, uint64_t incarnation,
   if (requested_rank) requested_ranks[member_id] = *requested_rank;
 }
 
+std::vector<std::string> JobState::EligibleMembers() const {
+  std::vector<std::string> eligible;
+  eligible.reserve(members.size() - awaiting_rejoin.size());
+  for (const std::string& member : members) {
+    if (!AwaitsRejoin(member)) eligible.push_back(member);
+  }
+  return eligible;
+}
+
 std::vector<std::string> JobState::NextWorld(size_t size) const {
+  const std::vector<std::string> eligible = EligibleMembers();
   std::vector<std::string> next(size);
   std::vector<bool> placed(size, false);
   for (size_t i = 0; i < size; ++i) {
-    auto requested = requested_ranks.find(members[i]);
+    auto requested = requested_ranks.find(eligible[i]);
     if (requested == requested_ranks.end() || requested->second >= size ||
         !next[requested->second].empty()) {
       continue;
     }
-    next[requested->second] = members[i];
+    next[requested->second] = eligible[i];
     placed[i] = true;
   }
   size_t free_rank = 0;
   for (size_t i = 0; i < size; ++i) {
     if (placed[i]) continue;
     while (!next[free_rank].empty()) ++free_rank;
-    next[free_rank] = members[i];
+    next[free_rank] = eligible[i];
   }
   return next;
 }
@@ -142,12 +152,23 @@ uint64_t JobState::IncarnationOf(const std::string& member_id) const {
   return found == incarnations.end() ? 0 : found->second;
 }
 
+void JobState::Rejoin(const std::string& member_id,
+                      std::optional<uint32_t> requested_rank) {
+  awaiting_rejoin.erase(member_id);
+  if (requested_rank) requested_ranks[member_id] = *requested_rank;
+}
+
 void JobState::RemoveMember(const std::string& member_id) {
   members.erase(std::find(members.begin(), members.end(), member_id));
   member_set.erase(member_id);
   incarnations.erase(member_id);
   requested_ranks.erase(member_id);
-  if (RankOf(member_id)) SetWorld({});
+  awaiting_rejoin.erase(member_id);
+  if (!RankOf(member_id)) return;
+  for (const std::string& survivor : world) {
+    if (survivor != member_id) awaiting_rejoin.insert(survivor);
+  }
+  SetWorld({});
 }
 
 void JobState::SetWorld(std::vector<std::string> new_world) {
@@ -155,6 +176,9 @@ void JobState::SetWorld(std::vector<std::string> new_world) {
   ranks.clear();
   for (size_t rank = 0; rank < world.size(); ++rank) {
     ranks.emplace(world[rank], static_cast<uint32_t>(rank));
+    // Journals written before re-joins were recorded may form a world with
+    // members still awaiting re-join: being in a world settles it.
+    awaiting_rejoin.erase(world[rank]);
   }
 }
 
@@ -192,6 +216,8 @@ absl::Status CoordinatorState::Check(const StateUpdate& update) const {
         return s;
       }
       if ((*job)->IsMember(joined.member_id())) {
+        // Joining again is an update only for a member awaiting re-join.
+        if ((*job)->AwaitsRejoin(joined.member_id())) return absl::OkStatus();
         return Unfit(absl::StrCat("MemberJoined for \"", joined.member_id(),
                                   "\", which already joined"));
       }
@@ -288,15 +314,20 @@ absl::Status CoordinatorState::Apply(const StateUpdate& update) {
       job.generation_floor = last_generation_;
       break;
     }
-    case StateUpdate::kMemberJoined:
-      jobs_.find(update.member_joined().job_id())
-          ->second.AddMember(update.member_joined().member_id(),
-                             update.member_joined().incarnation(),
-                             update.member_joined().has_requested_rank()
-                                 ? std::optional<uint32_t>(
-                                       update.member_joined().requested_rank())
-                                 : std::nullopt);
+    case StateUpdate::kMemberJoined: {
+      const auto& joined = update.member_joined();
+      JobState& job = jobs_.find(joined.job_id())->second;
+      const std::optional<uint32_t> requested_rank =
+          joined.has_requested_rank()
+              ? std::optional<uint32_t>(joined.requested_rank())
+              : std::nullopt;
+      if (job.IsMember(joined.member_id())) {
+        job.Rejoin(joined.member_id(), requested_rank);
+      } else {
+        job.AddMember(joined.member_id(), joined.incarnation(), requested_rank);
+      }
       break;
+    }
     case StateUpdate::kMemberRemoved:
       jobs_.find(update.member_removed().job_id())
           ->second.RemoveMember(update.member_removed().member_id());
@@ -350,6 +381,9 @@ shard::state::v1::StateSnapshot CoordinatorState::ToSnapshot(
     record->mutable_member_requested_ranks()->insert(
         job.requested_ranks.begin(), job.requested_ranks.end());
     for (const std::string& member : job.world) record->add_world(member);
+    for (const std::string& member : job.members) {
+      if (job.AwaitsRejoin(member)) record->add_awaiting_rejoin(member);
+    }
     record->set_generation_epoch(job.generation_epoch);
     record->set_generation_base(job.generation_base);
     record->set_committed_epoch(job.committed_epoch);
@@ -461,6 +495,15 @@ absl::StatusOr<CoordinatorState> CoordinatorState::FromSnapshot(
     } else if (job.committed_position >
                job.spec.dataset_size() + job.spec.max_world_size()) {
       return in_job(Unfit("the committed position lies past the epoch"));
+    }
+    for (const std::string& member : record.awaiting_rejoin()) {
+      if (!job.IsMember(member) || job.RankOf(member) ||
+          !job.awaiting_rejoin.insert(member).second) {
+        return in_job(Unfit(absl::StrCat(
+            "member \"", member,
+            "\" awaits re-join but is no member, is in the world or is "
+            "listed twice")));
+      }
     }
     state.jobs_.emplace(job.job_id, std::move(job));
   }

@@ -64,22 +64,41 @@ struct JobState {
   std::unordered_map<std::string, uint64_t> incarnations;
   // The rank each member asked for, when it asked (bounded likewise).
   std::unordered_map<std::string, uint32_t> requested_ranks;
+  // Members of a world that ended under them (another of its members was
+  // removed) that have not joined again since. They stay members, but no
+  // world forms while one of them awaits (the service's rule): the process
+  // behind such a member may be dead (a restarted launcher replaced it),
+  // and one that lives holds the ended generation and re-joins on ABORTED.
+  // A member leaves this set by joining again or by being removed (left,
+  // lease expired, restarted).
+  std::unordered_set<std::string> awaiting_rejoin;
 
   void AddMember(const std::string& member_id, uint64_t incarnation = 0,
                  std::optional<uint32_t> requested_rank = std::nullopt);
+  // A member awaiting re-join joined again: it counts for worlds again.
+  void Rejoin(const std::string& member_id,
+              std::optional<uint32_t> requested_rank);
+  // Removes the member; if it was part of the world, the world ends and
+  // its other members await re-join.
   void RemoveMember(const std::string& member_id);
   // The member's incarnation; 0 when unknown (not given, or not a member).
   uint64_t IncarnationOf(const std::string& member_id) const;
   void SetWorld(std::vector<std::string> new_world);
-  // The world the first `size` members (in join order) would form, by
-  // rank: a rank below `size` goes to the first of them that requested it,
-  // the others fill the free ranks in join order. Requires size <=
-  // members.size().
+  // Members a new world may include (joined, not awaiting re-join), in
+  // join order.
+  std::vector<std::string> EligibleMembers() const;
+  // The world the first `size` eligible members (in join order) would
+  // form, by rank: a rank below `size` goes to the first of them that
+  // requested it, the others fill the free ranks in join order. Requires
+  // size <= EligibleMembers().size().
   std::vector<std::string> NextWorld(size_t size) const;
 
   bool world_formed() const { return !world.empty(); }
   uint32_t world_size() const { return static_cast<uint32_t>(world.size()); }
   bool IsMember(absl::string_view member_id) const;
+  bool AwaitsRejoin(const std::string& member_id) const {
+    return awaiting_rejoin.count(member_id) != 0;
+  }
   // Rank of `member_id` in the current world, if it is part of it.
   std::optional<uint32_t> RankOf(absl::string_view member_id) const;
   // Whether `generation` was given out before this job existed.

@@ -3,18 +3,21 @@
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "common/cli/command_line.h"
+#include "common/net/address.h"
 
 namespace shard::server {
 namespace {
 
-// HOST:PORT with a port (port 0 picks a free one).
-std::string CheckHostPort(const std::string& text) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon + 1 == text.size() ||
-      text.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
-    return "\"" + text + "\" needs a port: HOST:PORT, e.g. 127.0.0.1:7070";
-  }
-  return "";
+// A CLI11 check of one address (`use`) or, with `list`, of a
+// comma-separated list of addresses to dial.
+CLI::Validator AddressCheck(net::AddressUse use, bool list = false) {
+  return CLI::Validator(
+      [use, list](std::string& text) -> std::string {
+        const absl::Status status = list ? net::ParseAddressList(text).status()
+                                         : net::CheckAddress(text, use);
+        return status.ok() ? "" : std::string(status.message());
+      },
+      "");
 }
 
 }  // namespace
@@ -28,31 +31,31 @@ bool IsLoopbackListen(const std::string& listen) {
 }
 
 void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
-  const CLI::Validator host_port(CheckHostPort, "");
-  app.add_option("--listen", f->listen,
+  cli::AddOption(app, "--listen", f->listen,
                  "HOST:PORT to serve gRPC on; port 0 picks a free port. "
                  "0.0.0.0:7070 serves every interface (then use TLS and "
                  "a token)")
       ->type_name("HOST:PORT")
-      ->check(host_port);
+      ->check(AddressCheck(net::AddressUse::kListen));
 
   const std::string state = "State (exactly one)";
-  app.add_option("--data-dir", f->data_dir,
+  cli::AddOption(app, "--data-dir", f->data_dir,
                  "directory for durable state (journal + snapshots)")
       ->type_name("DIR")
       ->group(state);
-  app.add_option("--etcd-endpoints", f->etcd_endpoints,
+  cli::AddOption(app, "--etcd-endpoints", f->etcd_endpoints,
                  "HOST:PORT[,HOST:PORT...] of etcd members: keep the state "
                  "in etcd and run as one replica of a coordinator cluster "
                  "(one leader serves, the others stand by)")
       ->type_name("HOST:PORT,...")
+      ->check(AddressCheck(net::AddressUse::kDial, /*list=*/true))
       ->group(state);
   app.add_flag("--in-memory", f->in_memory,
                "keep state in memory only (tests): a restart loses every job")
       ->group(state);
 
   const std::string replicas = "Replicas on etcd";
-  app.add_option("--etcd-prefix", f->etcd_prefix,
+  cli::AddOption(app, "--etcd-prefix", f->etcd_prefix,
                  "etcd key prefix of this coordinator cluster (clusters "
                  "sharing one etcd use different prefixes)")
       ->type_name("PREFIX")
@@ -62,23 +65,25 @@ void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
                    "for this long stops serving and a standby takes over "
                    "(at least 1s)")
       ->group(replicas);
-  app.add_option("--etcd-ca", f->etcd_ca,
+  cli::AddOption(app, "--etcd-ca", f->etcd_ca,
                  "PEM CA of etcd's certificates (TLS to etcd); empty: "
                  "plaintext")
       ->type_name("PEM")
       ->group(replicas);
-  app.add_option("--etcd-cert", f->etcd_cert,
+  cli::AddOption(app, "--etcd-cert", f->etcd_cert,
                  "PEM client certificate for etcd (with --etcd-key)")
       ->type_name("PEM")
       ->group(replicas);
-  app.add_option("--etcd-key", f->etcd_key, "PEM private key of --etcd-cert")
+  cli::AddOption(app, "--etcd-key", f->etcd_key,
+                 "PEM private key of --etcd-cert")
       ->type_name("PEM")
       ->group(replicas);
-  app.add_option("--advertise-address", f->advertise_address,
+  cli::AddOption(app, "--advertise-address", f->advertise_address,
                  "HOST:PORT clients reach this replica at (standbys name the "
                  "leader by it); empty: the bound address, with the host "
                  "name for a wildcard host")
       ->type_name("HOST:PORT")
+      ->check(AddressCheck(net::AddressUse::kDial))
       ->group(replicas);
 
   const std::string limits = "Coordination and limits";
@@ -94,80 +99,80 @@ void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
                    "a job with no member and no call naming it for this "
                    "long is deleted; 0 keeps jobs forever")
       ->group(limits);
-  app.add_option("--snapshot-every", f->snapshot_every,
+  cli::AddOption(app, "--snapshot-every", f->snapshot_every,
                  "records between snapshots, in the journal or in etcd")
       ->type_name("N")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::AtLeast(1))
       ->group(limits);
-  app.add_option("--max-order-bytes", f->max_order_bytes,
+  cli::AddOption(app, "--max-order-bytes", f->max_order_bytes,
                  "largest shuffled epoch order (bytes) one job may hold; "
                  "jobs that need more are refused")
       ->type_name("BYTES")
       ->group(limits);
-  app.add_option("--order-cache-bytes", f->order_cache_bytes,
+  cli::AddOption(app, "--order-cache-bytes", f->order_cache_bytes,
                  "memory all epoch orders together may take (bytes); 0: "
                  "half of the memory available (the machine's, or the "
                  "cgroup limit if lower)")
       ->type_name("BYTES")
       ->group(limits);
-  app.add_option("--max-waiting-calls", f->max_waiting_calls,
+  cli::AddOption(app, "--max-waiting-calls", f->max_waiting_calls,
                  "calls that may wait at once; more answer "
                  "RESOURCE_EXHAUSTED")
       ->type_name("N")
       ->group(limits);
-  app.add_option("--store-max-bytes", f->store_max_bytes,
+  cli::AddOption(app, "--store-max-bytes", f->store_max_bytes,
                  "budget of the rendezvous store (all jobs); writes beyond "
                  "it answer RESOURCE_EXHAUSTED")
       ->type_name("BYTES")
       ->group(limits);
-  app.add_option("--max-request-bytes", f->max_request_bytes,
+  cli::AddOption(app, "--max-request-bytes", f->max_request_bytes,
                  "largest request message accepted")
       ->type_name("BYTES")
-      ->check(CLI::PositiveNumber)
+      ->check(cli::AtLeast(1))
       ->group(limits);
   cli::AddDuration(app, "--shutdown-grace", &f->shutdown_grace,
                    "how long in-flight calls may run after SIGTERM")
       ->group(limits);
 
   const std::string security = "Security and endpoints";
-  app.add_option("--tls-cert", f->tls_cert,
+  cli::AddOption(app, "--tls-cert", f->tls_cert,
                  "PEM server certificate (chain); with --tls-key enables TLS")
       ->type_name("PEM")
       ->group(security);
-  app.add_option("--tls-key", f->tls_key, "PEM private key of --tls-cert")
+  cli::AddOption(app, "--tls-key", f->tls_key, "PEM private key of --tls-cert")
       ->type_name("PEM")
       ->group(security);
-  app.add_option("--tls-client-ca", f->tls_client_ca,
+  cli::AddOption(app, "--tls-client-ca", f->tls_client_ca,
                  "PEM CA bundle; clients must present a certificate it "
                  "signed (mutual TLS)")
       ->type_name("PEM")
       ->group(security);
-  app.add_option("--auth-token-file", f->auth_token_file,
+  cli::AddOption(app, "--auth-token-file", f->auth_token_file,
                  "file holding the bearer token every call must carry")
       ->type_name("FILE")
       ->group(security);
-  app.add_option("--admin-token-file", f->admin_token_file,
+  cli::AddOption(app, "--admin-token-file", f->admin_token_file,
                  "file holding the token admin calls (delete-job, drain) "
                  "must carry; the other calls accept it too")
       ->type_name("FILE")
       ->group(security);
-  app.add_option("--metrics-listen", f->metrics_listen,
+  cli::AddOption(app, "--metrics-listen", f->metrics_listen,
                  "HOST:PORT to serve Prometheus metrics on (GET /metrics); "
                  "empty: none")
       ->type_name("HOST:PORT")
-      ->check(host_port)
+      ->check(AddressCheck(net::AddressUse::kListen))
       ->group(security);
-  app.add_option("--health-listen", f->health_listen,
+  cli::AddOption(app, "--health-listen", f->health_listen,
                  "HOST:PORT of an extra plaintext listener serving only the "
                  "gRPC health service; empty: none")
       ->type_name("HOST:PORT")
-      ->check(host_port)
+      ->check(AddressCheck(net::AddressUse::kListen))
       ->group(security);
 
   const std::string checks =
       "Offline checks (print and exit: 0 sound, 3 not "
       "recoverable)";
-  app.add_option("--check-data-dir", f->check_data_dir,
+  cli::AddOption(app, "--check-data-dir", f->check_data_dir,
                  "verify the data directory DIR read only and print what "
                  "recovery would find")
       ->type_name("DIR")

@@ -83,10 +83,12 @@ int CheckDataDir(const std::string& dir) {
   absl::StatusOr<shard::storage::Recovered> recovered =
       shard::storage::Recover(shard::storage::PosixFileSystem(), dir,
                               shard::storage::RecoveryMode::kCheck);
+  // A check answers one question, sound or not: a directory that is
+  // missing or cannot be read is not sound either.
   if (!recovered.ok()) {
     std::cout << "data directory " << dir
               << " is NOT recoverable: " << recovered.status() << "\n";
-    return RecoveryExitCode(recovered.status());
+    return kExitDataLoss;
   }
   const shard::storage::RecoveryStats& stats = recovered->stats;
   std::cout << "data directory " << dir << " is sound: " << stats.jobs

@@ -45,46 +45,53 @@ struct Flags {
 
 void AddOptions(CLI::App& app, Flags& flags,
                 shard::trainer::TrainerOptions& options) {
-  app.add_option("--coordinator", options.client.address,
-                 "the coordinator's HOST:PORT, or the replicas' as a comma-"
-                 "separated list")
+  shard::cli::AddOption(
+      app, "--coordinator", options.client.address,
+      "the coordinator's HOST:PORT, or the replicas' as a comma-"
+      "separated list")
       ->type_name("HOST:PORT[,...]")
       ->envname("SHARD_COORDINATOR")
       ->required();
-  app.add_option("--job", options.job_id, "job id")->required();
-  app.add_option("--member", options.member_id,
-                 "member id (unique per process)")
+  shard::cli::AddOption(app, "--job", options.job_id, "job id")->required();
+  shard::cli::AddOption(app, "--member", options.member_id,
+                        "member id (unique per process)")
       ->default_str("HOSTNAME-$LOCAL_RANK");
-  app.add_option("--dataset", flags.dataset, "training data")
+  shard::cli::AddOption(app, "--dataset", flags.dataset, "training data")
       ->check(CLI::IsMember({"synthetic", "fashion-mnist", "records"}));
-  app.add_option("--data-path", options.data.path,
-                 "directory of fashion-mnist, or the records file");
-  app.add_option("--dataset-size", flags.dataset_size,
-                 "synthetic: samples of a new job (default 4096); real data: "
-                 "the first N samples (default all)");
-  app.add_option("--eval-size", flags.eval_size,
-                 "evaluation samples (synthetic default 1000; real data: "
-                 "all of the test set)");
-  app.add_option("--model", flags.model,
-                 "network (default: mlp for synthetic data, cnn for images)")
+  shard::cli::AddOption(app, "--data-path", options.data.path,
+                        "directory of fashion-mnist, or the records file");
+  shard::cli::AddOption(
+      app, "--dataset-size", flags.dataset_size,
+      "synthetic: samples of a new job (default 4096); real data: "
+      "the first N samples (default all)");
+  shard::cli::AddOption(
+      app, "--eval-size", flags.eval_size,
+      "evaluation samples (synthetic default 1000; real data: "
+      "all of the test set)");
+  shard::cli::AddOption(
+      app, "--model", flags.model,
+      "network (default: mlp for synthetic data, cnn for images)")
       ->check(CLI::IsMember({"linear", "mlp", "cnn"}));
-  app.add_option("--backend", flags.backend,
-                 "process group: gloo (CPU), nccl (GPU) or auto")
+  shard::cli::AddOption(app, "--backend", flags.backend,
+                        "process group: gloo (CPU), nccl (GPU) or auto")
       ->check(CLI::IsMember({"auto", "gloo", "nccl"}));
-  app.add_option("--epochs", options.epochs, "epochs to train");
-  app.add_option("--batch-size", options.batch_size, "samples per step")
+  shard::cli::AddOption(app, "--epochs", options.epochs, "epochs to train");
+  shard::cli::AddOption(app, "--batch-size", options.batch_size,
+                        "samples per step")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
-  app.add_option("--loader-workers", options.loader_workers,
-                 "threads preparing batches (0: in the training loop)")
+  shard::cli::AddOption(app, "--loader-workers", options.loader_workers,
+                        "threads preparing batches (0: in the training loop)")
       ->check(CLI::Range(0, 256));
-  app.add_option("--lr", options.learning_rate, "learning rate");
-  app.add_option(
-      "--checkpoint-dir", options.checkpoint_dir,
+  shard::cli::AddOption(app, "--lr", options.learning_rate, "learning rate");
+  shard::cli::AddOption(
+      app, "--checkpoint-dir", options.checkpoint_dir,
       "directory for checkpoints, shared by all ranks (empty: none)");
-  app.add_option("--checkpoint-every", options.checkpoint_every,
-                 "steps between checkpoints (0: at the end of each epoch)");
-  app.add_option("--log-indices", options.log_indices,
-                 "append \"EPOCH RANK INDEX\" per trained sample to FILE");
+  shard::cli::AddOption(
+      app, "--checkpoint-every", options.checkpoint_every,
+      "steps between checkpoints (0: at the end of each epoch)");
+  shard::cli::AddOption(
+      app, "--log-indices", options.log_indices,
+      "append \"EPOCH RANK INDEX\" per trained sample to FILE");
   shard::cli::AddDuration(app, "--join-wait", &options.join_wait,
                           "how long to wait for the world to form");
   shard::cli::AddDuration(app, "--progress-every", &options.progress_every,
@@ -92,18 +99,20 @@ void AddOptions(CLI::App& app, Flags& flags,
                           "0: none");
   shard::cli::AddDuration(app, "--pg-timeout", &flags.pg_timeout,
                           "timeout of the process group's collectives");
-  app.add_option("--gloo-interface", options.process_group.gloo_interface,
-                 "network interface Gloo binds (empty: the host name's)");
+  shard::cli::AddOption(
+      app, "--gloo-interface", options.process_group.gloo_interface,
+      "network interface Gloo binds (empty: the host name's)");
   shard::cli::AddDuration(app, "--heartbeat-interval",
                           &options.heartbeat_interval,
                           "heartbeat period (well below shardd's --lease)");
-  app.add_option("--max-rejoins", options.max_rejoins,
-                 "generations this process may re-join before giving up")
+  shard::cli::AddOption(app, "--max-rejoins", options.max_rejoins,
+                        "generations this process may re-join before giving up")
       ->check(CLI::Range(0, 1000));
   shard::client::AddSecurityOptions(app, &options.client.security);
-  app.add_option("--world-size", flags.world_size,
-                 "ranks; with it shard-train creates the job (or checks that "
-                 "the existing one has this spec)")
+  shard::cli::AddOption(
+      app, "--world-size", flags.world_size,
+      "ranks; with it shard-train creates the job (or checks that "
+      "the existing one has this spec)")
       ->group("Job spec");
   shard::client::AddJobSpecOptions(app, &flags.spec);
 }
@@ -116,6 +125,18 @@ absl::Status FinishOptions(const Flags& flags,
   if (!dataset.ok()) return dataset.status();
   const bool synthetic = *dataset == shard::trainer::DatasetKind::kSynthetic;
   options.data.kind = *dataset;
+  if (*dataset == shard::trainer::DatasetKind::kRecords &&
+      options.data.path.empty()) {
+    return absl::InvalidArgumentError(
+        "--dataset records needs --data-path: the directory holding the "
+        "record files' train/ and test/");
+  }
+  if (!(options.learning_rate > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lr: \"", options.learning_rate,
+                     "\" is not a learning rate; give a number above 0, "
+                     "e.g. 0.05"));
+  }
   options.data.train_size = flags.dataset_size.value_or(synthetic ? 4096 : 0);
   options.data.eval_size = flags.eval_size.value_or(synthetic ? 1000 : 0);
   absl::StatusOr<shard::trainer::Backend> backend =

@@ -13,6 +13,7 @@
 #include "common/plan/job_spec.h"
 #include "shard/client/heartbeater.h"
 #include "shard/client/torch/coordinator_store.h"
+#include "shard/client/torch/shard_data_loader.h"
 #include "shard/client/torch/shard_sampler.h"
 #include "shard/client/torch/status_error.h"
 #include "torch/csrc/distributed/c10d/PrefixStore.hpp"
@@ -94,8 +95,10 @@ absl::StatusOr<ProcessGroupPtr> FormProcessGroup(
                           backend_name);
 }
 
-// Writes the checkpoint (rank 0) and commits its progress to the
-// coordinator, then prunes older checkpoints. ABORTED when the commit
+// Rank 0 writes the checkpoint (with --checkpoint-dir) and commits its
+// progress to the coordinator, then prunes older checkpoints. Without a
+// checkpoint directory the progress is still committed: a later run (or a
+// re-join) resumes at it with the model in memory. ABORTED when the commit
 // admitted new members (elastic growth): the caller re-joins.
 class Checkpointer {
  public:
@@ -109,20 +112,23 @@ class Checkpointer {
         optimizer_(optimizer) {}
 
   absl::Status Save(const Progress& progress) {
-    if (options_.checkpoint_dir.empty() || membership_.rank != 0) {
-      return absl::OkStatus();
-    }
-    if (absl::Status s = SaveCheckpoint(options_.checkpoint_dir, model_,
-                                        optimizer_, progress);
-        !s.ok()) {
-      return s;
+    if (membership_.rank != 0) return absl::OkStatus();
+    const bool to_disk = !options_.checkpoint_dir.empty();
+    if (to_disk) {
+      if (absl::Status s = SaveCheckpoint(options_.checkpoint_dir, model_,
+                                          optimizer_, progress);
+          !s.ok()) {
+        return s;
+      }
     }
     absl::StatusOr<shard::v1::CommitProgressResponse> committed =
         client_.CommitProgress(membership_, progress.epoch, progress.position);
     if (!committed.ok()) return committed.status();
-    PruneCheckpoints(
-        options_.checkpoint_dir,
-        {committed->committed_epoch(), committed->committed_position()});
+    if (to_disk) {
+      PruneCheckpoints(
+          options_.checkpoint_dir,
+          {committed->committed_epoch(), committed->committed_position()});
+    }
     if (committed->generation() != membership_.generation) {
       return absl::AbortedError(
           absl::StrCat("generation ", committed->generation(),
@@ -307,17 +313,18 @@ class Attempt {
     if (absl::Status s = Join(); !s.ok()) return s;
     if (absl::Status s = FormGroup(); !s.ok()) return s;
     if (absl::Status s = BuildModel(); !s.ok()) return s;
-    torch_adapter::ShardSampler sampler(client_, membership_);
-    std::shared_ptr<torch_adapter::ShardSamplerProgress> progress =
-        sampler.progress();
-    progress->ResumeAt({start_.epoch, start_.position});
-    auto loader = torch::data::make_data_loader(
-        data_.Train(membership_.spec.dataset_size()), std::move(sampler),
+    // Loader workers run ahead of the training loop: the loader counts the
+    // batches the loop received.
+    auto loader = torch_adapter::MakeShardDataLoader(
+        data_.Train(membership_.spec.dataset_size()),
+        torch_adapter::ShardSampler(client_, membership_),
         torch::data::DataLoaderOptions()
             .batch_size(options_.batch_size)
             .workers(options_.loader_workers));
+    loader->progress().ResumeAt({start_.epoch, start_.position});
     for (uint64_t epoch = start_.epoch; epoch < options_.epochs; ++epoch) {
-      if (absl::Status s = RunEpoch(epoch, *loader, *progress); !s.ok()) {
+      if (absl::Status s = RunEpoch(epoch, *loader, loader->progress());
+          !s.ok()) {
         return s;
       }
     }
@@ -365,10 +372,14 @@ class Attempt {
     absl::StatusOr<ProcessGroupPtr> group = FormProcessGroup(
         client_, membership_, options_.process_group, &backend_);
     if (!group.ok()) {
-      // A backend this build or host lacks is a configuration error; any
-      // other failure (a peer gone, the generation ended while forming)
-      // means the membership changed.
-      if (absl::IsFailedPrecondition(group.status())) return group.status();
+      // A backend this build or host lacks (FAILED_PRECONDITION) and a
+      // deleted job (NOT_FOUND) stop the trainer; any other failure (a
+      // peer gone, the generation ended while forming) means the
+      // membership changed.
+      if (absl::IsFailedPrecondition(group.status()) ||
+          absl::IsNotFound(group.status())) {
+        return group.status();
+      }
       return MembershipChanged(group.status().message());
     }
     group_ = *std::move(group);
@@ -440,22 +451,14 @@ class Attempt {
         torch::zeros({}, torch::dtype(torch::kFloat64).device(device_));
     const Clock::time_point began = Clock::now();
     const absl::Duration index_wait_before = progress.IndexWait();
-    // A periodic checkpoint runs before the next step, so the last step of
-    // an epoch is covered by the epoch-end checkpoint instead: progress is
-    // never recorded as the end of an epoch, only as the next one's start.
-    bool checkpoint_due = false;
     try {
       for (ExampleBatch& batch : loader) {
+        // ABORTED: the generation ended (re-join); anything else (NOT_FOUND:
+        // the job was deleted) stops the trainer.
         if (absl::Status s = heartbeater_->status(); !s.ok()) {
-          return MembershipChanged(s.message());
-        }
-        if (checkpoint_due) {
-          checkpoint_due = false;
-          const torch_adapter::EpochPosition at = progress.Current();
-          if (absl::Status s = checkpointer_->Save({at.epoch, at.position});
-              !s.ok()) {
-            return s;
-          }
+          return absl::Status(
+              s.code(), absl::StrCat("heartbeat of job ", membership_.job_id,
+                                     ": ", s.message()));
         }
         const torch::Tensor x = ModelInput(batch.features, device_);
         const torch::Tensor y = batch.targets.to(device_);
@@ -466,18 +469,25 @@ class Attempt {
         sync_->Finish();
         optimizer_->step();
         samples += batch.size();
-        // Loader workers run ahead of this loop: the position counts what
-        // it received.
-        progress.Consumed(batch.size());
         ++steps;
         // Summed where the loss is: reading it every step would wait for
         // the device each step.
         loss_sum += loss.detach();
         index_log_.Write(epoch, membership_.rank, batch.indices);
-        report_.Step(membership_.rank, epoch, progress.Current().position,
-                     epoch_end, epoch_length, batch.size());
-        checkpoint_due = options_.checkpoint_every > 0 &&
-                         steps % options_.checkpoint_every == 0;
+        // The position includes this step's batch (the loop received it).
+        const torch_adapter::EpochPosition at = progress.Current();
+        report_.Step(membership_.rank, epoch, at.position, epoch_end,
+                     epoch_length, batch.size());
+        // The epoch's last step is covered by the epoch-end checkpoint:
+        // progress is never recorded as the end of an epoch, only as the
+        // next one's start.
+        if (options_.checkpoint_every > 0 &&
+            steps % options_.checkpoint_every == 0 && at.position < epoch_end) {
+          if (absl::Status s = checkpointer_->Save({at.epoch, at.position});
+              !s.ok()) {
+            return s;
+          }
+        }
       }
     } catch (const std::exception& e) {
       // A collective fails when a peer is gone; the stream fails when the

@@ -43,13 +43,15 @@ struct TrainerOptions {
   uint64_t batch_size = 32;
   // DataLoader threads assembling batches ahead of the training loop
   // (--loader-workers; 0: in the loop's thread). Commits stay exact: the
-  // loop reports what it received (ShardSamplerProgress::Consumed).
+  // loader (ShardDataLoader) counts the batches the loop received.
   size_t loader_workers = 0;
   double learning_rate = 0.05;
-  // Checkpoints go here (shared by all ranks); empty: no checkpoints and no
-  // commits, so a restart begins at the coordinator's committed progress.
+  // Checkpoints go here (shared by all ranks); empty: no model checkpoints,
+  // but progress is committed all the same, so a restart resumes at the
+  // committed position with a freshly initialised model.
   std::string checkpoint_dir;
-  // Checkpoint + commit every this many steps (0: only at epoch ends).
+  // Commit (and checkpoint, with checkpoint_dir) every this many steps (0:
+  // only at epoch ends).
   uint64_t checkpoint_every = 0;
   // Appends "EPOCH RANK INDEX" for every trained sample; empty: off.
   std::string log_indices;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/cli/command_line.h"
 #include "common/plan/job_spec.h"
 #include "google/protobuf/util/json_util.h"
 #include "shard/client/coordinator_replicas.h"
@@ -17,7 +18,7 @@ namespace {
 
 // Adds --output table|json, bound to *output.
 void AddOutputOption(CLI::App& app, std::string* output) {
-  app.add_option("--output,-o", *output, "table or json")
+  cli::AddOption(app, "--output,-o", *output, "table or json")
       ->check(CLI::IsMember({"table", "json"}));
 }
 
@@ -200,7 +201,7 @@ Command AddDescribe(CLI::App& shardctl) {
   auto flags = std::make_shared<Flags>();
   CLI::App* app =
       shardctl.add_subcommand("describe", "show one job and its members");
-  app->add_option("--job", flags->job, "job id")->required();
+  cli::AddOption(*app, "--job", flags->job, "job id")->required();
   AddOutputOption(*app, &flags->output);
   return {app,
           Connected(
@@ -223,7 +224,7 @@ Command AddDeleteJob(CLI::App& shardctl) {
   auto flags = std::make_shared<Flags>();
   CLI::App* app = shardctl.add_subcommand(
       "delete-job", "delete a job and its progress (journaled)");
-  app->add_option("--job", flags->job, "job id")->required();
+  cli::AddOption(*app, "--job", flags->job, "job id")->required();
   app->add_flag("--force", flags->force,
                 "delete even while members are joined (their generation "
                 "ends)");

@@ -41,9 +41,10 @@ Command AddCreateJob(CLI::App& shardctl) {
   auto flags = std::make_shared<Flags>();
   CLI::App* app = shardctl.add_subcommand(
       "create-job", "create a job (or check that an existing one is equal)");
-  app->add_option("--job", flags->job, "job id")->required();
-  app->add_option("--size", flags->size, "samples in the dataset")->required();
-  app->add_option("--world-size", flags->world_size, "ranks (members)")
+  cli::AddOption(*app, "--job", flags->job, "job id")->required();
+  cli::AddOption(*app, "--size", flags->size, "samples in the dataset")
+      ->required();
+  cli::AddOption(*app, "--world-size", flags->world_size, "ranks (members)")
       ->required();
   client::AddJobSpecOptions(*app, &flags->spec);
   return {
@@ -77,9 +78,9 @@ Command AddPlan(CLI::App& shardctl) {
   auto flags = std::make_shared<Flags>();
   CLI::App* app = shardctl.add_subcommand(
       "plan", "print a rank's indices of an epoch, one per line");
-  app->add_option("--job", flags->job, "job id")->required();
-  app->add_option("--epoch", flags->epoch, "epoch")->required();
-  app->add_option("--rank", flags->rank, "rank")->required();
+  cli::AddOption(*app, "--job", flags->job, "job id")->required();
+  cli::AddOption(*app, "--epoch", flags->epoch, "epoch")->required();
+  cli::AddOption(*app, "--rank", flags->rank, "rank")->required();
   return {
       app,
       Connected([flags](
@@ -120,10 +121,10 @@ Command AddConsume(CLI::App& shardctl) {
       "consume",
       "join a job, wait for its world and print \"EPOCH RANK INDEX\" per "
       "index streamed");
-  app->add_option("--job", flags->job, "job id")->required();
-  app->add_option("--member", flags->member, "member id to join as")
+  cli::AddOption(*app, "--job", flags->job, "job id")->required();
+  cli::AddOption(*app, "--member", flags->member, "member id to join as")
       ->required();
-  app->add_option("--epochs", flags->epochs, "epochs to stream");
+  cli::AddOption(*app, "--epochs", flags->epochs, "epochs to stream");
   cli::AddDuration(*app, "--wait", &flags->wait,
                    "how long to wait for the world to form");
   return {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/health_check.h"
+#include "common/cli/command_line.h"
 #include "shard/client/coordinator_channel.h"
 #include "shard/client/coordinator_replicas.h"
 
@@ -58,10 +59,10 @@ Command AddHealth(CLI::App& shardctl) {
       "health",
       "ask each --coordinator address for its gRPC health; exit 1 unless "
       "all are SERVING");
-  app->add_option("--service", *service,
-                  "health service: \"\" (serving: the leader), "
-                  "shard.v1.Coordinator, or liveness (every running "
-                  "replica)");
+  cli::AddOption(*app, "--service", *service,
+                 "health service: \"\" (serving: the leader), "
+                 "shard.v1.Coordinator, or liveness (every running "
+                 "replica)");
   return {app, [service](const client::ClientOptions& options) {
             return CheckEndpoints(options, *service);
           }};

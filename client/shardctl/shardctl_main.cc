@@ -49,9 +49,10 @@ int main(int argc, char** argv) {
 
   shard::client::ClientOptions options;
   options.address = "127.0.0.1:7070";
-  app.add_option("--coordinator", options.address,
-                 "the coordinator's HOST:PORT, or the replicas' as a comma-"
-                 "separated list")
+  shard::cli::AddOption(
+      app, "--coordinator", options.address,
+      "the coordinator's HOST:PORT, or the replicas' as a comma-"
+      "separated list")
       ->type_name("HOST:PORT[,...]")
       ->envname("SHARD_COORDINATOR");
   shard::cli::AddDuration(app, "--timeout", &options.rpc_timeout,
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
   };
   std::string help_topic;
   CLI::App* help = app.add_subcommand("help", "show a command's options");
-  help->add_option("COMMAND", help_topic, "the command");
+  shard::cli::AddOption(*help, "COMMAND", help_topic, "the command");
   CLI::App* version = app.add_subcommand("version", "print the version");
 
   if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {

@@ -1,8 +1,10 @@
 #include "common/cli/command_line.h"
 
+#include <cmath>
 #include <iostream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "shard/version.h"
@@ -17,6 +19,45 @@ void Configure(CLI::App& app, const std::string& program) {
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_version_flag("--version", program + " " + Version());
   app.get_formatter()->column_width(34);
+}
+
+CLI::Validator NonNegativeNumber() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+        if (absl::StartsWith(trimmed, "-")) {
+          return absl::StrCat("\"", text,
+                              "\" is negative; give a whole number, 0 or more");
+        }
+        return "";
+      },
+      "");
+}
+
+CLI::Validator FiniteNumber() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double number;
+        if (absl::SimpleAtod(absl::StripAsciiWhitespace(text), &number) &&
+            !std::isfinite(number)) {
+          return absl::StrCat("\"", text, "\" is not a finite number");
+        }
+        return "";
+      },
+      "");
+}
+
+CLI::Validator AtLeast(uint64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        uint64_t number;
+        if (absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &number) &&
+            number < min) {
+          return absl::StrCat("\"", text, "\" is below the minimum, ", min);
+        }
+        return "";
+      },
+      "");
 }
 
 CLI::Option* AddDuration(CLI::App& app, const std::string& name,

@@ -8,8 +8,11 @@
 #ifndef COMMON_CLI_COMMAND_LINE_H_
 #define COMMON_CLI_COMMAND_LINE_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
@@ -23,6 +26,48 @@ inline constexpr int kExitUsage = 2;
 // --version prints "PROGRAM <version>", and where an option given twice
 // takes its last value.
 void Configure(CLI::App& app, const std::string& program);
+
+// The checks a number option gets (see AddOption). CLI11 2.1 converts "-1"
+// for an unsigned option by wrapping it (18446744073709551615) and takes
+// "nan" for a floating-point one.
+CLI::Validator NonNegativeNumber();
+CLI::Validator FiniteNumber();
+// A whole number of at least `min`, saying so in those words (CLI11's
+// PositiveNumber says "not in range 0.000000 to 1.79e308").
+CLI::Validator AtLeast(uint64_t min);
+
+template <typename T>
+struct OptionValue {
+  using type = T;
+};
+template <typename T>
+struct OptionValue<std::optional<T>> {
+  using type = T;
+};
+template <typename T>
+struct OptionValue<std::vector<T>> {
+  using type = T;
+};
+
+// Adds option `name` bound to `value`, as CLI11's add_option does, plus the
+// checks CLI11 lacks for numbers: an integer option (no option of this
+// project takes a negative number) refuses "-1" instead of wrapping it, a
+// floating-point one refuses nan and infinities. Each refusal is a usage
+// error naming the option and the value typed. Every option with a value
+// is added through it.
+template <typename T>
+CLI::Option* AddOption(CLI::App& app, const std::string& name, T& value,
+                       const std::string& help = "") {
+  CLI::Option* option = app.add_option(name, value, help);
+  using Number = typename OptionValue<T>::type;
+  if constexpr (std::is_floating_point_v<Number>) {
+    option->check(FiniteNumber());
+  } else if constexpr (std::is_integral_v<Number> &&
+                       !std::is_same_v<Number, bool>) {
+    option->check(NonNegativeNumber());
+  }
+  return option;
+}
 
 // Adds option `name` (e.g. "--lease") taking a duration with its unit:
 // "10s", "2m", "1h30m", "250ms" (or "0"). A bare number is refused with

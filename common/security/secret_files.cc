@@ -59,18 +59,15 @@ absl::Status ValidateToken(absl::string_view token) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  if (absl::Status s = CheckSecretFileMode(path, "--auth-token-file");
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<std::string> content =
-      ReadWholeFile(path, "--auth-token-file");
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path,
+                                          absl::string_view what) {
+  if (absl::Status s = CheckSecretFileMode(path, what); !s.ok()) return s;
+  absl::StatusOr<std::string> content = ReadWholeFile(path, what);
   if (!content.ok()) return content.status();
   std::string token(absl::StripAsciiWhitespace(*content));
   if (absl::Status s = ValidateToken(token); !s.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--auth-token-file ", path, ": ", s.message()));
+        absl::StrCat(what, " ", path, ": ", s.message()));
   }
   return token;
 }

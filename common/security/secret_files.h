@@ -29,8 +29,10 @@ absl::Status CheckSecretFileMode(const std::string& path,
 // The token is the file's content without surrounding whitespace (a
 // Kubernetes Secret mounted as a file often ends in a newline).
 // INVALID_ARGUMENT if unreadable, readable by others (CheckSecretFileMode)
-// or if ValidateToken fails.
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+// or if ValidateToken fails. `what` names the flag in the error
+// ("--admin-token-file").
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path,
+                                          absl::string_view what);
 
 // A token travels in an HTTP/2 header: 1..4096 printable ASCII characters
 // without spaces.

@@ -20,8 +20,9 @@ std::array<uint8_t, 32> Sha256(absl::string_view text) {
 
 }  // namespace
 
-absl::StatusOr<BearerToken> BearerToken::FromFile(const std::string& path) {
-  absl::StatusOr<std::string> token = ReadTokenFile(path);
+absl::StatusOr<BearerToken> BearerToken::FromFile(const std::string& path,
+                                                  absl::string_view what) {
+  absl::StatusOr<std::string> token = ReadTokenFile(path, what);
   if (!token.ok()) return token.status();
   return BearerToken(Sha256(*token));
 }

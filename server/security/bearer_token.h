@@ -22,8 +22,10 @@ namespace shard::security {
 
 class BearerToken {
  public:
-  // The token of ReadTokenFile (secret_files.h), with its errors.
-  static absl::StatusOr<BearerToken> FromFile(const std::string& path);
+  // The token of ReadTokenFile (secret_files.h), with its errors, which
+  // name the flag `what` ("--admin-token-file").
+  static absl::StatusOr<BearerToken> FromFile(const std::string& path,
+                                              absl::string_view what);
   // A token given directly (tests); ValidateToken's rules.
   static absl::StatusOr<BearerToken> FromString(absl::string_view token);
 

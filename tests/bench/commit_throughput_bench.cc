@@ -179,14 +179,14 @@ int main(int argc, char** argv) {
   shard::cli::Configure(app, "shard-commit-throughput-bench");
   std::string address;
   int pid = 0, members = 1000, seconds = 5;
-  app.add_option("--coordinator", address, "HOST:PORT")->required();
-  app.add_option("--coordinator-pid", pid, "the coordinator's pid")
+  shard::cli::AddOption(app, "--coordinator", address, "HOST:PORT")->required();
+  shard::cli::AddOption(app, "--coordinator-pid", pid, "the coordinator's pid")
       ->required()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--members", members, "members committing")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--seconds", seconds, "how long to measure")
-      ->check(CLI::PositiveNumber);
+      ->check(shard::cli::AtLeast(1));
+  shard::cli::AddOption(app, "--members", members, "members committing")
+      ->check(shard::cli::AtLeast(1));
+  shard::cli::AddOption(app, "--seconds", seconds, "how long to measure")
+      ->check(shard::cli::AtLeast(1));
   if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }

@@ -1,18 +1,21 @@
 // Durability figures: mutating-RPC latency with fsync through the real gRPC
 // server (p50/p99 of CommitProgress), recovery time for journals of 10^5
-// and 10^6 updates, and snapshot bytes per job.
+// and 10^6 updates, and snapshot bytes per job. Exit status 1 when a part
+// fails.
 //
 //   shard-durability-bench [--dir /tmp] [--commits 2000]
+//                          [--recovery-records 100000,1000000]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/cli/command_line.h"
 #include "common/plan/job_spec.h"
 #include "common/storage/file_system.h"
 #include "grpcpp/grpcpp.h"
@@ -39,12 +42,12 @@ shard::state::v1::StateUpdate Commit(uint64_t position) {
 }
 
 // CommitProgress latency through gRPC with a durable service on `dir`.
-void MeasureCommitLatency(const std::string& dir, int commits) {
+bool MeasureCommitLatency(const std::string& dir, int commits) {
   auto opened = storage::StateLog::Open(storage::PosixFileSystem(), dir);
   if (!opened.ok()) {
     std::fprintf(stderr, "open %s: %s\n", dir.c_str(),
                  std::string(opened.status().message()).c_str());
-    return;
+    return false;
   }
   testing::BlockingCoordinator service({}, *std::move(opened));
   server::GrpcCoordinator glue(&service);
@@ -67,7 +70,11 @@ void MeasureCommitLatency(const std::string& dir, int commits) {
   shard::v1::JoinJobResponse joined;
   {
     grpc::ClientContext context;
-    stub->JoinJob(&context, join, &joined);
+    if (grpc::Status status = stub->JoinJob(&context, join, &joined);
+        !status.ok()) {
+      std::fprintf(stderr, "join failed: %s\n", status.error_message().c_str());
+      return false;
+    }
   }
   std::vector<double> latencies;
   for (int i = 1; i <= commits; ++i) {
@@ -83,7 +90,7 @@ void MeasureCommitLatency(const std::string& dir, int commits) {
     if (!status.ok()) {
       std::fprintf(stderr, "commit failed: %s\n",
                    status.error_message().c_str());
-      return;
+      return false;
     }
   }
   std::sort(latencies.begin(), latencies.end());
@@ -93,10 +100,12 @@ void MeasureCommitLatency(const std::string& dir, int commits) {
       commits, latencies[latencies.size() / 2],
       latencies[latencies.size() * 99 / 100], latencies.back());
   server->Shutdown();
+  return true;
 }
 
-// Time to recover a journal of `updates` records (no snapshot).
-void MeasureRecovery(const std::string& dir, uint64_t updates) {
+// Time to recover a journal of `updates` records (no snapshot): a job of
+// one member, its world, then commits.
+bool MeasureRecovery(const std::string& dir, uint64_t updates) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string journal;
@@ -107,17 +116,29 @@ void MeasureRecovery(const std::string& dir, uint64_t updates) {
     *record.mutable_update() = update;
     journal += storage::EncodeRecord(record.SerializeAsString());
   };
+  shard::v1::JobSpec spec;
+  spec.set_dataset_size(uint64_t{1} << 40);
+  spec.set_world_size(1);
+  spec.set_shuffle(false);
   shard::state::v1::StateUpdate created;
   created.mutable_job_created()->set_job_id("job");
-  created.mutable_job_created()->mutable_spec()->set_dataset_size(uint64_t{1}
-                                                                  << 40);
-  created.mutable_job_created()->mutable_spec()->set_world_size(1);
+  *created.mutable_job_created()->mutable_spec() =
+      *plan::NormalizeJobSpec(spec, UINT64_MAX);
+  shard::state::v1::StateUpdate joined;
+  joined.mutable_member_joined()->set_job_id("job");
+  joined.mutable_member_joined()->set_member_id("m");
+  shard::state::v1::StateUpdate formed;
+  formed.mutable_generation_formed()->set_job_id("job");
+  formed.mutable_generation_formed()->set_generation(1);
+  formed.mutable_generation_formed()->add_members("m");
   append(1, created);
-  for (uint64_t i = 2; i <= updates; ++i) append(i, Commit(i));
+  append(2, joined);
+  append(3, formed);
+  for (uint64_t i = 4; i <= updates; ++i) append(i, Commit(i));
   const std::string path = dir + "/journal-00000000000000000001.log";
   if (!storage::PosixFileSystem()->WriteFileAtomically(path, journal).ok()) {
     std::fprintf(stderr, "cannot write %s\n", path.c_str());
-    return;
+    return false;
   }
   const Clock::time_point start = Clock::now();
   auto opened = storage::StateLog::Open(storage::PosixFileSystem(), dir);
@@ -125,13 +146,14 @@ void MeasureRecovery(const std::string& dir, uint64_t updates) {
   if (!opened.ok()) {
     std::fprintf(stderr, "recovery failed: %s\n",
                  std::string(opened.status().message()).c_str());
-    return;
+    return false;
   }
   std::printf(
       "recovery of %llu journal records (%.1f MiB): %.1f ms (%.2f us per "
       "record)\n",
       static_cast<unsigned long long>(updates), journal.size() / 1048576.0, ms,
       1000.0 * ms / updates);
+  return true;
 }
 
 // Applies a valid update to the bench's state (aborts if it is refused).
@@ -182,28 +204,37 @@ void MeasureSnapshot(int jobs, int members) {
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
+  CLI::App app(
+      "Durability figures: commit latency with fsync, recovery "
+      "time, snapshot bytes per job.");
+  shard::cli::Configure(app, "shard-durability-bench");
   std::string dir = "/tmp";
   int commits = 2000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--dir") {
-      dir = argv[i + 1];
-    } else if (flag == "--commits" && absl::SimpleAtoi(argv[i + 1], &commits)) {
-    } else {
-      std::fprintf(stderr,
-                   "usage: shard-durability-bench [--dir DIR] "
-                   "[--commits N]\n");
-      return 2;
-    }
+  std::vector<uint64_t> recovery_records = {100000, 1000000};
+  shard::cli::AddOption(app, "--dir", dir,
+                        "where the bench writes (a "
+                        "shard-durability-bench folder, removed at the end)");
+  shard::cli::AddOption(app, "--commits", commits,
+                        "CommitProgress calls to time")
+      ->check(shard::cli::AtLeast(1));
+  shard::cli::AddOption(app, "--recovery-records", recovery_records,
+                        "journal sizes to recover (records, at least 4)")
+      ->delimiter(',')
+      ->check(shard::cli::AtLeast(4));
+  if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
+    return *exit_code;
   }
   const std::string work = dir + "/shard-durability-bench";
   std::filesystem::remove_all(work);
   std::filesystem::create_directories(work);
-  shard::bench::MeasureCommitLatency(work + "/rpc", commits);
-  shard::bench::MeasureRecovery(work + "/r5", 100000);
-  shard::bench::MeasureRecovery(work + "/r6", 1000000);
+  bool ok = shard::bench::MeasureCommitLatency(work + "/rpc", commits);
+  for (uint64_t records : recovery_records) {
+    ok = shard::bench::MeasureRecovery(
+             absl::StrCat(work, "/recovery-", records), records) &&
+         ok;
+  }
   shard::bench::MeasureSnapshot(1000, 8);
   shard::bench::MeasureSnapshot(100, 256);
   std::filesystem::remove_all(work);
-  return 0;
+  return ok ? 0 : 1;
 }

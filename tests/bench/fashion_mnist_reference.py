@@ -5,7 +5,8 @@ trained with torch.nn.parallel.DistributedDataParallel and a local
 DistributedSampler over Gloo, W processes on this machine.
 
 Prints one JSON line per epoch on rank 0 ({"epoch", "seconds", "samples"})
-and a final one ({"accuracy"}) evaluated on the whole test set.
+and a final one ({"accuracy"}) evaluated on the test set (the first
+--eval-size samples; --train-size likewise for training).
 
   fashion_mnist_reference.py --world-size 2 --epochs 3 --batch-size 64
       --lr 0.02 [--data-path /usr/share/datasets/fashion-mnist]
@@ -33,9 +34,10 @@ def read_idx(path):
                          offset=4 + 4 * len(dims)).reshape(dims)
 
 
-def load(path, stem):
-    images = read_idx(f"{path}/{stem}-images-idx3-ubyte.gz")
-    labels = read_idx(f"{path}/{stem}-labels-idx1-ubyte.gz")
+def load(path, stem, size):
+    """The first `size` samples of the idx files `stem`."""
+    images = read_idx(f"{path}/{stem}-images-idx3-ubyte.gz")[:size]
+    labels = read_idx(f"{path}/{stem}-labels-idx1-ubyte.gz")[:size]
     x = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)
     return TensorDataset(x, torch.from_numpy(labels.astype(np.int64)))
 
@@ -52,8 +54,8 @@ def worker(rank, args, port):
     torch.set_num_threads(args.threads)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
                             rank=rank, world_size=args.world_size)
-    train = load(args.data_path, "train")
-    test = load(args.data_path, "t10k")
+    train = load(args.data_path, "train", args.train_size)
+    test = load(args.data_path, "t10k", args.eval_size)
     torch.manual_seed(1000 + rank)
     model = nn.parallel.DistributedDataParallel(cnn())
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
@@ -90,6 +92,8 @@ def main():
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.02)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--train-size", type=int, default=60000)
+    parser.add_argument("--eval-size", type=int, default=10000)
     parser.add_argument("--data-path",
                         default="/usr/share/datasets/fashion-mnist")
     args = parser.parse_args()

@@ -123,12 +123,12 @@ int main(int argc, char** argv) {
   shard::cli::Configure(app, "shard-join-storm-bench");
   std::string address;
   int pid = 0, joins = 1000;
-  app.add_option("--coordinator", address, "HOST:PORT")->required();
-  app.add_option("--coordinator-pid", pid, "the coordinator's pid")
+  shard::cli::AddOption(app, "--coordinator", address, "HOST:PORT")->required();
+  shard::cli::AddOption(app, "--coordinator-pid", pid, "the coordinator's pid")
       ->required()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--joins", joins, "members joining")
-      ->check(CLI::PositiveNumber);
+      ->check(shard::cli::AtLeast(1));
+  shard::cli::AddOption(app, "--joins", joins, "members joining")
+      ->check(shard::cli::AtLeast(1));
   if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }

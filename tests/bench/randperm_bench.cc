@@ -38,17 +38,18 @@ double MedianSeconds(int repeats, F&& run) {
 
 int Run(int argc, char** argv) {
   CLI::App app("Times the torch.randperm reproduction against its reference.");
-  cli::Configure(app, "shard-randperm-bench");
+  shard::cli::Configure(app, "shard-randperm-bench");
   std::string sizes = "10000000,100000000", variant_name = "2.6";
   int repeats = 3;
   uint64_t seed = 0;
-  app.add_option("--sizes", sizes, "N,... permutation sizes");
-  app.add_option("--repeats", repeats, "runs per size (the median counts)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--variant", variant_name, "legacy or 2.6")
+  shard::cli::AddOption(app, "--sizes", sizes, "N,... permutation sizes");
+  shard::cli::AddOption(app, "--repeats", repeats,
+                        "runs per size (the median counts)")
+      ->check(shard::cli::AtLeast(1));
+  shard::cli::AddOption(app, "--variant", variant_name, "legacy or 2.6")
       ->check(CLI::IsMember({"legacy", "2.6"}));
-  app.add_option("--seed", seed, "seed");
-  if (std::optional<int> exit_code = cli::Parse(app, argc, argv)) {
+  shard::cli::AddOption(app, "--seed", seed, "seed");
+  if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }
   const bool torch26 = variant_name == "2.6";

@@ -58,15 +58,17 @@ struct Order {
 
 int Run(int argc, char** argv) {
   CLI::App app("Reads one rank's epoch in several orders and times it.");
-  cli::Configure(app, "shard-record-locality-bench");
+  shard::cli::Configure(app, "shard-record-locality-bench");
   std::string path, blocks = "64:16,256:16,1024:16,1024:64";
   uint64_t world = 8, rank = 0, seed = 0;
-  app.add_option("--path", path, "record file or directory")->required();
-  app.add_option("--world-size", world, "ranks");
-  app.add_option("--rank", rank, "the rank read");
-  app.add_option("--blocks", blocks, "BLOCK:WINDOW,... block orders");
-  app.add_option("--seed", seed, "shuffle seed");
-  if (std::optional<int> exit_code = cli::Parse(app, argc, argv)) {
+  shard::cli::AddOption(app, "--path", path, "record file or directory")
+      ->required();
+  shard::cli::AddOption(app, "--world-size", world, "ranks");
+  shard::cli::AddOption(app, "--rank", rank, "the rank read");
+  shard::cli::AddOption(app, "--blocks", blocks,
+                        "BLOCK:WINDOW,... block orders");
+  shard::cli::AddOption(app, "--seed", seed, "shuffle seed");
+  if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }
   auto set = trainer::data::RecordSet::Open(path);

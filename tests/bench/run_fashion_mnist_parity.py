@@ -39,7 +39,9 @@ def run_shard_train(args, env):
                    "--epochs", str(args.epochs),
                    "--batch-size", str(args.batch_size),
                    "--lr", str(args.lr), "--backend", args.backend,
-                   "--gloo-interface", "lo", "--pg-timeout", "10m"]
+                   "--gloo-interface", "lo", "--pg-timeout", "10m",
+                   "--dataset-size", str(args.train_size),
+                   "--eval-size", str(args.eval_size)]
             procs.append((subprocess.Popen(cmd, stdout=out,
                                            stderr=subprocess.STDOUT, env=env),
                           out))
@@ -79,7 +81,8 @@ def run_reference(args, env):
         ["/usr/bin/python3", os.path.join(HERE, "fashion_mnist_reference.py"),
          "--world-size", str(args.world_size), "--epochs", str(args.epochs),
          "--batch-size", str(args.batch_size), "--lr", str(args.lr),
-         "--threads", str(args.threads)],
+         "--threads", str(args.threads), "--train-size",
+         str(args.train_size), "--eval-size", str(args.eval_size)],
         check=True, capture_output=True, text=True, env=env, timeout=7200)
     lines = [json.loads(line) for line in out.stdout.splitlines()
              if line.startswith("{")]
@@ -97,6 +100,10 @@ def main():
     parser.add_argument("--threads", type=int, default=1,
                         help="intra-op threads per process (OMP_NUM_THREADS)")
     parser.add_argument("--backend", default="gloo")
+    parser.add_argument("--train-size", type=int, default=60000,
+                        help="train on the first N samples (smoke runs)")
+    parser.add_argument("--eval-size", type=int, default=10000,
+                        help="evaluate on the first N test samples")
     parser.add_argument("--reference-default-heap", dest="same_heap",
                         action="store_false",
                         help="run the reference with glibc's default malloc "

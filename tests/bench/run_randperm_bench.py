@@ -3,7 +3,8 @@
 torch.randperm port, the one-swap-at-a-time port it replaced, a memcpy of the
 same bytes (the memory limit), and python3-torch's own torch.randperm with a
 seeded generator (whose output must have the same checksum). Each figure is
-the median of --repeats runs. Prints a Markdown table with ratios.
+the median of --repeats runs. Prints a Markdown table with ratios; exit
+status 1 when an order is not bit-exact.
 
   tests/bench/run_randperm_bench.py --bin-dir build/bin
       [--sizes 1e7,1e8] [--repeats 3] [--seed 0]
@@ -12,6 +13,7 @@ import argparse
 import json
 import statistics
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -52,17 +54,28 @@ def main():
           "memcpy of 4N bytes | vs previous | vs torch | vs memcpy | "
           "bit-exact |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    all_exact = True
     for row in rows:
         torch_s, torch_sum = torch_randperm(row["n"], args.seed, args.repeats)
         exact = row["equal"] and row["checksum"] == torch_sum
+        all_exact = all_exact and exact
         print(f"| {row['n']:.0e} | {row['prefetching_s']:.3f} s | "
               f"{row['reference_s']:.3f} s | {torch_s:.3f} s | "
               f"{row['memcpy_s']:.4f} s | "
-              f"{row['reference_s'] / row['prefetching_s']:.1f}x faster | "
-              f"{torch_s / row['prefetching_s']:.1f}x faster | "
-              f"{row['prefetching_s'] / row['memcpy_s']:.0f}x slower | "
+              f"{ratio(row['reference_s'], row['prefetching_s'], 1)}x faster "
+              f"| {ratio(torch_s, row['prefetching_s'], 1)}x faster | "
+              f"{ratio(row['prefetching_s'], row['memcpy_s'], 0)}x slower | "
               f"{'yes' if exact else 'NO'} |")
+    return 0 if all_exact else 1
+
+
+def ratio(numerator, denominator, digits):
+    """numerator / denominator, or "n/a" when the denominator measured 0
+    (below the timer's resolution at tiny sizes)."""
+    if denominator <= 0:
+        return "n/a"
+    return f"{numerator / denominator:.{digits}f}"
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -6,7 +6,8 @@ training. Prints two Markdown tables for the shard-train processes: the
 share of samples per shared object (the kernel included) and the top
 resolved functions with their callees ("children"; libtorch's kernels are
 internal symbols, so each is counted under the exported ATen operator that
-called it). Needs perf and permission to profile the whole machine (root).
+called it). Needs perf and permission to profile the whole machine
+(root); without perf it says so and exits 77 (skipped).
 
   tests/bench/run_trainer_profile.py --bin-dir build/bin [--world-size 2]
       [--seconds 8] [--top 10]
@@ -14,12 +15,15 @@ called it). Needs perf and permission to profile the whole machine (root).
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Exit status without perf (ctest's SKIP_RETURN_CODE).
+SKIPPED = 77
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 from shardd_process import ShardDaemon  # noqa: E402
 
@@ -58,6 +62,10 @@ def main():
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--top", type=int, default=10)
     args = parser.parse_args()
+    if shutil.which("perf") is None:
+        print("perf is not installed (Debian: linux-perf): skipped",
+              file=sys.stderr)
+        return SKIPPED
     env = dict(os.environ, OMP_NUM_THREADS="1")
     with ShardDaemon(args.bin_dir) as daemon, \
             tempfile.TemporaryDirectory() as work:
@@ -96,7 +104,8 @@ def main():
     print("| --- | --- |")
     for share, name in functions:
         print(f"| `{name}` | {share} |")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

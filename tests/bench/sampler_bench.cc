@@ -75,11 +75,12 @@ int main(int argc, char** argv) {
   std::string address, job;
   uint32_t world = 8, chunk = 0;
   uint64_t epoch = 0;
-  app.add_option("--coordinator", address, "HOST:PORT")->required();
-  app.add_option("--job", job, "job id")->required();
-  app.add_option("--world-size", world, "ranks");
-  app.add_option("--epoch", epoch, "epoch");
-  app.add_option("--chunk-indices", chunk, "indices per chunk (0: default)");
+  shard::cli::AddOption(app, "--coordinator", address, "HOST:PORT")->required();
+  shard::cli::AddOption(app, "--job", job, "job id")->required();
+  shard::cli::AddOption(app, "--world-size", world, "ranks");
+  shard::cli::AddOption(app, "--epoch", epoch, "epoch");
+  shard::cli::AddOption(app, "--chunk-indices", chunk,
+                        "indices per chunk (0: default)");
   if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }

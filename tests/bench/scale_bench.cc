@@ -162,15 +162,16 @@ int main(int argc, char** argv) {
   uint32_t ranks = 1000, per_connection = 10;
   int pid = 0;
   uint64_t memcpy_bytes = 0;
-  app.add_option("--coordinator", address, "HOST:PORT");
-  app.add_option("--job", job, "job id");
-  app.add_option("--ranks", ranks, "ranks")->check(CLI::PositiveNumber);
-  app.add_option("--coordinator-pid", pid, "the coordinator's pid");
-  app.add_option("--ranks-per-connection", per_connection,
-                 "ranks sharing one channel")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--memcpy-bytes", memcpy_bytes,
-                 "measure memcpy of this many bytes instead");
+  shard::cli::AddOption(app, "--coordinator", address, "HOST:PORT");
+  shard::cli::AddOption(app, "--job", job, "job id");
+  shard::cli::AddOption(app, "--ranks", ranks, "ranks")
+      ->check(shard::cli::AtLeast(1));
+  shard::cli::AddOption(app, "--coordinator-pid", pid, "the coordinator's pid");
+  shard::cli::AddOption(app, "--ranks-per-connection", per_connection,
+                        "ranks sharing one channel")
+      ->check(shard::cli::AtLeast(1));
+  shard::cli::AddOption(app, "--memcpy-bytes", memcpy_bytes,
+                        "measure memcpy of this many bytes instead");
   if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }

@@ -4,7 +4,8 @@
 1. 2 and 3 trainers: loss goes down, every rank ends with the same
    parameter checksum, each rank trained exactly its planned indices of each
    epoch (so the union is the epoch's plan), and the uneven evaluation saw
-   every held-out sample exactly once.
+   every held-out sample exactly once. They ran without --checkpoint-dir:
+   a next run with --epochs 3 resumes at the committed epoch 2.
 2. Coordinator crash loop: 3 trainers train 2 epochs while the coordinator
    is SIGKILLed and restarted (same port, same data directory) at random
    moments, at least 5 times; the trainers ride through, and each rank
@@ -113,6 +114,35 @@ def train_and_verify(bin_dir, address, world, size, epochs, work):
           all(s == "101" and u == "101" for s, u in evals),
           f"W={world}: uneven eval gathered 101 samples, none duplicated "
           f"{evals[:1]}")
+
+
+def next_run_resumes_without_checkpoints(bin_dir, address, world, size,
+                                         work):
+    """The trainers of train_and_verify ran 2 epochs without
+    --checkpoint-dir: their progress is committed all the same, so a run
+    with --epochs 3 trains epoch 2 only."""
+    job = f"train-w{world}"
+    members = [f"{job}-m{i}" for i in range(world)]
+    before = merge(*(read_log(os.path.join(work, f"{m}.log"))
+                     for m in members))
+    outputs = finish(start_trainers(
+        [trainer_cmd(bin_dir, address, job, m, world, size, work,
+                     ["--epochs", "3", "--batch-size", "16"])
+         for m in members], work, job + "-more"))
+    check(all(rc == 0 for rc, _ in outputs),
+          f"W={world}: a third epoch's trainers exit 0")
+    text = "\n".join(t for _, t in outputs)
+    resumed = re.findall(r"resuming rank=\d+ epoch=(\d+) position=(\d+)", text)
+    check(resumed == [("2", "0")] * world,
+          f"W={world}: without --checkpoint-dir the next run resumes at the "
+          f"committed epoch 2 {resumed}")
+    after = merge(*(read_log(os.path.join(work, f"{m}.log"))
+                    for m in members))
+    check(all(after.get((e, r)) == before.get((e, r))
+              for e in (0, 1) for r in range(world)) and
+          all(after.get((2, r), []) == plan(bin_dir, address, job, 2, r)
+              for r in range(world)),
+          f"W={world}: it trains epoch 2 only, each rank its planned indices")
 
 
 def coordinator_crash_loop(bin_dir, work):
@@ -364,6 +394,8 @@ def main():
         for world, size in ((2, 2000), (3, 3001)):
             train_and_verify(bin_dir, daemon.address, world, size, 2,
                              os.path.join(work, f"w{world}"))
+        next_run_resumes_without_checkpoints(bin_dir, daemon.address, 2, 2000,
+                                             os.path.join(work, "w2"))
         crash_and_resume(bin_dir, daemon.address, os.path.join(work, "crash"))
         coordinator_crash_loop(bin_dir, os.path.join(work, "restarts"))
         elastic_tests(bin_dir, os.path.join(work, "elastic"))

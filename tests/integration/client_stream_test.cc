@@ -114,6 +114,26 @@ TEST(ClientStreamTest, UnevenShardsEndAtTheEpochLength) {
   }
 }
 
+// A join whose wait is spent before the world forms is DEADLINE_EXCEEDED,
+// also when the last round asked the coordinator for no wait at all (it
+// then answers at once, world_formed false): never a Membership without a
+// world, whose stream would fail with "has no formed world".
+TEST(ClientStreamTest, AJoinWhoseWaitRanOutHasNoMembership) {
+  testing::TestCluster cluster;
+  auto client = cluster.NewClient();
+  ASSERT_TRUE(client->CreateJob("half", Spec(10, 2)).ok());
+  for (absl::Duration wait : {absl::ZeroDuration(), absl::Milliseconds(300)}) {
+    absl::StatusOr<client::Membership> joined =
+        client->Join("half", "m0", std::nullopt, wait);
+    EXPECT_TRUE(absl::IsDeadlineExceeded(joined.status())) << joined.status();
+  }
+  // The member stays joined: the second member forms the world.
+  auto second = cluster.NewClient()->Join("half", "m1", std::nullopt,
+                                          absl::Seconds(10));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->world_size, 2u);
+}
+
 TEST(ClientStreamTest, ResumesFromAGlobalPosition) {
   testing::TestCluster cluster;
   auto client = cluster.NewClient();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "shard/client/torch/shard_data_loader.h"
 #include "shard/client/torch/shard_sampler.h"
 #include "shard/client/torch/status_error.h"
 #include "tests/support/test_cluster.h"
@@ -143,6 +144,58 @@ TEST_F(TorchSamplerTest, WorkersNeedTheLoopToReportConsumedSamples) {
           << "the workers prefetched nothing: this case shows nothing";
     }
   }
+}
+
+// The plain loop every libtorch user writes, over MakeShardDataLoader: no
+// Consumed() call, yet with prefetching workers the position counts
+// exactly what the loop received, and a resume from it trains the rest.
+TEST_F(TorchSamplerTest, TheShardDataLoaderCountsWhatThePlainLoopReceived) {
+  auto loader = torch_adapter::MakeShardDataLoader(
+      IndexDataset(kSize), torch_adapter::ShardSampler(client_, membership_),
+      torch::data::DataLoaderOptions().batch_size(32).workers(2));
+  std::vector<uint64_t> trained;
+  for (auto& batch : *loader) {
+    for (auto& example : batch) {
+      trained.push_back(example.data.item<int64_t>());
+    }
+    if (trained.size() == 5 * 32) break;
+  }
+  EXPECT_EQ(loader->progress().Current().position, 5u * 32);
+  auto rest = torch_adapter::MakeShardDataLoader(
+      IndexDataset(kSize), torch_adapter::ShardSampler(client_, membership_),
+      torch::data::DataLoaderOptions().batch_size(32).workers(2));
+  rest->progress().ResumeAt(loader->progress().Current());
+  for (uint64_t index : OnePass(*rest)) trained.push_back(index);
+  EXPECT_EQ(trained, Expected(0));
+  // That pass was received to its end: the next one is epoch 1.
+  EXPECT_EQ(OnePass(*rest), Expected(1));
+  EXPECT_EQ(rest->progress().Current().epoch, 1u);
+}
+
+// Stacked batches (one Example of tensors) count their first dimension.
+TEST_F(TorchSamplerTest, TheShardDataLoaderCountsStackedBatches) {
+  auto loader = torch_adapter::MakeShardDataLoader(
+      IndexDataset(kSize).map(torch::data::transforms::Stack<>()),
+      torch_adapter::ShardSampler(client_, membership_),
+      torch::data::DataLoaderOptions().batch_size(64).workers(2));
+  for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+    std::vector<uint64_t> seen;
+    for (auto& batch : *loader) {
+      for (int64_t i = 0; i < batch.data.size(0); ++i) {
+        seen.push_back(batch.data[i].item<int64_t>());
+      }
+      EXPECT_EQ(loader->progress().Current().position, seen.size());
+    }
+    EXPECT_EQ(seen, Expected(epoch));
+  }
+}
+
+TEST_F(TorchSamplerTest, TheShardDataLoaderRefusesDropLast) {
+  EXPECT_THROW(torch_adapter::MakeShardDataLoader(
+                   IndexDataset(kSize),
+                   torch_adapter::ShardSampler(client_, membership_),
+                   torch::data::DataLoaderOptions().drop_last(true)),
+               std::invalid_argument);
 }
 
 // A coordinator error reaches the trainer with its code (the torch

@@ -6,8 +6,17 @@
   `shardctl help COMMAND`, exit 0 and list the options with their defaults;
 - usage errors exit 2 with one line naming the option and where the help
   is: an unknown option, a missing required one, a duration without a
-  unit ("give a unit, e.g. 10s"), an address without a port, a value
-  outside its choices;
+  unit ("give a unit, e.g. 10s"), an address without a port or with one
+  outside 1..65535 (--listen, --etcd-endpoints, --advertise-address,
+  --coordinator), a value outside its choices;
+- every numeric option of shardd, shardctl (and each command) and
+  shard-train, read from their --help, refuses "-1" (and a floating-point
+  one "nan") with exit 2 and a line naming the option and the value typed:
+  a new option cannot escape, and an option of a type the test does not
+  know fails until it is classified here;
+- shardd --check-data-dir of a directory that does not exist exits 3;
+  shard-train refuses --lr 0 and --dataset records without --data-path
+  with exit 2 before it joins;
 - shardctl reads $SHARD_COORDINATOR when --coordinator is not given;
 - shardd warns at start when it serves beyond loopback in plaintext without
   a token, and does not on loopback;
@@ -18,6 +27,7 @@ Usage: command_line_test.py --bin-dir DIR --version X.Y.Z NAME...
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -94,7 +104,21 @@ def check_usage_errors(bin_dir):
         ([shardd, "--in-memory", "--lease", "10"],
          ["--lease", "give a unit, e.g. 10s", "Run 'shardd --help'"]),
         ([shardd, "--in-memory", "--listen", "0.0.0.0"],
-         ["--listen", "needs a port"]),
+         ["--listen", "has no port"]),
+        ([shardd, "--in-memory", "--listen", "127.0.0.1:95537"],
+         ["--listen", "has port 95537, out of range"]),
+        ([shardd, "--in-memory", "--metrics-listen", "127.0.0.1:123456"],
+         ["--metrics-listen", "has port 123456, out of range"]),
+        ([shardd, "--etcd-endpoints", "127.0.0.1:2379,127.0.0.1"],
+         ["--etcd-endpoints", "\"127.0.0.1\" has no port"]),
+        ([shardd, "--etcd-endpoints", "127.0.0.1:2379",
+          "--advertise-address", "replica-0"],
+         ["--advertise-address", "\"replica-0\" has no port"]),
+        ([shardd, "--in-memory", "--snapshot-every", "0"],
+         ["--snapshot-every", "\"0\" is below the minimum, 1"]),
+        ([shardctl, "--retry-deadline", "0s", "--coordinator",
+          "127.0.0.1:95537", "status"],
+         ["127.0.0.1:95537", "has port 95537, out of range"]),
         ([shardd, "--in-memory", "--data_dir", "/tmp/x"],
          ["--data_dir"]),
         ([shardctl, "create-job", "--job", "j", "--size", "10"],
@@ -115,6 +139,89 @@ def check_usage_errors(bin_dir):
               f"{' '.join(os.path.basename(a) for a in args[:1])} "
               f"{' '.join(args[1:])}: exit 2 naming {texts}",
               f"exit {done.returncode}, missing {missing}: {done.stderr}")
+
+
+# Type names of options with a value, as --help shows them: numbers are
+# tried with "-1" (and floating-point ones with "nan"); the others are left
+# alone. An option whose type is in neither list fails the test.
+NUMERIC_TYPES = {"UINT", "INT", "N", "BYTES"}
+FLOAT_TYPES = {"FLOAT"}
+OTHER_TYPES = {"TEXT", "DURATION", "HOST:PORT", "HOST:PORT,...",
+               "HOST:PORT[,...]", "DIR", "FILE", "PEM", "PREFIX", "BOOLEAN"}
+HELP_OPTION = re.compile(r"^\s+(?:-\w,)?(--[a-z][\w-]*)(?:\s+([A-Z]\S*))?")
+
+
+def value_options(help_text):
+    """(option, type name) of each option with a value in --help output."""
+    options = []
+    for line in help_text.splitlines():
+        match = HELP_OPTION.match(line)
+        if match and match.group(2) and match.group(1) not in ("--version",
+                                                               "--help"):
+            type_name = re.split(r"[=:{]", match.group(2))[0]
+            if match.group(2).startswith("HOST:PORT"):
+                type_name = match.group(2).split("=")[0]
+            options.append((match.group(1), type_name))
+    return options
+
+
+def check_numeric_options(bin_dir):
+    shardctl = [f"{bin_dir}/shardctl", "--coordinator", "127.0.0.1:1",
+                "--retry-deadline", "0s"]
+    programs = [
+        ([f"{bin_dir}/shardd", "--in-memory", "--listen", "127.0.0.1:0"],
+         [f"{bin_dir}/shardd", "--help"]),
+        ([f"{bin_dir}/shard-train", "--coordinator", "127.0.0.1:1", "--job",
+          "j"], [f"{bin_dir}/shard-train", "--help"]),
+        (shardctl + ["status"], [f"{bin_dir}/shardctl", "--help"]),
+    ] + [(shardctl + [command], [f"{bin_dir}/shardctl", command, "--help"])
+         for command in SHARDCTL_COMMANDS]
+    tried = 0
+    for prefix, help_args in programs:
+        options = value_options(run(help_args).stdout)
+        check(options, f"{' '.join(help_args[1:])} lists options")
+        for option, type_name in options:
+            if type_name in OTHER_TYPES:
+                continue
+            if type_name not in NUMERIC_TYPES | FLOAT_TYPES:
+                check(False, f"{option} of {' '.join(help_args[1:])} has type "
+                      f"{type_name}: classify it in command_line_test.py")
+                continue
+            values = ["-1"] + (["nan"] if type_name in FLOAT_TYPES else [])
+            for value in values:
+                tried += 1
+                try:
+                    done = run(prefix + [option, value], timeout=10)
+                    code, err = done.returncode, done.stderr
+                except subprocess.TimeoutExpired:
+                    code, err = None, "still running after 10 s"
+                name = os.path.basename(prefix[0])
+                check(code == 2 and option in err and f'"{value}"' in err and
+                      len(err.splitlines()) <= 2,
+                      f"{name} {option} {value}: exit 2 naming the option "
+                      f"and the value", f"exit {code}: {err}")
+    check(tried >= 20, f"{tried} numeric option values were tried")
+
+
+def check_exit_codes_keep_their_word(bin_dir, work):
+    done = run([f"{bin_dir}/shardd", "--check-data-dir",
+                os.path.join(work, "no-such-dir")])
+    check(done.returncode == 3 and "NOT recoverable" in done.stdout,
+          "shardd --check-data-dir of a missing directory exits 3",
+          f"exit {done.returncode}: {done.stdout}{done.stderr}")
+    with ShardDaemon(bin_dir) as daemon:
+        train = [f"{bin_dir}/shard-train", "--coordinator", daemon.address,
+                 "--job", "refused", "--world-size", "1"]
+        for extra, text in ((["--lr", "0"], "--lr"),
+                            (["--dataset", "records"], "--data-path")):
+            done = run(train + extra)
+            job = run([f"{bin_dir}/shardctl", "--coordinator", daemon.address,
+                       "describe", "--job", "refused"])
+            check(done.returncode == 2 and text in done.stderr and
+                  job.returncode != 0,
+                  f"shard-train {' '.join(extra)}: exit 2 naming {text}, "
+                  f"before joining (no job was created)",
+                  f"exit {done.returncode}: {done.stderr}")
 
 
 def check_environment_and_waiting(bin_dir, work):
@@ -163,6 +270,8 @@ def main():
     check_versions(args.bin_dir, args.version, args.names)
     check_help(args.bin_dir, args.names)
     check_usage_errors(args.bin_dir)
+    check_numeric_options(args.bin_dir)
+    check_exit_codes_keep_their_word(args.bin_dir, work)
     check_listen_warning(args.bin_dir)
     check_environment_and_waiting(args.bin_dir, work)
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")

@@ -9,7 +9,9 @@ with those modes, holding a bearer token and a TLS certificate and key,
 then checks that shardd serves with them, and shardctl, shard-train and
 the Python sampler all connect with them. Then the same token with mode
 0644 (readable by others): every one of them refuses it, naming the file
-and the mode, and so does shardd for a private key readable by others.
+and the mode, and so does shardd for a token (--auth-token-file or
+--admin-token-file, each error naming its own flag) or a private key
+readable by others.
 Exit status 0 when every check passes.
 """
 import argparse
@@ -150,6 +152,7 @@ def main():
                   f"the Python client refuses it: {error}")
 
     for flag, path in [("--auth-token-file", open_token),
+                       ("--admin-token-file", open_token),
                        ("--tls-key", None)]:
         extra = ["--tls-cert", os.path.join(volume, "tls.crt")]
         if path is None:
@@ -167,8 +170,8 @@ def main():
              "--data-dir", data_dir, *extra],
             capture_output=True, text=True, timeout=60)
         check(started.returncode != 0 and path in started.stderr and
-              "0644" in started.stderr,
-              f"shardd refuses {flag} readable by others: "
+              "0644" in started.stderr and flag in started.stderr,
+              f"shardd refuses {flag} readable by others, naming that flag: "
               f"{started.stderr.strip()[:200]!r}")
     shutil.rmtree(work, ignore_errors=True)
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")

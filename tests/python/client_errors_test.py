@@ -4,7 +4,8 @@
 - an unknown job, a spec mismatch, a bad token and an ended generation
   raise ShardError with NOT_FOUND, FAILED_PRECONDITION, UNAUTHENTICATED and
   ABORTED, carrying the coordinator's message;
-- an address without a port is refused (ValueError naming the fix);
+- an address without a port, or with one above 65535, is refused
+  (ValueError naming the fix);
 - a join waiting for its world reports how many members are missing at
   each progress interval, then DEADLINE_EXCEEDED;
 - the store calls of a generation (set/get/add/compare-set/wait/delete/
@@ -102,6 +103,14 @@ def main():
             refused = str(error)
         check("has no port: give HOST:PORT" in refused,
               f"an address without a port is refused ({refused})")
+        try:
+            shard.Client("127.0.0.1:95537")
+            refused = ""
+        except ValueError as error:
+            refused = str(error)
+        check("has port 95537, out of range: give a port from 1 to 65535"
+              in refused,
+              f"a port above 65535 is refused, not wrapped ({refused})")
 
         lines = []
         check(raises(grpc.StatusCode.DEADLINE_EXCEEDED,

@@ -13,6 +13,14 @@ torchrun is started as README "torchrun" says (Debian's torch 1.13 needs
    committed position, torchrun exits 0, and the committed history (the
    first attempt up to the commit, then the restarted one) holds every
    index of every epoch exactly once.
+3. A script written for torch's DistributedSampler with only the README's
+   two-line migration (plain_migration_script.py: its own
+   dist.init_process_group, DataLoader worker processes, set_epoch, a
+   snapshot per epoch, no commits): one worker SIGKILLed mid-epoch, torchrun
+   (--max_restarts 2) restarts the world, which forms from the two new
+   processes only (never with the dead one's membership), torchrun exits 0
+   and the restarted world trains exactly DistributedSampler's indices of
+   every epoch from its snapshot on.
 Exit status 0 when every check passes.
 """
 import glob
@@ -27,6 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
                        "train_ddp.py")
+PLAIN_SCRIPT = os.path.join(HERE, "plain_migration_script.py")
 from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
 from training_records import (committed_history, planned,  # noqa: E402
                               read_records)
@@ -34,19 +43,67 @@ from training_records import (committed_history, planned,  # noqa: E402
 WORLD = 2
 
 
-def torchrun(python_dir, address, job, size, epochs, work):
+def start_torchrun(python_dir, max_restarts, script_and_args):
     env = {key: value for key, value in os.environ.items()
            if key not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")}
     env["PYTHONPATH"] = python_dir
     return subprocess.Popen(
         ["torchrun", "--standalone", f"--nproc_per_node={WORLD}",
-         "--redirects", "2", "--tee", "2", "--max_restarts", "1",
-         EXAMPLE, "--coordinator", address, "--job", job,
-         "--dataset-size", str(size), "--epochs", str(epochs),
-         "--loader-workers", "0", "--checkpoint-dir", work,
-         "--record", os.path.join(work, "record-{restart}-{member}.txt")],
+         "--redirects", "2", "--tee", "2", "--max_restarts",
+         str(max_restarts), *script_and_args],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
+
+
+def torchrun(python_dir, address, job, size, epochs, work):
+    return start_torchrun(python_dir, 1, [
+        EXAMPLE, "--coordinator", address, "--job", job,
+        "--dataset-size", str(size), "--epochs", str(epochs),
+        "--loader-workers", "0", "--checkpoint-dir", work,
+        "--record", os.path.join(work, "record-{restart}-{member}.txt")])
+
+
+def kill_one_worker(proc):
+    """SIGKILLs torchrun's last worker process."""
+    workers = subprocess.run(["pgrep", "-P", str(proc.pid)],
+                             capture_output=True, text=True).stdout.split()
+    check(len(workers) == WORLD, f"torchrun runs {WORLD} workers "
+          f"({workers})")
+    if workers:
+        os.kill(int(workers[-1]), signal.SIGKILL)
+
+
+def plain_migration_survives_a_restart(python_dir, address):
+    size, epochs = 40000, 3
+    work = tempfile.mkdtemp(prefix="shard-torchrun-plain-")
+    snapshot = os.path.join(work, "snapshot.pt")
+    proc = start_torchrun(python_dir, 2, [
+        PLAIN_SCRIPT, "--coordinator", address, "--job", "plain",
+        "--dataset-size", str(size), "--epochs", str(epochs),
+        "--snapshot", snapshot,
+        "--record", os.path.join(work, "record-{restart}-{rank}.txt")])
+    give_up = time.monotonic() + 300
+    # Mid-epoch 1: after the first snapshot, some way into the epoch.
+    while time.monotonic() < give_up and (
+            not os.path.exists(snapshot) or
+            len(records(work, 0).get((1, 0), [])) < size // WORLD // 4):
+        time.sleep(0.05)
+    kill_one_worker(proc)
+    out, _ = proc.communicate(timeout=600)
+    check(proc.returncode == 0,
+          f"the migrated script recovers from a killed worker: torchrun exits "
+          f"0 (exit {proc.returncode}) {out[-1500:]}")
+    check("AbortedError" not in out, "no worker fails on an ended generation")
+    resumed = re.findall(r"resuming from snapshot at epoch (\d+)", out)
+    check(len(resumed) == WORLD and len(set(resumed)) == 1,
+          f"both restarted workers resume from the snapshot {resumed}")
+    if resumed:
+        got = read_records(os.path.join(work, "record-1-*.txt"))
+        for epoch in range(int(resumed[0]), epochs):
+            for rank in range(WORLD):
+                check(got[(epoch, rank)] == planned(size, WORLD, epoch, rank),
+                      f"after the restart rank {rank} trains exactly "
+                      f"DistributedSampler's indices of epoch {epoch}")
 
 
 def records(work, restart):
@@ -95,12 +152,7 @@ def main():
                time.monotonic() < give_up):
             time.sleep(0.05)
         time.sleep(0.3)  # Train past the commit: that work must be redone.
-        workers = subprocess.run(["pgrep", "-P", str(proc.pid)],
-                                 capture_output=True, text=True).stdout.split()
-        check(len(workers) == WORLD, f"torchrun runs {WORLD} workers "
-              f"({workers})")
-        if workers:
-            os.kill(int(workers[-1]), signal.SIGKILL)
+        kill_one_worker(proc)
         out, _ = proc.communicate(timeout=600)
         check(proc.returncode == 0,
               f"torchrun restarts the world and exits 0 "
@@ -118,6 +170,9 @@ def main():
                 check(sorted(trained) == list(range(size)),
                       f"epoch {epoch}: the committed history holds each of "
                       f"{size} indices exactly once ({len(trained)} trained)")
+
+        # 3. The two-line migration of a script that forms its own group.
+        plain_migration_survives_a_restart(args.python_dir, daemon.address)
     return exit_code()
 
 

@@ -75,20 +75,21 @@ absl::Status CallByName(CoordinatorClient& c, const std::string& rpc) {
 
 int Main(int argc, char** argv) {
   CLI::App app("Makes one client call (or heartbeats) and prints its code.");
-  cli::Configure(app, "shard-client-probe");
+  shard::cli::Configure(app, "shard-client-probe");
   client::ClientOptions options;
   std::string call;
   absl::Duration heartbeat_for = absl::ZeroDuration();
   absl::Duration interval = absl::Milliseconds(50);
   options.retry.deadline = absl::Seconds(1);
-  app.add_option("--coordinator", options.address, "HOST:PORT")->required();
-  app.add_option("--call", call, "the RPC to make");
-  cli::AddDuration(app, "--retry-deadline", &options.retry.deadline,
-                   "retry deadline");
-  cli::AddDuration(app, "--heartbeat-for", &heartbeat_for,
-                   "heartbeat this long instead of calling");
-  cli::AddDuration(app, "--interval", &interval, "heartbeat interval");
-  if (std::optional<int> exit_code = cli::Parse(app, argc, argv)) {
+  shard::cli::AddOption(app, "--coordinator", options.address, "HOST:PORT")
+      ->required();
+  shard::cli::AddOption(app, "--call", call, "the RPC to make");
+  shard::cli::AddDuration(app, "--retry-deadline", &options.retry.deadline,
+                          "retry deadline");
+  shard::cli::AddDuration(app, "--heartbeat-for", &heartbeat_for,
+                          "heartbeat this long instead of calling");
+  shard::cli::AddDuration(app, "--interval", &interval, "heartbeat interval");
+  if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }
   options.rpc_timeout = absl::Seconds(5);

@@ -53,6 +53,33 @@ TEST(CoordinatorStateTest, WorldsFormBreakAndReform) {
   EXPECT_EQ(job.generation_base, 40u);
 }
 
+// The survivors of an ended world stay members but count for the next
+// world only once they joined again; snapshots keep that.
+TEST(CoordinatorStateTest, SurvivorsOfAnEndedWorldAwaitRejoin) {
+  CoordinatorState state;
+  ApplyAll(state,
+           {Created("j", NormalSpec(100, 2, 1, 3)), Joined("j", "a"),
+            Joined("j", "b"), Joined("j", "w"), Formed("j", 1, {"a", "b"}),
+            Removed("j", "a"), Joined("j", "c")});
+  const JobState* job = state.FindJob("j");
+  EXPECT_TRUE(job->AwaitsRejoin("b"));
+  EXPECT_FALSE(job->AwaitsRejoin("w"));  // Was not in the world.
+  EXPECT_EQ(job->EligibleMembers(), (std::vector<std::string>{"w", "c"}));
+  absl::StatusOr<CoordinatorState> copy =
+      CoordinatorState::FromSnapshot(state.ToSnapshot(8));
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(Serialized(*copy), Serialized(state));
+  EXPECT_TRUE(copy->FindJob("j")->AwaitsRejoin("b"));
+
+  ApplyAll(state, {Joined("j", "b")});  // b joins again.
+  job = state.FindJob("j");
+  EXPECT_FALSE(job->AwaitsRejoin("b"));
+  EXPECT_EQ(job->members, (std::vector<std::string>{"b", "w", "c"}));
+  EXPECT_EQ(job->NextWorld(3), (std::vector<std::string>{"b", "w", "c"}));
+  EXPECT_EQ(state.Check(Joined("j", "b")).code(),
+            absl::StatusCode::kFailedPrecondition);  // Already joined.
+}
+
 TEST(CoordinatorStateTest, SnapshotRoundTripsEveryField) {
   CoordinatorState state;
   ApplyAll(state, {Created("gone", NormalSpec(10, 1)), Joined("gone", "z"),
@@ -263,6 +290,12 @@ TEST(CoordinatorStateTest, RefusesInconsistentSnapshots) {
        [](StateSnapshot& s) { s.mutable_jobs(0)->set_committed_position(11); }},
       {"bad job id",
        [](StateSnapshot& s) { s.mutable_jobs(0)->set_job_id(""); }},
+      {"world member awaiting re-join",
+       [](StateSnapshot& s) { s.mutable_jobs(0)->add_awaiting_rejoin("a"); }},
+      {"non-member awaiting re-join",
+       [](StateSnapshot& s) {
+         s.mutable_jobs(0)->add_awaiting_rejoin("ghost");
+       }},
   };
   for (const Damage& damage : damages) {
     StateSnapshot snapshot = GoodSnapshot();

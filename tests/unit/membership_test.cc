@@ -48,6 +48,13 @@ class MembershipTest : public ::testing::Test {
     return service_.JoinJob(request, absl::InfiniteFuture());
   }
 
+  absl::Status Leave(const std::string& member) {
+    shard::v1::LeaveRequest request;
+    request.set_job_id("job");
+    request.set_member_id(member);
+    return service_.Leave(request).status();
+  }
+
   absl::Status Heartbeat(const std::string& member, uint64_t generation) {
     shard::v1::HeartbeatRequest request;
     request.set_job_id("job");
@@ -104,14 +111,70 @@ TEST_F(MembershipTest, AnExpiredLeaseEndsTheGenerationUntilAReplacementJoins) {
   EXPECT_EQ(Job().current_world_size(), 0u);
   EXPECT_EQ(Stream(1, 0, 0).status().code(), absl::StatusCode::kAborted);
   EXPECT_EQ(Heartbeat("b", 1).code(), absl::StatusCode::kAborted);
-  EXPECT_EQ(Heartbeat("a", 1).code(), absl::StatusCode::kFailedPrecondition);
+  // No longer a member: re-join (ABORTED, as for every ended membership).
+  EXPECT_EQ(Heartbeat("a", 1).code(), absl::StatusCode::kAborted);
 
-  // A fixed-size job re-forms when a replacement joins.
+  // A fixed-size job re-forms when a replacement joins and the survivor of
+  // the ended world joined again (as it does on ABORTED).
   auto c = Join("c");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->generation(), 2u);
-  EXPECT_EQ(c->rank(), 1u);
-  EXPECT_EQ(Join("b")->rank(), 0u);
+  EXPECT_FALSE(c->world_formed());
+  auto b = Join("b");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->generation(), 2u);
+  EXPECT_EQ(b->rank(), 0u);
+  EXPECT_EQ(Join("c")->rank(), 1u);
+}
+
+// torchrun after a crash restarts every worker: the first new process must
+// not form a world with the other worker's dead process (its lease still
+// runs), which its replacement would end a moment later, leaving the first
+// one holding an ended generation.
+TEST_F(MembershipTest, ARestartedWorldFormsOnlyWithProcessesThatJoinedSince) {
+  CreateJob(2, 2, 2, 100);
+  auto join = [this](const std::string& member, uint64_t incarnation) {
+    shard::v1::JoinJobRequest request;
+    request.set_job_id("job");
+    request.set_member_id(member);
+    request.set_incarnation(incarnation);
+    return service_.JoinJob(request, absl::InfiniteFuture());
+  };
+  ASSERT_TRUE(join("worker-0", 1).ok());
+  ASSERT_TRUE(join("worker-1", 2).ok());
+  ASSERT_EQ(Job().generation(), 1u);
+
+  auto first = join("worker-0", 3);  // Restarted: ends generation 1.
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->world_formed());
+  EXPECT_EQ(Job().current_world_size(), 0u);
+  auto second = join("worker-1", 4);
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE(second->world_formed());
+  EXPECT_EQ(second->generation(), 2u);
+  auto again = join("worker-0", 3);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->generation(), 2u);
+  EXPECT_EQ(Job().generation(), 2u);
+  EXPECT_TRUE(Heartbeat("worker-0", 2).ok());
+}
+
+// A survivor that never joins again (frozen, or gone without a lease
+// expiry yet) keeps no one waiting once its lease runs out.
+TEST_F(MembershipTest, ASurvivorThatDoesNotRejoinIsReplacedAtItsLeaseExpiry) {
+  CreateJob(2, 2, 2, 100);
+  ASSERT_TRUE(Join("a").ok());
+  ASSERT_TRUE(Join("b").ok());
+  ASSERT_TRUE(Leave("a").ok());
+  ASSERT_FALSE(Join("c")->world_formed());  // b has not joined again.
+  now_ += absl::Seconds(6);
+  ASSERT_TRUE(Join("c").ok());   // c's lease is renewed, b's is not.
+  ASSERT_FALSE(Join("d").ok());  // b and c are the job's 2 members.
+  now_ += absl::Seconds(6);
+  service_.ExpireLeases();
+  auto d = Join("d");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->world_formed());
+  EXPECT_EQ(Job().generation(), 2u);
 }
 
 // torchrun's ranks: members asking for ranks get them whatever their join
@@ -126,14 +189,12 @@ TEST_F(MembershipTest, RequestedRanksAreGrantedWhenTheWorldForms) {
   EXPECT_EQ(Join("worker-0")->rank(), 0u);
   EXPECT_EQ(Join("worker-x")->rank(), 1u);
   // A restarted member (new world after it left) asks again.
-  shard::v1::LeaveRequest leave;
-  leave.set_job_id("job");
-  leave.set_member_id("worker-0");
-  ASSERT_TRUE(service_.Leave(leave).ok());
-  leave.set_member_id("worker-x");
-  ASSERT_TRUE(service_.Leave(leave).ok());
+  ASSERT_TRUE(Leave("worker-0").ok());
+  ASSERT_TRUE(Leave("worker-x").ok());
   ASSERT_TRUE(Join("worker-1", 1).ok());
   ASSERT_TRUE(Join("worker-0", 0).ok());
+  EXPECT_EQ(Job().current_world_size(), 0u);  // Until worker-2 re-joins.
+  EXPECT_EQ(Join("worker-2")->rank(), 2u);
   EXPECT_EQ(Join("worker-1")->rank(), 1u);
   EXPECT_EQ(Join("worker-0")->rank(), 0u);
   EXPECT_EQ(Join("worker-2")->rank(), 2u);
@@ -143,11 +204,8 @@ TEST_F(MembershipTest, LeaveEndsTheGenerationAtOnce) {
   CreateJob(2, 2, 2, 100);
   ASSERT_TRUE(Join("a").ok());
   ASSERT_TRUE(Join("b").ok());
-  shard::v1::LeaveRequest leave;
-  leave.set_job_id("job");
-  leave.set_member_id("a");
-  ASSERT_TRUE(service_.Leave(leave).ok());
-  ASSERT_TRUE(service_.Leave(leave).ok());  // Idempotent.
+  ASSERT_TRUE(Leave("a").ok());
+  ASSERT_TRUE(Leave("a").ok());  // Idempotent.
   EXPECT_EQ(Job().current_world_size(), 0u);
 }
 
@@ -168,7 +226,10 @@ TEST_F(MembershipTest, ShrinkReshardsTheRestOfTheEpochExactlyOnce) {
   ASSERT_TRUE(Heartbeat("a", 1).ok());
   ASSERT_TRUE(Heartbeat("b", 1).ok());
   now_ += absl::Seconds(6);
-  service_.ExpireLeases();  // c is lost; a and b re-form (min 2).
+  service_.ExpireLeases();  // c is lost; a and b re-join (min 2).
+  EXPECT_EQ(Job().current_world_size(), 0u);
+  ASSERT_TRUE(Join("a").ok());
+  ASSERT_TRUE(Join("b").ok());
   EXPECT_EQ(Job().generation(), 2u);
   EXPECT_EQ(Job().current_world_size(), 2u);
   EXPECT_EQ(Stream(2, 0, 0).status().code(),

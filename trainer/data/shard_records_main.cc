@@ -163,22 +163,26 @@ int main(int argc, char** argv) {
   CLI::App* synthetic = app.add_subcommand(
       "synthetic", "opaque records of pseudo-random bytes (I/O benchmarks)");
   for (CLI::App* writer : {fashion, synthetic}) {
-    writer->add_option("--out", flags.out, "output directory")->required();
-    writer->add_option("--shards", flags.shards, "files to write")
+    shard::cli::AddOption(*writer, "--out", flags.out, "output directory")
+        ->required();
+    shard::cli::AddOption(*writer, "--shards", flags.shards, "files to write")
         ->check(CLI::Range(1, 99999));
   }
-  fashion->add_option("--data-path", flags.data_path,
-                      "directory of the idx files");
-  synthetic->add_option("--records", flags.records, "records to write")
+  shard::cli::AddOption(*fashion, "--data-path", flags.data_path,
+                        "directory of the idx files");
+  shard::cli::AddOption(*synthetic, "--records", flags.records,
+                        "records to write")
       ->required()
-      ->check(CLI::PositiveNumber);
-  synthetic->add_option("--record-size", flags.record_size, "bytes each")
+      ->check(shard::cli::AtLeast(1));
+  shard::cli::AddOption(*synthetic, "--record-size", flags.record_size,
+                        "bytes each")
       ->required()
       ->check(CLI::Range(uint32_t{1}, kMaxRecordSize));
-  synthetic->add_option("--seed", flags.seed, "seed of the bytes");
+  shard::cli::AddOption(*synthetic, "--seed", flags.seed, "seed of the bytes");
   CLI::App* inspect = app.add_subcommand(
       "inspect", "print the headers of a record file or directory");
-  inspect->add_option("PATH", flags.path, "file or directory")->required();
+  shard::cli::AddOption(*inspect, "PATH", flags.path, "file or directory")
+      ->required();
   inspect->add_flag("--verify", flags.verify, "read every record too");
   if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;

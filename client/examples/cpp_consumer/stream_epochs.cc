@@ -17,6 +17,7 @@
 
 #include "shard/client/coordinator_client.h"
 #include "shard/client/heartbeater.h"
+#include "shard/client/torch/shard_data_loader.h"
 #include "shard/client/torch/shard_sampler.h"
 #include "shard/version.h"
 #include "torch/torch.h"
@@ -62,18 +63,19 @@ int main(int argc, char** argv) {
   }
 
   shard::client::Heartbeater heartbeater(shared, *membership, absl::Seconds(2));
-  shard::torch_adapter::ShardSampler sampler(shared, *membership);
-  auto progress = sampler.progress();
-  auto loader = torch::data::make_data_loader(
-      IndexDataset(membership->spec.dataset_size()), std::move(sampler),
-      torch::data::DataLoaderOptions().batch_size(32));
+  // The loader counts the batches this loop receives (the position a
+  // commit would record), also with workers prefetching ahead of it.
+  auto loader = shard::torch_adapter::MakeShardDataLoader(
+      IndexDataset(membership->spec.dataset_size()),
+      shard::torch_adapter::ShardSampler(shared, *membership),
+      torch::data::DataLoaderOptions().batch_size(32).workers(2));
   for (int e = 0; e < epochs; ++e) {
     std::vector<int64_t> indices;
     for (auto& batch : *loader) {
       for (auto& example : batch)
         indices.push_back(example.data.item<int64_t>());
     }
-    std::cout << "epoch " << progress->Current().epoch << " rank "
+    std::cout << "epoch " << loader->progress().Current().epoch << " rank "
               << membership->rank << ":";
     for (int64_t index : indices) std::cout << " " << index;
     std::cout << "\n";

@@ -1,6 +1,5 @@
 """Channels, credentials and bearer token for the coordinator's replicas."""
 import os
-import re
 import stat
 import threading
 
@@ -30,20 +29,45 @@ def _read_secret(path, what):
 
 
 _TARGET_SCHEMES = ("unix:", "unix-abstract:", "ipv4:", "ipv6:")
-_HOST_PORT = re.compile(r"(\[[^\]]+\]|[^:\[\]]+):\d{1,5}")
+_EXAMPLE = "give HOST:PORT, e.g. shardd:7070 or [::1]:7070"
 
 
 def check_address(address):
-    """ValueError unless `address` is HOST:PORT, [IPV6]:PORT or a gRPC
-    target URI (dns:///..., unix:...): without a port gRPC would dial port
-    443. The same rule as the C++ client's (coordinator_replicas.cc)."""
+    """ValueError unless `address` is HOST:PORT or [IPV6]:PORT with PORT in
+    1..65535, or a gRPC target URI (dns:///..., unix:...): without a port
+    gRPC would dial port 443. The same rule, and the same messages, as the
+    C++ side's (common/net/address.cc)."""
     if "://" in address or address.startswith(_TARGET_SCHEMES):
         return
-    if not _HOST_PORT.fullmatch(address):
-        raise ValueError(
-            f"coordinator address {address!r} has no port: give HOST:PORT, "
-            f"e.g. shardd:7070 or [::1]:7070 (without one gRPC would dial "
-            f"port 443)")
+    problem = _address_problem(address)
+    if problem:
+        raise ValueError(f"coordinator address \"{address}\" {problem}")
+
+
+def _address_problem(address):
+    if address.startswith("["):
+        end = address.find("]")
+        if end < 0:
+            return f"has no closing ']'; {_EXAMPLE}"
+        host, rest = address[1:end], address[end + 1:]
+        if not rest.startswith(":"):
+            return f"has no port: {_EXAMPLE}"
+        port = rest[1:]
+    else:
+        if ":" not in address:
+            return (f"has no port: {_EXAMPLE} (without one gRPC would dial "
+                    f"port 443)")
+        if address.count(":") > 1:
+            return ("has more than one ':'; an IPv6 address goes in "
+                    "brackets: [::1]:7070")
+        host, port = address.split(":")
+    if not host:
+        return f"has no host; {_EXAMPLE}"
+    if not (port.isascii() and port.isdigit()) or len(port) > 10:
+        return f"has no port: {_EXAMPLE}"
+    if not 1 <= int(port) <= 65535:
+        return f"has port {port}, out of range: give a port from 1 to 65535"
+    return None
 
 
 def open_channel(address, token_file=None, tls_ca=None, tls_cert=None,

@@ -40,6 +40,9 @@ class Membership:
     # Where the job continues (last committed progress) at join time.
     committed_epoch: int
     committed_position: int
+    # The job's incarnation (a job deleted and re-created under the same id
+    # is another incarnation).
+    job_incarnation: int = 0
 
 
 def job_spec(dataset_size: int, world_size: int, *, seed: int = 0,
@@ -84,6 +87,9 @@ class Client:
         # A restarted process joining under the same member id makes the
         # coordinator end its old generation at once.
         self._incarnation = random.getrandbits(63) | 1
+        # Incarnation of each job joined and not left: re-joins name it, so
+        # that a member of a deleted job never re-creates it.
+        self._joined_incarnations = {}
 
     def close(self) -> None:
         self._replicas.close()
@@ -156,9 +162,15 @@ class Client:
         `rank` asks for that rank (e.g. torchrun's RANK): the coordinator
         grants it when the world forms unless an earlier member of the
         world asked for it or it is outside the world; the Membership has
-        the rank given (compare, the sampler warns)."""
-        request = pb.JoinJobRequest(job_id=job_id, member_id=member_id,
-                                    incarnation=self._incarnation)
+        the rank given (compare, the sampler warns).
+
+        Once this client joined a job, its later joins of it (re-joins)
+        name the job incarnation joined, until leave(): NotFoundError if
+        the job was deleted meanwhile, even with `spec` (a member of a
+        deleted job never re-creates it)."""
+        request = pb.JoinJobRequest(
+            job_id=job_id, member_id=member_id, incarnation=self._incarnation,
+            job_incarnation=self._joined_incarnations.get(job_id, 0))
         if rank is not None:
             request.requested_rank = rank
         if spec is not None:
@@ -185,10 +197,13 @@ class Client:
             raise ShardError("JoinJob", grpc.StatusCode.DEADLINE_EXCEEDED,
                              f"job {job_id!r} has no world including "
                              f"{member_id!r} yet")
+        if response.job_incarnation:
+            self._joined_incarnations[job_id] = response.job_incarnation
         return Membership(job_id, member_id, response.rank,
                           response.world_size, response.generation,
                           response.spec, response.committed_epoch,
-                          response.committed_position)
+                          response.committed_position,
+                          response.job_incarnation)
 
     def _report_waiting(self, job_id: str, until: float,
                         progress: Callable[[str], None]) -> None:
@@ -220,6 +235,8 @@ class Client:
         return Heartbeat(self, membership, interval)
 
     def leave(self, membership: Membership) -> None:
+        """Leaves the job; a later join of it is a first join again."""
+        self._joined_incarnations.pop(membership.job_id, None)
         self._call("Leave", pb.LeaveRequest(
             job_id=membership.job_id, member_id=membership.member_id,
             incarnation=self._incarnation))
@@ -322,11 +339,12 @@ class Heartbeat:
     """A daemon thread renewing a membership's lease (see
     Client.start_heartbeat), following the clients' table
     (proto/shard/v1/client_retries.json, the same in C++): ABORTED (the
-    generation ended; the lease is still renewed) is kept in `error` and the
-    thread goes on until the owner re-joins; NOT_FOUND, FAILED_PRECONDITION,
-    INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED and UNIMPLEMENTED
-    (the member is gone, or the call is refused) are kept in `error` and
-    stop the thread; other errors (UNAVAILABLE while the coordinator
+    generation ended, or the member was removed; the lease is still renewed)
+    is kept in `error` and the thread goes on until the owner re-joins;
+    NOT_FOUND (the job was deleted), FAILED_PRECONDITION (a restarted
+    process of this member joined since), INVALID_ARGUMENT, UNAUTHENTICATED,
+    PERMISSION_DENIED and UNIMPLEMENTED are kept in `error` and stop the
+    thread (the owner must stop too: DistributedShardSampler raises it); other errors (UNAVAILABLE while the coordinator
     restarts, a slow answer) are not an ending and are not kept."""
 
     error: Optional[ShardError]

@@ -13,7 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "shard/client/coordinator_channel.h"
 #include "shard/client/coordinator_replicas.h"
@@ -52,6 +55,9 @@ struct Membership {
   // Where the job continues (last committed progress) at join time.
   uint64_t committed_epoch = 0;
   uint64_t committed_position = 0;
+  // The job's incarnation (a job deleted and re-created under the same id
+  // is another incarnation).
+  uint64_t job_incarnation = 0;
 };
 
 class CoordinatorClient {
@@ -84,7 +90,10 @@ class CoordinatorClient {
   // carry this client's random incarnation, so a restarted process (a new
   // client) joining under the same member id makes the world re-form.
   // `requested_rank` asks for a rank (JoinJobRequest.requested_rank): the
-  // Membership says which one was given.
+  // Membership says which one was given. Once this client joined a job, its
+  // later joins of that job (re-joins) name the job incarnation it joined
+  // until it calls Leave: NOT_FOUND if the job was deleted meanwhile, even
+  // with `spec` (a member of a deleted job never re-creates it).
   absl::StatusOr<Membership> Join(
       const std::string& job_id, const std::string& member_id,
       const std::optional<shard::v1::JobSpec>& spec, absl::Duration wait,
@@ -97,10 +106,13 @@ class CoordinatorClient {
       const std::string& job_id, uint32_t rank, uint64_t epoch, uint64_t offset,
       uint32_t limit);
 
-  // Renews the member's lease. ABORTED / FAILED_PRECONDITION when its
-  // generation ended or it is no longer a member: re-join.
+  // Renews the member's lease. ABORTED when its generation ended or it is
+  // no longer a member: re-join. NOT_FOUND when the job was deleted and
+  // FAILED_PRECONDITION when a restarted process of the member joined
+  // since: stop.
   absl::Status Heartbeat(const Membership& membership);
-  // Leaves the job (clean exit); idempotent.
+  // Leaves the job (clean exit); idempotent. Later joins of the job are
+  // first joins again (see Join).
   absl::Status Leave(const Membership& membership);
 
   // Admin: deletes a job (see shard.proto DeleteJob). Retried on
@@ -164,6 +176,10 @@ class CoordinatorClient {
   ClientOptions options_;
   std::shared_ptr<CoordinatorReplicas> replicas_;
   uint64_t incarnation_;
+  absl::Mutex joined_mu_;
+  // Incarnation of each job this client joined and has not left.
+  absl::flat_hash_map<std::string, uint64_t> joined_incarnations_
+      ABSL_GUARDED_BY(joined_mu_);
 };
 
 }  // namespace shard::client

@@ -28,9 +28,10 @@
 namespace shard::client {
 
 // The addresses of a comma-separated list (spaces around them ignored):
-// each HOST:PORT, [IPV6]:PORT or a gRPC target URI such as
-// dns:///HOST:PORT. INVALID_ARGUMENT when the list names none, or for an
-// address without a port (gRPC would dial 443), naming it and the fix.
+// each HOST:PORT, [IPV6]:PORT (PORT in 1..65535) or a gRPC target URI such
+// as dns:///HOST:PORT. INVALID_ARGUMENT when the list names none, or for
+// an address that breaks the rule (without a port gRPC would dial 443),
+// naming it and the fix.
 absl::StatusOr<std::vector<std::string>> ParseCoordinatorAddresses(
     absl::string_view addresses);
 

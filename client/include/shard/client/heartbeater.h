@@ -1,11 +1,13 @@
 // Keeps a membership's lease alive: sends a heartbeat every `interval` on a
 // background thread until destroyed. What an answer does follows the
 // clients' table (proto/shard/v1/client_retries.json, the same in Python):
-// - ABORTED (the generation ended) is remembered and heartbeats go on: they
-//   keep the lease while the owner re-joins;
-// - NOT_FOUND (the job was deleted), FAILED_PRECONDITION (the member was
-//   removed), INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED and
-//   UNIMPLEMENTED are remembered and stop the heartbeats;
+// - ABORTED (the generation ended, or the member was removed) is
+//   remembered and heartbeats go on: they keep the lease while the owner
+//   re-joins;
+// - NOT_FOUND (the job was deleted), FAILED_PRECONDITION (a restarted
+//   process of the member joined since), INVALID_ARGUMENT, UNAUTHENTICATED,
+//   PERMISSION_DENIED and UNIMPLEMENTED are remembered and stop the
+//   heartbeats: the owner must stop too;
 // - any other error (UNAVAILABLE while the coordinator restarts, a slow
 //   answer) is not an ending: heartbeats go on.
 // Thread-safe.

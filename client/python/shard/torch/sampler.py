@@ -5,6 +5,7 @@ import sys
 import warnings
 
 from shard.client import Client, default_member_id, job_spec
+from shard.errors import HEARTBEAT_ENDS
 
 
 class _Pass:
@@ -184,6 +185,7 @@ class DistributedShardSampler:
                                     prefetch_bytes=self._prefetch_bytes)
         try:
             for chunk in stream:
+                self._raise_if_membership_ended()
                 for index in chunk.tolist():
                     current.yielded += 1
                     yield index
@@ -192,6 +194,15 @@ class DistributedShardSampler:
             stream.close()
         if not current.tracked:
             self._end_pass(current)
+
+    def _raise_if_membership_ended(self):
+        """Raises the heartbeat's error when it ended the membership for
+        good (NotFoundError: the job was deleted; FailedPreconditionError:
+        a restarted process of this member joined since): the training loop
+        stops instead of running on prefetched indices."""
+        error = self._heartbeat.error
+        if error is not None and error.code in HEARTBEAT_ENDS:
+            raise error
 
     def _consumed(self, current, samples):
         """shard.torch.DataLoader: the loop received `samples` more."""

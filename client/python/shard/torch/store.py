@@ -1,4 +1,5 @@
 """torch.distributed.Store over the coordinator's rendezvous space."""
+import functools
 import time
 from datetime import timedelta
 
@@ -6,6 +7,20 @@ import grpc
 import torch.distributed as dist
 
 from shard.errors import ShardError
+
+
+def _remembering_errors(method):
+    """Keeps the coordinator's error in `last_error` before it propagates:
+    torch turns an exception of a Store method called from C++ into a
+    RuntimeError that keeps only the text."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except ShardError as error:
+            self.last_error = error
+            raise
+    return wrapper
 
 
 class CoordinatorStore(dist.Store):
@@ -19,6 +34,8 @@ class CoordinatorStore(dist.Store):
     forms the process group with no MASTER_ADDR/MASTER_PORT. The space
     lives as long as the generation: after a membership change the calls
     raise ShardError(ABORTED) and the process group must be formed again.
+    `last_error` is the last ShardError a call raised (None before any),
+    also when torch passed it on as a RuntimeError.
     """
 
     def __init__(self, sampler_or_membership, client=None,
@@ -29,15 +46,18 @@ class CoordinatorStore(dist.Store):
         self._client = client or sampler_or_membership.client
         self._membership = membership
         self._timeout = timeout
+        self.last_error = None
 
     def set_timeout(self, timeout):
         self._timeout = timeout
 
+    @_remembering_errors
     def set(self, key, value):
         if isinstance(value, str):
             value = value.encode()
         self._client.store_set(self._membership, key, bytes(value))
 
+    @_remembering_errors
     def get(self, key):
         began = time.monotonic()
         value = self._client.store_get(self._membership, key,
@@ -49,22 +69,28 @@ class CoordinatorStore(dist.Store):
                 f"{self._timeout})")
         return value
 
+    @_remembering_errors
     def add(self, key, value):
         return self._client.store_add(self._membership, key, value)
 
+    @_remembering_errors
     def compare_set(self, key, expected, desired):
         return self._client.store_compare_set(
             self._membership, key, _bytes(expected), _bytes(desired))
 
+    @_remembering_errors
     def delete_key(self, key):
         return self._client.store_delete(self._membership, key)
 
+    @_remembering_errors
     def num_keys(self):
         return self._client.store_count(self._membership)
 
+    @_remembering_errors
     def check(self, keys):
         return self._client.store_wait(self._membership, keys, 0)
 
+    @_remembering_errors
     def wait(self, keys, timeout=None):
         timeout = timeout or self._timeout
         began = time.monotonic()
@@ -85,16 +111,14 @@ def init_process_group(sampler, backend=None, **kwargs):
     backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
     while True:
         groups_before = _group_count()
+        store = CoordinatorStore(sampler)
         try:
-            dist.init_process_group(backend, store=CoordinatorStore(sampler),
-                                    rank=sampler.rank,
+            dist.init_process_group(backend, store=store, rank=sampler.rank,
                                     world_size=sampler.num_replicas, **kwargs)
             return
         except (ShardError, RuntimeError) as error:
-            aborted = (error.code == grpc.StatusCode.ABORTED
-                       if isinstance(error, ShardError)
-                       else "ABORTED" in str(error))
-            if not aborted:
+            cause = error if isinstance(error, ShardError) else store.last_error
+            if cause is None or cause.code != grpc.StatusCode.ABORTED:
                 raise
             if dist.is_initialized():
                 dist.destroy_process_group()
