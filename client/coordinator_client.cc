@@ -169,10 +169,10 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
   }
   if (!response.ok()) return response.status();
   if (!response->world_formed()) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "job \"", job_id, "\" has no world including member \"", member_id,
-        "\" after waiting ", absl::FormatDuration(wait),
-        " (the member stays joined; join again to keep waiting)"));
+    return absl::DeadlineExceededError(
+        absl::StrCat("job \"", job_id, "\" has no world including member \"",
+                     member_id, "\" after waiting ", absl::FormatDuration(wait),
+                     " (the member stays joined; join again to keep waiting)"));
   }
   Membership membership;
   membership.job_id = job_id;
@@ -204,13 +204,24 @@ void CoordinatorClient::ReportWaiting(const std::string& job_id,
                               : job->spec().world_size();
   const uint64_t joined = job->joined_members();
   const uint64_t missing = needed > joined ? needed - joined : 0;
-  const absl::Duration left = std::max(
-      absl::ZeroDuration(), absl::Trunc(until - absl::Now(), absl::Seconds(1)));
-  options_.on_waiting(absl::StrCat("job ", job_id, ": waiting for ", missing,
-                                   " more member", missing == 1 ? "" : "s",
-                                   " (", joined, " of ", needed,
-                                   " joined), generation ", job->generation(),
-                                   ", ", absl::FormatDuration(left), " left"));
+  const int64_t rejoining = std::count_if(
+      job->members().begin(), job->members().end(),
+      [](const shard::v1::JobMember& m) { return m.awaiting_rejoin(); });
+  const std::string left = absl::FormatDuration(
+      std::max(absl::ZeroDuration(),
+               absl::Trunc(until - absl::Now(), absl::Seconds(1))));
+  if (rejoining > 0) {
+    options_.on_waiting(
+        absl::StrCat("job ", job_id, ": waiting for ", rejoining, " member",
+                     rejoining == 1 ? "" : "s", " of the ended generation ",
+                     job->generation(),
+                     " to re-join (or its lease to expire), ", left, " left"));
+    return;
+  }
+  options_.on_waiting(absl::StrCat(
+      "job ", job_id, ": waiting for ", missing, " more member",
+      missing == 1 ? "" : "s", " (", joined, " of ", needed,
+      " joined), generation ", job->generation(), ", ", left, " left"));
 }
 
 absl::StatusOr<shard::v1::PreviewShardResponse> CoordinatorClient::Preview(

@@ -44,6 +44,7 @@ shard::v1::Job JobView(const JobState& job) {
       member->set_in_world(true);
       member->set_rank(*rank);
     }
+    member->set_awaiting_rejoin(job.AwaitsRejoin(member_id));
   }
   return view;
 }

@@ -145,9 +145,10 @@ void PrintJobDetails(const shard::v1::Job& job) {
   std::printf("\n");
   std::vector<std::vector<std::string>> rows = {{"MEMBER", "RANK"}};
   for (const shard::v1::JobMember& member : job.members()) {
-    rows.push_back({member.member_id(), member.in_world()
-                                            ? absl::StrCat(member.rank())
-                                            : std::string("waiting")});
+    rows.push_back({member.member_id(),
+                    member.in_world()          ? absl::StrCat(member.rank())
+                    : member.awaiting_rejoin() ? std::string("re-joining")
+                                               : std::string("waiting")});
   }
   PrintTable(rows);
 }

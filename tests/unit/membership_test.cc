@@ -147,6 +147,10 @@ TEST_F(MembershipTest, ARestartedWorldFormsOnlyWithProcessesThatJoinedSince) {
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_FALSE(first->world_formed());
   EXPECT_EQ(Job().current_world_size(), 0u);
+  const shard::v1::Job waiting = Job();
+  for (const shard::v1::JobMember& member : waiting.members()) {
+    EXPECT_EQ(member.awaiting_rejoin(), member.member_id() == "worker-1");
+  }
   auto second = join("worker-1", 4);
   ASSERT_TRUE(second.ok()) << second.status();
   ASSERT_TRUE(second->world_formed());

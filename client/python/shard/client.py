@@ -215,6 +215,14 @@ class Client:
             return  # The next round's JoinJob reports what matters.
         needed = job.spec.min_world_size or job.spec.world_size
         missing = max(0, needed - job.joined_members)
+        rejoining = sum(1 for m in job.members if m.awaiting_rejoin)
+        if rejoining:
+            progress(f"job {job_id}: waiting for {rejoining} "
+                     f"member{'' if rejoining == 1 else 's'} of the ended "
+                     f"generation {job.generation} to re-join (or its lease "
+                     f"to expire), {max(0.0, until - time.monotonic()):.0f}"
+                     f" s left")
+            return
         progress(f"job {job_id}: waiting for {missing} more "
                  f"member{'' if missing == 1 else 's'} "
                  f"({job.joined_members} of {needed} joined), generation "
