@@ -63,7 +63,8 @@ void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
   cli::AddDuration(app, "--leader-lease", &f->leader_lease,
                    "etcd lease of a replica: a leader that cannot renew it "
                    "for this long stops serving and a standby takes over "
-                   "(at least 1s)")
+                   "(whole seconds, at least 1s; etcd may grant more, and "
+                   "the gate follows what it granted)")
       ->group(replicas);
   cli::AddOption(app, "--etcd-ca", f->etcd_ca,
                  "PEM CA of etcd's certificates (TLS to etcd); empty: "

@@ -376,8 +376,10 @@ int RunReplicated(const shard::server::DaemonFlags& flags,
   replica_options.server = ServerOptionsFromFlags(flags, metrics.get());
   // A history that cannot be recovered: exit 3 like a bad data directory.
   replica_options.on_fatal = [] { kill(getpid(), SIGTERM); };
-  if (replica_options.etcd.lease_ttl < absl::Seconds(1)) {
-    std::cerr << "shardd: --leader-lease must be at least 1s\n";
+  if (absl::Status s = shard::server::replication::CheckLeaseTtl(
+          replica_options.etcd.lease_ttl);
+      !s.ok()) {
+    std::cerr << "shardd: --leader-lease: " << s.message() << "\n";
     return kExitUsage;
   }
   absl::StatusOr<

@@ -231,6 +231,15 @@ void CoordinatorReplica::Loop() {
 
 void CoordinatorReplica::RunSession(EtcdSession& session) {
   Renewed(SteadyNowNs());  // Start() granted the lease just now.
+  if (session.granted_ttl() != options_.etcd.lease_ttl) {
+    LogEvent(absl::StrCat(
+        "etcd granted a leader lease of ",
+        absl::FormatDuration(session.granted_ttl()), ", not the ",
+        absl::FormatDuration(options_.etcd.lease_ttl),
+        " asked (etcd's minimum is 1.5 of its election timeouts): a failover "
+        "takes up to about ",
+        absl::FormatDuration(session.granted_ttl()), " plus a moment"));
+  }
   absl::StatusOr<std::unique_ptr<EtcdFollower>> follower =
       EtcdFollower::Start(&session);
   if (!follower.ok()) {
@@ -255,7 +264,9 @@ void CoordinatorReplica::RunSession(EtcdSession& session) {
   LogEvent(absl::StrCat("standing by as ", identity_, ": following etcd under ",
                         options_.etcd.prefix, " from record ",
                         (*follower)->applied()));
-  const absl::Duration ttl = options_.etcd.lease_ttl;
+  // The lease etcd granted, not the one asked: the gate must close before
+  // etcd lets the lease (and the leader key) go.
+  const absl::Duration ttl = session.granted_ttl();
   const absl::Duration poll = std::min(ttl / 5, absl::Milliseconds(500));
   std::optional<absl::Time> leaderless_since;
   while (!WaitOrStop(poll)) {
@@ -302,20 +313,25 @@ void CoordinatorReplica::Lead(EtcdSession& session,
                               EtcdSession::Leadership leadership,
                               std::unique_ptr<EtcdFollower> follower,
                               absl::Time leaderless_since) {
-  const absl::Duration ttl = options_.etcd.lease_ttl;
+  // The lease etcd granted, not the one asked: the gate must close before
+  // etcd lets the lease (and the leader key) go.
+  const absl::Duration ttl = session.granted_ttl();
   // Renew now: the catch-up and the server swap below take a moment.
   if (const int64_t sent = SteadyNowNs(); session.KeepAlive().ok()) {
     Renewed(sent);
   }
   // Every record of earlier leaders is in etcd before the leader key this
   // replica now holds, and nobody else can add one: catch up to the last.
-  absl::StatusOr<uint64_t> last = EtcdStateStore::LastSequence(session);
-  if (!last.ok() ||
-      !follower->AwaitApplied(*last, absl::Now() + options_.etcd.timeout)) {
-    LogEvent(absl::StrCat(
-        "won the leadership but could not catch up with etcd (",
-        last.ok() ? follower->status().ToString() : last.status().message(),
-        "); giving it up"));
+  absl::StatusOr<EtcdStateStore::Position> position =
+      EtcdStateStore::ReadPosition(session);
+  if (!position.ok() ||
+      !follower->AwaitApplied(position->last_sequence,
+                              absl::Now() + options_.etcd.timeout)) {
+    LogEvent(
+        absl::StrCat("won the leadership but could not catch up with etcd (",
+                     position.ok() ? follower->status().ToString()
+                                   : position.status().message(),
+                     "); giving it up"));
     return;
   }
   CoordinatorState state = follower->state();
@@ -327,7 +343,7 @@ void CoordinatorReplica::Lead(EtcdSession& session,
   store_options.on_txn = [metrics](absl::Duration latency, size_t records) {
     if (metrics != nullptr) metrics->ObserveEtcdTxn(latency, records);
   };
-  auto store = std::make_unique<EtcdStateStore>(&session, leadership, *last,
+  auto store = std::make_unique<EtcdStateStore>(&session, leadership, *position,
                                                 std::move(store_options));
   EtcdStateStore* const store_view = store.get();
   auto service = std::make_unique<CoordinatorService>(
@@ -354,8 +370,8 @@ void CoordinatorReplica::Lead(EtcdSession& session,
   LogEvent(absl::StrCat(
       "leading the coordinator cluster under ", options_.etcd.prefix, " as ",
       identity_, " (leadership revision ", leadership.revision, ", ", jobs,
-      " jobs, record ", *last, "), serving ", absl::FormatDuration(takeover),
-      " after the leader key was found gone"));
+      " jobs, record ", position->last_sequence, "), serving ",
+      absl::FormatDuration(takeover), " after the leader key was found gone"));
 
   std::string ended;
   while (ended.empty()) {

@@ -44,15 +44,28 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> EtcdCredentials(
 
 }  // namespace
 
+absl::Status CheckLeaseTtl(absl::Duration ttl) {
+  if (ttl < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the etcd lease must be at least 1s, not ", absl::FormatDuration(ttl)));
+  }
+  if (ttl != absl::Trunc(ttl, absl::Seconds(1))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd grants leases in whole seconds: give ",
+        absl::FormatDuration(absl::Floor(ttl, absl::Seconds(1))), " or ",
+        absl::FormatDuration(absl::Ceil(ttl, absl::Seconds(1))), ", not ",
+        absl::FormatDuration(ttl)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<EtcdSession>> EtcdSession::Start(
     Options options) {
   if (options.endpoints.empty()) {
     return absl::InvalidArgumentError(
         "no etcd endpoint given; expected HOST:PORT[,HOST:PORT...]");
   }
-  if (options.lease_ttl < absl::Seconds(1)) {
-    return absl::InvalidArgumentError("the etcd lease must be at least 1s");
-  }
+  if (absl::Status s = CheckLeaseTtl(options.lease_ttl); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       EtcdCredentials(options);
   if (!credentials.ok()) return credentials.status();
@@ -81,7 +94,14 @@ absl::StatusOr<std::unique_ptr<EtcdSession>> EtcdSession::Start(
       return absl::UnavailableError(absl::StrCat(
           "etcd at ", member.endpoint, " refused a lease: ", granted.error()));
     }
+    if (granted.ttl() < absl::ToInt64Seconds(session->options_.lease_ttl)) {
+      return absl::InternalError(absl::StrCat(
+          "etcd at ", member.endpoint, " granted a lease of ", granted.ttl(),
+          "s, less than the ",
+          absl::FormatDuration(session->options_.lease_ttl), " asked"));
+    }
     session->lease_id_ = granted.id();
+    session->granted_ttl_ = absl::Seconds(granted.ttl());
     return session;
   }
   return last_error;
@@ -225,6 +245,13 @@ absl::Status EtcdSession::Compact(int64_t revision) {
 }
 
 absl::StatusOr<std::string> EtcdSession::Get(const std::string& key) {
+  absl::StatusOr<Entry> entry = GetEntry(key);
+  if (!entry.ok()) return entry.status();
+  return std::move(entry->value);
+}
+
+absl::StatusOr<EtcdSession::Entry> EtcdSession::GetEntry(
+    const std::string& key) {
   etcdserverpb::RangeRequest request;
   request.set_key(options_.prefix + key);
   etcdserverpb::RangeResponse response;
@@ -235,7 +262,7 @@ absl::StatusOr<std::string> EtcdSession::Get(const std::string& key) {
     return absl::NotFoundError(
         absl::StrCat("etcd has no key ", options_.prefix, key));
   }
-  return response.kvs(0).value();
+  return Entry{response.kvs(0).value(), response.kvs(0).mod_revision()};
 }
 
 absl::StatusOr<std::optional<std::pair<std::string, std::string>>>

@@ -37,6 +37,10 @@
 
 namespace shard::server::replication {
 
+// OK if etcd can grant a lease of `ttl` as asked: whole seconds, at least
+// 1s; INVALID_ARGUMENT saying what to give otherwise.
+absl::Status CheckLeaseTtl(absl::Duration ttl);
+
 class EtcdSession {
  public:
   struct Options {
@@ -50,8 +54,9 @@ class EtcdSession {
     std::string tls_key_file;
     // Every key of this coordinator cluster starts with it.
     std::string prefix = "/shard/";
-    // The session's lease; a leader that cannot renew it for this long is
-    // deposed.
+    // The lease asked for: whole seconds, as etcd grants them. etcd may
+    // grant more (its minimum, 1.5 election timeouts rounded up: 2 s with
+    // etcd's defaults); granted_ttl() says what it granted.
     absl::Duration lease_ttl = absl::Seconds(5);
     // Bound of each call.
     absl::Duration timeout = absl::Seconds(5);
@@ -63,10 +68,15 @@ class EtcdSession {
   };
 
   // Connects and grants the session's lease. INVALID_ARGUMENT for bad
-  // options or unreadable TLS files.
+  // options (a lease under 1s or not whole seconds) or unreadable TLS
+  // files.
   static absl::StatusOr<std::unique_ptr<EtcdSession>> Start(Options options);
 
   int64_t lease_id() const { return lease_id_; }
+  // The TTL etcd granted the lease (at least options.lease_ttl): a leader
+  // that cannot renew it for this long is deposed, so a replica's serving
+  // gate is computed from it, never from the option.
+  absl::Duration granted_ttl() const { return granted_ttl_; }
   // etcd members the session may call.
   size_t member_count() const { return members_.size(); }
   std::string leader_key() const { return options_.prefix + "leader"; }
@@ -104,6 +114,13 @@ class EtcdSession {
       const std::string& key_prefix);
   // The value of `key` (relative to the prefix); NOT_FOUND if absent.
   absl::StatusOr<std::string> Get(const std::string& key);
+  // A key's value and the revision that last changed it.
+  struct Entry {
+    std::string value;
+    int64_t mod_revision = 0;
+  };
+  // Get, with the key's mod revision.
+  absl::StatusOr<Entry> GetEntry(const std::string& key);
   // Every (key, value) whose key starts with `key_prefix` (relative to the
   // session's prefix, as are the keys returned), in key order; read in
   // pages, all at one etcd revision (stored in `*revision` when given), so
@@ -168,7 +185,8 @@ class EtcdSession {
   const Options options_;
   std::vector<Member> members_;  // Fixed after Start().
   std::atomic<size_t> current_{0};
-  int64_t lease_id_ = 0;
+  int64_t lease_id_ = 0;        // Fixed after Start().
+  absl::Duration granted_ttl_;  // Fixed after Start().
 };
 
 }  // namespace shard::server::replication

@@ -103,30 +103,40 @@ absl::StatusOr<EtcdStateStore::Recovered> EtcdStateStore::Recover(
   return recovered;
 }
 
-absl::StatusOr<uint64_t> EtcdStateStore::LastSequence(EtcdSession& session) {
+absl::StatusOr<EtcdStateStore::Position> EtcdStateStore::ReadPosition(
+    EtcdSession& session) {
+  Position position;
+  absl::StatusOr<EtcdSession::Entry> manifest =
+      session.GetEntry(std::string(kSnapshotManifestKey));
+  if (manifest.ok()) {
+    shard::state::v1::EtcdSnapshotManifest named;
+    if (!named.ParseFromString(manifest->value)) {
+      return absl::DataLossError(absl::StrCat("etcd key ", kSnapshotManifestKey,
+                                              " is not a snapshot manifest"));
+    }
+    position.snapshot_sequence = named.sequence();
+    position.snapshot_revision = manifest->mod_revision;
+  } else if (!absl::IsNotFound(manifest.status())) {
+    return manifest.status();
+  }
+  position.last_sequence = position.snapshot_sequence;
   absl::StatusOr<std::optional<std::pair<std::string, std::string>>> last =
       session.LastEntry(std::string(kRecordPrefix));
   if (!last.ok()) return last.status();
   if (last->has_value()) {
-    uint64_t sequence = 0;
-    if (absl::Status s =
-            LastOfBatch((*last)->first, (*last)->second, &sequence);
+    if (absl::Status s = LastOfBatch((*last)->first, (*last)->second,
+                                     &position.last_sequence);
         !s.ok()) {
       return s;
     }
-    return sequence;
   }
-  // No record: the snapshot in force, if any, holds the last.
-  absl::StatusOr<std::string> manifest =
-      session.Get(std::string(kSnapshotManifestKey));
-  if (absl::IsNotFound(manifest.status())) return 0;
-  if (!manifest.ok()) return manifest.status();
-  shard::state::v1::EtcdSnapshotManifest named;
-  if (!named.ParseFromString(*manifest)) {
-    return absl::DataLossError(absl::StrCat("etcd key ", kSnapshotManifestKey,
-                                            " is not a snapshot manifest"));
+  if (position.last_sequence < position.snapshot_sequence) {
+    return absl::DataLossError(
+        absl::StrCat("the newest record in etcd (", position.last_sequence,
+                     ") precedes the snapshot in force (record ",
+                     position.snapshot_sequence, ")"));
   }
-  return named.sequence();
+  return position;
 }
 
 std::string EtcdStateStore::EncodeBatch(
@@ -163,13 +173,17 @@ absl::Status EtcdStateStore::ApplyRecords(const std::string& key,
 
 EtcdStateStore::EtcdStateStore(EtcdSession* session,
                                EtcdSession::Leadership leadership,
-                               uint64_t last_sequence, Options options)
+                               Position position, Options options)
     : session_(session),
       leadership_(std::move(leadership)),
       options_(std::move(options)),
-      waiters_(last_sequence),
-      last_sequence_(last_sequence),
-      durable_(last_sequence),
+      waiters_(position.last_sequence),
+      last_sequence_(position.last_sequence),
+      durable_(position.last_sequence),
+      records_since_snapshot_(position.last_sequence -
+                              position.snapshot_sequence),
+      snapshot_sequence_(position.snapshot_sequence),
+      previous_snapshot_revision_(position.snapshot_revision),
       writer_([this] { WriterLoop(); }) {}
 
 EtcdStateStore::~EtcdStateStore() {

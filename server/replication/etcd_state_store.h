@@ -76,9 +76,18 @@ class EtcdStateStore : public storage::StateStore {
   };
   // The state the records under the session's prefix describe.
   static absl::StatusOr<Recovered> Recover(EtcdSession& session);
-  // The sequence of the newest record in etcd, or of the snapshot in force
-  // when no record follows it (0: neither), read now.
-  static absl::StatusOr<uint64_t> LastSequence(EtcdSession& session);
+  // Where a new leader's store continues, read now.
+  struct Position {
+    // The newest record in etcd, or the snapshot in force when no record
+    // follows it (0: neither).
+    uint64_t last_sequence = 0;
+    // The snapshot in force (0: none) and the revision of the Txn that put
+    // it in force: the next snapshot counts its interval from the one and
+    // compacts etcd's history up to the other, whoever wrote them.
+    uint64_t snapshot_sequence = 0;
+    int64_t snapshot_revision = 0;
+  };
+  static absl::StatusOr<Position> ReadPosition(EtcdSession& session);
   // Applies the records of the batch stored under `key` (relative to the
   // prefix) to `into`, each if it is the next one; those already applied
   // are skipped; a gap, a foreign key, a damaged batch or a record that
@@ -98,10 +107,13 @@ class EtcdStateStore : public storage::StateStore {
     std::function<void(absl::Duration, size_t records)> on_txn;
   };
 
-  // A store appending after `last_sequence` (what Recover found) with
-  // `leadership`. `session` must outlive the store.
+  // A store appending after `position` (ReadPosition; {} for an empty
+  // etcd) with `leadership`: its first snapshot is due snapshot_every
+  // records after the snapshot in force, and compacts up to that one's
+  // revision, so etcd's footprint stays bounded across leaderships.
+  // `session` must outlive the store.
   EtcdStateStore(EtcdSession* session, EtcdSession::Leadership leadership,
-                 uint64_t last_sequence, Options options);
+                 Position position, Options options);
   // Writes what is queued (if it still can), then stops the writer.
   ~EtcdStateStore() override;
 
@@ -163,13 +175,14 @@ class EtcdStateStore : public storage::StateStore {
   uint64_t transactions_ ABSL_GUARDED_BY(mu_) = 0;
   // Records durable in etcd (written by this store or before it).
   uint64_t durable_ ABSL_GUARDED_BY(mu_);
-  uint64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_);
   std::optional<PendingSnapshot> pending_snapshot_ ABSL_GUARDED_BY(mu_);
   uint64_t snapshots_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t snapshot_sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t snapshot_sequence_ ABSL_GUARDED_BY(mu_);
   // Touched by the writer thread only: the revision of the last snapshot's
-  // Txn, the next compaction's target.
-  int64_t previous_snapshot_revision_ = 0;
+  // Txn (this leader's or, at first, the one in force), the next
+  // compaction's target.
+  int64_t previous_snapshot_revision_;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread writer_;

@@ -114,6 +114,8 @@ def check_usage_errors(bin_dir):
         ([shardd, "--etcd-endpoints", "127.0.0.1:2379",
           "--advertise-address", "replica-0"],
          ["--advertise-address", "\"replica-0\" has no port"]),
+        ([shardd, "--etcd-endpoints", "127.0.0.1:2379", "--leader-lease",
+          "2999ms"], ["--leader-lease", "whole seconds", "give 2s or 3s"]),
         ([shardd, "--in-memory", "--snapshot-every", "0"],
          ["--snapshot-every", "\"0\" is below the minimum, 1"]),
         ([shardctl, "--retry-deadline", "0s", "--coordinator",

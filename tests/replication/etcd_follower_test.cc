@@ -27,7 +27,7 @@ TEST_F(EtcdFollowerTest, AStandbyHoldsTheLeadersStateByteForByte) {
   ASSERT_TRUE(leader && standby);
   absl::StatusOr<EtcdSession::Leadership> led = leader->Campaign("replica-a");
   ASSERT_TRUE(led.ok()) << led.status();
-  EtcdStateStore store(leader.get(), *led, 0, {});
+  EtcdStateStore store(leader.get(), *led, {}, {});
   CoordinatorState leader_state;
   uint64_t last = 0;
   auto append = [&](const shard::state::v1::StateUpdate& update) {

@@ -79,6 +79,32 @@ TEST_F(EtcdSessionTest, ALeaseNotKeptAliveLapsesAndFreesTheLeadership) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// The serving gate comes from the TTL etcd granted: etcd raises a lease
+// below its minimum (1.5 election timeouts, rounded up to whole seconds),
+// and the session reports what it got, never less than it asked.
+TEST_F(EtcdSessionTest, ASessionKnowsTheTtlEtcdGranted) {
+  std::unique_ptr<EtcdSession> five = Session(absl::Seconds(5));
+  ASSERT_TRUE(five);
+  EXPECT_EQ(five->granted_ttl(), absl::Seconds(5));
+  std::unique_ptr<EtcdSession> one = Session(absl::Seconds(1));
+  ASSERT_TRUE(one);
+  EXPECT_GE(one->granted_ttl(), absl::Seconds(1));
+  EXPECT_EQ(one->granted_ttl(),
+            absl::Trunc(one->granted_ttl(), absl::Seconds(1)));
+}
+
+// etcd counts leases in whole seconds: 2999ms would be granted as 2s (or
+// raised), so a gate of 2.999 s would outlive the lease. Refused up front.
+TEST(EtcdLeaseTtlTest, OnlyWholeSecondsOfAtLeastOneAreAccepted) {
+  EXPECT_TRUE(CheckLeaseTtl(absl::Seconds(2)).ok());
+  const absl::Status fractional = CheckLeaseTtl(absl::Milliseconds(2999));
+  EXPECT_EQ(fractional.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(fractional.message().find("give 2s or 3s"), std::string::npos)
+      << fractional;
+  EXPECT_FALSE(CheckLeaseTtl(absl::Milliseconds(500)).ok());
+  EXPECT_FALSE(CheckLeaseTtl(absl::ZeroDuration()).ok());
+}
+
 TEST_F(EtcdSessionTest, AnUnreachableEtcdIsUnavailableNamingIt) {
   EtcdSession::Options options;
   options.endpoints = {"127.0.0.1:1"};  // Nothing listens there.

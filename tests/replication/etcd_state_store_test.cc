@@ -50,7 +50,7 @@ TEST_F(EtcdStateStoreTest, ARecoveringReplicaRebuildsTheLeadersStateExactly) {
   ASSERT_TRUE(led.ok()) << led.status();
   CoordinatorState leader_state;
   {
-    EtcdStateStore store(leader_session.get(), *led, 0, {});
+    EtcdStateStore store(leader_session.get(), *led, {}, {});
     // 150 updates queued at once: group commit puts them in a few Txns.
     uint64_t last = 0;
     for (const StateUpdate& update : History(50)) {
@@ -80,7 +80,7 @@ TEST_F(EtcdStateStoreTest, ADeposedLeadersStoreAcknowledgesNothing) {
   ASSERT_TRUE(a && b);
   absl::StatusOr<EtcdSession::Leadership> a_led = a->Campaign("replica-a");
   ASSERT_TRUE(a_led.ok()) << a_led.status();
-  EtcdStateStore a_store(a.get(), *a_led, 0, {});
+  EtcdStateStore a_store(a.get(), *a_led, {}, {});
   ASSERT_TRUE(
       testing::AppendDurably(a_store, Created("job", NormalSpec(10, 1))).ok());
   // A loses its lease; B recovers from etcd and leads.
@@ -90,7 +90,9 @@ TEST_F(EtcdStateStoreTest, ADeposedLeadersStoreAcknowledgesNothing) {
   absl::StatusOr<EtcdStateStore::Recovered> recovered =
       EtcdStateStore::Recover(*b);
   ASSERT_TRUE(recovered.ok()) << recovered.status();
-  EtcdStateStore b_store(b.get(), *b_led, recovered->last_sequence, {});
+  EtcdStateStore::Position position;
+  position.last_sequence = recovered->last_sequence;
+  EtcdStateStore b_store(b.get(), *b_led, position, {});
   ASSERT_TRUE(testing::AppendDurably(b_store, Joined("job", "b")).ok());
   // A, unaware, appends: refused by etcd, answered with the error, and
   // the store stays broken.
@@ -119,7 +121,7 @@ TEST_F(EtcdStateStoreTest, AbandonAnswersPendingUpdatesAtOnce) {
   ASSERT_TRUE(session);
   absl::StatusOr<EtcdSession::Leadership> led = session->Campaign("replica-a");
   ASSERT_TRUE(led.ok()) << led.status();
-  EtcdStateStore store(session.get(), *led, 0, {});
+  EtcdStateStore store(session.get(), *led, {}, {});
   etcd_->Pause();
   absl::StatusOr<uint64_t> sequence =
       store.Enqueue(Created("job", NormalSpec(10, 1)));
@@ -218,7 +220,7 @@ TEST_F(EtcdStateStoreTest, SnapshotsBoundTheHistoryAndRecoveryIsExact) {
   CoordinatorState leader_state;
   uint64_t snapshot = 0;
   {
-    EtcdStateStore store(session.get(), *led, 0, options);
+    EtcdStateStore store(session.get(), *led, {}, options);
     // Due at 40 records (one at a time: the next is due 40 records after
     // the last was taken and once it was written).
     ASSERT_EQ(Append(store, leader_state, History(25)), 75u);
@@ -262,9 +264,12 @@ TEST_F(EtcdStateStoreTest, SnapshotsBoundTheHistoryAndRecoveryIsExact) {
   EXPECT_EQ(recovered->last_sequence, 150u);
   EXPECT_EQ(recovered->state.ToSnapshot(150).SerializeAsString(),
             leader_state.ToSnapshot(150).SerializeAsString());
-  absl::StatusOr<uint64_t> last = EtcdStateStore::LastSequence(*other);
-  ASSERT_TRUE(last.ok()) << last.status();
-  EXPECT_EQ(*last, 150u);
+  absl::StatusOr<EtcdStateStore::Position> position =
+      EtcdStateStore::ReadPosition(*other);
+  ASSERT_TRUE(position.ok()) << position.status();
+  EXPECT_EQ(position->last_sequence, 150u);
+  EXPECT_EQ(position->snapshot_sequence, snapshot);
+  EXPECT_GT(position->snapshot_revision, 0);
 }
 
 TEST_F(EtcdStateStoreTest, ASnapshotWithNoRecordAfterItHoldsTheLastSequence) {
@@ -276,7 +281,7 @@ TEST_F(EtcdStateStoreTest, ASnapshotWithNoRecordAfterItHoldsTheLastSequence) {
   options.snapshot_every = 6;
   CoordinatorState leader_state;
   {
-    EtcdStateStore store(session.get(), *led, 0, options);
+    EtcdStateStore store(session.get(), *led, {}, options);
     ASSERT_EQ(Append(store, leader_state, History(2)), 6u);
     ASSERT_TRUE(AwaitSnapshots(store, 1));
     EXPECT_EQ(store.snapshot_sequence(), 6u);
@@ -285,11 +290,12 @@ TEST_F(EtcdStateStoreTest, ASnapshotWithNoRecordAfterItHoldsTheLastSequence) {
   ASSERT_TRUE(records.ok()) << records.status();
   EXPECT_TRUE(records->empty());
   // The next leader appends after record 6, not after 0.
-  absl::StatusOr<uint64_t> last = EtcdStateStore::LastSequence(*session);
-  ASSERT_TRUE(last.ok()) << last.status();
-  EXPECT_EQ(*last, 6u);
+  absl::StatusOr<EtcdStateStore::Position> position =
+      EtcdStateStore::ReadPosition(*session);
+  ASSERT_TRUE(position.ok()) << position.status();
+  EXPECT_EQ(position->last_sequence, 6u);
   {
-    EtcdStateStore next(session.get(), *led, *last, {});
+    EtcdStateStore next(session.get(), *led, *position, {});
     ASSERT_TRUE(
         testing::AppendDurably(next, Created("late", NormalSpec(10, 1))).ok());
   }
@@ -300,6 +306,57 @@ TEST_F(EtcdStateStoreTest, ASnapshotWithNoRecordAfterItHoldsTheLastSequence) {
   EXPECT_EQ(recovered->last_sequence, 7u);
   EXPECT_EQ(recovered->state.ToSnapshot(7).SerializeAsString(),
             leader_state.ToSnapshot(7).SerializeAsString());
+}
+
+// Leaderships shorter than a snapshot interval (rolling restarts, frequent
+// failovers): each new leader continues the count from the snapshot in
+// force and compacts up to its revision, so etcd holds at most two
+// intervals of records, whatever the sequence of leaderships.
+TEST_F(EtcdStateStoreTest, TheFootprintStaysBoundedAcrossLeaderships) {
+  constexpr uint64_t kEvery = 20;
+  EtcdStateStore::Options options;
+  options.snapshot_every = kEvery;
+  CoordinatorState leader_state;
+  uint64_t appended = 0;
+  for (int leadership = 0; leadership < 6; ++leadership) {
+    std::unique_ptr<EtcdSession> session = Session();
+    ASSERT_TRUE(session);
+    absl::StatusOr<EtcdSession::Leadership> led =
+        session->Campaign(absl::StrCat("replica-", leadership));
+    ASSERT_TRUE(led.ok()) << led.status();
+    absl::StatusOr<EtcdStateStore::Position> position =
+        EtcdStateStore::ReadPosition(*session);
+    ASSERT_TRUE(position.ok()) << position.status();
+    ASSERT_EQ(position->last_sequence, appended);
+    {
+      EtcdStateStore store(session.get(), *led, *position, options);
+      // 15 records a leadership (5 jobs of 3 updates).
+      appended = Append(store, leader_state, History(5, 5 * leadership));
+      const absl::Time deadline = absl::Now() + absl::Seconds(20);
+      while (appended - store.snapshot_sequence() >= 2 * kEvery &&
+             absl::Now() < deadline) {
+        absl::SleepFor(absl::Milliseconds(10));
+      }
+    }
+    ASSERT_TRUE(session->Revoke().ok());  // The next leader takes over.
+  }
+  ASSERT_EQ(appended, 90u);
+  std::unique_ptr<EtcdSession> reader = Session();
+  ASSERT_TRUE(reader);
+  absl::StatusOr<EtcdStateStore::Recovered> recovered =
+      EtcdStateStore::Recover(*reader);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_GT(recovered->snapshot_sequence, 0u);
+  EXPECT_LE(recovered->records, 2 * kEvery) << "records after the snapshot";
+  EXPECT_EQ(recovered->last_sequence, appended);
+  EXPECT_EQ(recovered->state.ToSnapshot(90).SerializeAsString(),
+            leader_state.ToSnapshot(90).SerializeAsString());
+  // The history before the previous snapshot was compacted away.
+  absl::StatusOr<std::unique_ptr<EtcdSession::PrefixWatch>> watch =
+      reader->Watch("log/", 1);
+  const absl::Status replay =
+      watch.ok() ? (*watch)->Next().status() : watch.status();
+  EXPECT_NE(replay.message().find("compacted"), std::string::npos) << replay;
 }
 
 TEST_F(EtcdStateStoreTest,
@@ -313,7 +370,7 @@ TEST_F(EtcdStateStoreTest,
   options.snapshot_chunk_bytes = 128;
   CoordinatorState state;
   {
-    EtcdStateStore store(session.get(), *led, 0, options);
+    EtcdStateStore store(session.get(), *led, {}, options);
     ASSERT_EQ(Append(store, state, History(10)), 30u);
     ASSERT_TRUE(AwaitSnapshots(store, 1));
   }
