@@ -33,7 +33,9 @@ absl::StatusOr<Response> CallWithRetry(
     // This client never cancels its unary calls.
     const absl::Status status = ServerCancelledAsUnavailable(FromGrpcStatus(
         ((*replica.stub).*method)(&context, request, &response), name));
-    if (absl::IsUnavailable(status)) replicas.Failed(replica, context);
+    if (absl::IsUnavailable(status) && replicas.Failed(replica, context)) {
+      return MarkedAsStandbyAnswer(status);
+    }
     return status;
   });
   if (!status.ok()) return status;

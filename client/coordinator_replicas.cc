@@ -48,25 +48,27 @@ CoordinatorReplicas::Pick CoordinatorReplicas::Current() const {
   return Pick{stubs_[current_], current_};
 }
 
-void CoordinatorReplicas::Failed(const Pick& used,
+bool CoordinatorReplicas::Failed(const Pick& used,
                                  const grpc::ClientContext& context) {
-  absl::MutexLock lock(&mu_);
-  if (used.index != current_) return;  // Another call moved on already.
   const auto& trailers = context.GetServerTrailingMetadata();
+  const bool standby = trailers.find(kStandbyMetadataKey) != trailers.end();
+  absl::MutexLock lock(&mu_);
+  if (used.index != current_) return standby;  // Another call moved on.
   if (const auto hint = trailers.find(kLeaderMetadataKey);
       hint != trailers.end()) {
     const std::string leader(hint->second.data(), hint->second.size());
     const auto known = std::find(addresses_.begin(), addresses_.end(), leader);
     if (known != addresses_.end()) {
       current_ = static_cast<size_t>(known - addresses_.begin());
-      return;
+      return standby;
     }
     if (Add(leader).ok()) {
       current_ = addresses_.size() - 1;
-      return;
+      return standby;
     }
   }
   current_ = (current_ + 1) % addresses_.size();
+  return standby;
 }
 
 std::vector<std::string> CoordinatorReplicas::addresses() const {

@@ -7,14 +7,34 @@
 
 namespace shard::client {
 
+namespace {
+
+constexpr absl::string_view kStandbyAnswerPayload = "shard.standby_answer";
+
+// A random 50..100% of `pause`.
+absl::Duration Jittered(absl::Duration pause) {
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  return pause *
+         (0.5 + 0.5 * std::uniform_real_distribution<double>(0, 1)(jitter));
+}
+
+}  // namespace
+
+absl::Status MarkedAsStandbyAnswer(absl::Status status) {
+  status.SetPayload(kStandbyAnswerPayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsStandbyAnswer(const absl::Status& status) {
+  return status.GetPayload(kStandbyAnswerPayload).has_value();
+}
+
 Backoff::Backoff(const RetryPolicy& policy)
     : policy_(policy), current_(policy.initial_backoff) {}
 
-absl::Duration Backoff::Next() {
-  thread_local std::minstd_rand jitter(std::random_device{}());
-  const double fraction =
-      0.5 + 0.5 * std::uniform_real_distribution<double>(0, 1)(jitter);
-  const absl::Duration pause = current_ * fraction;
+absl::Duration Backoff::Next(const absl::Status& last) {
+  if (IsStandbyAnswer(last)) return Jittered(policy_.standby_pace);
+  const absl::Duration pause = Jittered(current_);
   current_ = std::min(current_ * 2, policy_.max_backoff);
   return pause;
 }
@@ -30,7 +50,7 @@ absl::Status RetryUnavailable(const RetryPolicy& policy,
   while (true) {
     absl::Status status = attempt();
     if (!absl::IsUnavailable(status)) return status;
-    const absl::Duration pause = backoff.Next();
+    const absl::Duration pause = backoff.Next(status);
     const absl::Time now = absl::Now();
     if (now + pause > give_up) return status;
     // Announced before a pause that ends report_every or more after the

@@ -50,7 +50,7 @@ void ShardStream::ReadLoop() {
       backoff.Reset();
       give_up = absl::Now() + retry_.deadline;
     }
-    const absl::Duration pause = backoff.Next();
+    const absl::Duration pause = backoff.Next(status);
     if (absl::Now() + pause > give_up) break;
     auto cancelled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return cancelled_;
@@ -128,7 +128,9 @@ absl::Status ShardStream::ReadOnce() {
   // Not cancelled by this stream (cancelled_ is false, status is OK).
   const absl::Status ended =
       ServerCancelledAsUnavailable(FromGrpcStatus(finish, "StreamShard"));
-  if (absl::IsUnavailable(ended)) replicas_->Failed(replica, context);
+  if (absl::IsUnavailable(ended) && replicas_->Failed(replica, context)) {
+    return MarkedAsStandbyAnswer(ended);
+  }
   return ended;
 }
 

@@ -1,13 +1,17 @@
 // The wire's leader hint: a coordinator replica that is not the leader
 // answers UNAVAILABLE and names the leader's HOST:PORT in this trailing
 // metadata (also in the message), so that clients move to it. See
-// proto/shard/v1/shard.proto.
+// proto/shard/v1/shard.proto. Every such refusal (leader named or not yet
+// known) also carries kStandbyMetadataKey ("1"): the replica is up and a
+// leader is being elected or named, so clients retry at a short fixed pace
+// instead of backing off as from a replica that does not answer.
 #ifndef COMMON_LEADER_HINT_H_
 #define COMMON_LEADER_HINT_H_
 
 namespace shard {
 
 inline constexpr char kLeaderMetadataKey[] = "shard-leader";
+inline constexpr char kStandbyMetadataKey[] = "shard-standby";
 
 }  // namespace shard
 

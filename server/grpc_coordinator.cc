@@ -71,6 +71,9 @@ grpc::Status GrpcCoordinator::Admit(grpc::CallbackServerContext* context,
           leader.has_value() && !leader->empty()) {
         context->AddTrailingMetadata(kLeaderMetadataKey, std::string(*leader));
       }
+      if (refused.GetPayload(kStandbyMetadataKey).has_value()) {
+        context->AddTrailingMetadata(kStandbyMetadataKey, "1");
+      }
       return ToGrpcStatus(refused);
     }
   }

@@ -34,8 +34,9 @@ struct GrpcCoordinatorOptions {
   StreamHooks stream_hooks;
   // Replicated coordinators: OK while this replica may serve (the leader
   // with a live lease); otherwise its error (UNAVAILABLE naming the
-  // leader) answers every call but Drain, and its payload under
-  // kLeaderMetadataKey, when present, goes back as that trailer. Unset:
+  // leader) answers every call but Drain, and its payloads under
+  // kLeaderMetadataKey and kStandbyMetadataKey, when present, go back as
+  // those trailers. Unset:
   // always serves. Called once per call: must be cheap and thread-safe.
   std::function<absl::Status()> serving_gate;
 };

@@ -120,6 +120,12 @@ void CoordinatorReplica::Renewed(int64_t sent_ns) {
 
 absl::Status CoordinatorReplica::Gate() const {
   if (leading()) return absl::OkStatus();
+  absl::Status refused = Refusal();
+  refused.SetPayload(kStandbyMetadataKey, absl::Cord("1"));
+  return refused;
+}
+
+absl::Status CoordinatorReplica::Refusal() const {
   std::string leader;
   std::string etcd_error;
   absl::Duration hint_age;

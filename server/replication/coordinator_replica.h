@@ -114,8 +114,12 @@ class CoordinatorReplica {
   // leader's over `service`; the old one stops with `grace`.
   absl::Status SwapServer(std::unique_ptr<CoordinatorService> service,
                           absl::Duration grace) ABSL_LOCKS_EXCLUDED(mu_);
-  // The serving gate of both servers.
+  // The serving gate of both servers: OK while leading, else Refusal()
+  // with the kStandbyMetadataKey payload.
   absl::Status Gate() const ABSL_LOCKS_EXCLUDED(hint_mu_);
+  // Why this replica does not serve (UNAVAILABLE), with the leader it
+  // knows as the kLeaderMetadataKey payload.
+  absl::Status Refusal() const ABSL_LOCKS_EXCLUDED(hint_mu_);
   // The leader standbys name ("" when none is known, with why when etcd
   // cannot be reached).
   void SetLeaderHint(std::string leader, std::string etcd_error = "")

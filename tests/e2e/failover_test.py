@@ -106,8 +106,32 @@ def leader_kills(bin_dir, replicas, work):
           sum(role == "leader" for _, role in roles) == 1 and
           status.stdout.count("standing by; the leader is") == 2,
           f"shardctl status shows the replicas' roles:\n{status.stdout}")
+    check_standby_trailers(replicas)
     verify_exact_training(bin_dir, replicas.coordinator, job, members, epochs, work,
                     "leader kills", outputs)
+
+
+def check_standby_trailers(replicas):
+    """A standby's refusal names the leader (shard-leader) and says that a
+    replica answered (shard-standby), which clients retry at a short fixed
+    pace rather than with a growing backoff."""
+    from shard.v1 import shard_pb2 as pb
+    from shard.v1 import shard_pb2_grpc as pb_grpc
+    leader = replicas.leader()
+    standby = next(i for i in range(len(replicas.addresses)) if i != leader)
+    with grpc.insecure_channel(replicas.addresses[standby]) as channel:
+        try:
+            pb_grpc.CoordinatorStub(channel).ListJobs(pb.ListJobsRequest(),
+                                                      timeout=10)
+            trailers, code = {}, grpc.StatusCode.OK
+        except grpc.RpcError as error:
+            trailers = dict(error.trailing_metadata() or ())
+            code = error.code()
+    check(code == grpc.StatusCode.UNAVAILABLE and
+          trailers.get("shard-standby") == "1" and
+          trailers.get("shard-leader") == replicas.addresses[leader],
+          f"a standby answers UNAVAILABLE with the shard-leader and "
+          f"shard-standby trailers ({code}, {trailers})")
 
 
 def paused_leader(bin_dir, replicas, etcd):

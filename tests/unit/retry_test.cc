@@ -88,13 +88,37 @@ TEST(RetryTest, BackoffDoublesUpToTheCap) {
   policy.initial_backoff = absl::Milliseconds(100);
   policy.max_backoff = absl::Milliseconds(300);
   Backoff backoff(policy);
-  const absl::Duration first = backoff.Next();
+  const absl::Status down = absl::UnavailableError("connection refused");
+  const absl::Duration first = backoff.Next(down);
   EXPECT_GE(first, absl::Milliseconds(50));
   EXPECT_LE(first, absl::Milliseconds(100));
-  backoff.Next();
-  const absl::Duration third = backoff.Next();
+  backoff.Next(down);
+  const absl::Duration third = backoff.Next(down);
   EXPECT_GE(third, absl::Milliseconds(150));
   EXPECT_LE(third, absl::Milliseconds(300));
+}
+
+// A standby's answer (a leader named, or one being elected) is retried at
+// the short fixed pace however long the failover lasts: the client reaches
+// the new leader within that pace of its election, not after a backoff
+// grown to seconds meanwhile.
+TEST(RetryTest, AStandbysAnswerIsRetriedAtAFixedPace) {
+  RetryPolicy policy;
+  policy.standby_pace = absl::Milliseconds(100);
+  policy.max_backoff = absl::Seconds(5);
+  Backoff backoff(policy);
+  const absl::Status standby = MarkedAsStandbyAnswer(
+      absl::UnavailableError("standing by; the leader is b:7070"));
+  EXPECT_TRUE(IsStandbyAnswer(standby));
+  EXPECT_FALSE(IsStandbyAnswer(absl::UnavailableError("refused")));
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    const absl::Duration pause = backoff.Next(standby);
+    EXPECT_GE(pause, absl::Milliseconds(50));
+    EXPECT_LE(pause, absl::Milliseconds(100)) << "attempt " << attempt;
+  }
+  // The exponential backoff did not grow meanwhile.
+  EXPECT_LE(backoff.Next(absl::UnavailableError("refused")),
+            policy.initial_backoff);
 }
 
 }  // namespace

@@ -9,6 +9,12 @@ from shard.v1 import shard_pb2_grpc as pb_grpc
 
 # The trailer a standby replica names the leader in (common/leader_hint.h).
 LEADER_METADATA_KEY = "shard-leader"
+# Set on every refusal of a standby replica (common/leader_hint.h).
+STANDBY_METADATA_KEY = "shard-standby"
+# The pause (a random 50..100% of it) after a standby's refusal: it is up
+# and names the leader or awaits one, so the client retries soon and does
+# not grow its backoff (RetryPolicy::standby_pace in C++).
+STANDBY_PACE_S = 0.1
 
 
 def _read_secret(path, what):
@@ -135,21 +141,26 @@ class Replicas:
             return self._current, self._stubs[self._current]
 
     def failed(self, index, error):
-        """The call to replica `index` raised `error` (UNAVAILABLE)."""
-        leader = None
+        """The call to replica `index` raised `error` (UNAVAILABLE): moves
+        on. True when a standby replica gave that answer (retry at
+        STANDBY_PACE_S, not after a growing backoff)."""
+        leader, standby = None, False
         trailers = getattr(error, "trailing_metadata", None)
         for key, value in (trailers() if callable(trailers) else None) or ():
             if key == LEADER_METADATA_KEY:
                 leader = value
+            elif key == STANDBY_METADATA_KEY:
+                standby = True
         with self._lock:
             if index != self._current:
-                return  # Another call moved on already.
+                return standby  # Another call moved on already.
             if leader:
                 if leader not in self._addresses:
                     self._add(leader)
                 self._current = self._addresses.index(leader)
             else:
                 self._current = (self._current + 1) % len(self._addresses)
+        return standby
 
     def close(self):
         with self._lock:

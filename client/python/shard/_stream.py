@@ -1,11 +1,13 @@
 """A rank's shard of one epoch, read ahead on a background thread."""
 import queue
+import random
 import threading
 import time
 
 import grpc
 import numpy as np
 
+from shard._channel import STANDBY_PACE_S
 from shard.errors import RETRYABLE, ShardError
 from shard.v1 import shard_pb2 as pb
 
@@ -88,14 +90,17 @@ class ShardStream:
                 # Not cancelled by close(): the coordinator's doing.
                 failure = ShardError.from_server_rpc_error("StreamShard",
                                                            error)
-                if (failure.code == grpc.StatusCode.UNAVAILABLE and
-                        replica is not None):
-                    self._client._replica_failed(replica, error)
+                standby = (failure.code == grpc.StatusCode.UNAVAILABLE and
+                           replica is not None and
+                           self._client._replica_failed(replica, error))
                 now = time.monotonic()
                 give_up = give_up or now + self._client._retry_deadline
                 if failure.code not in RETRYABLE or now > give_up:
                     self._queue.put(failure)
                     return
+                if standby:  # Up, and a leader named or being elected.
+                    time.sleep(STANDBY_PACE_S * random.uniform(0.5, 1.0))
+                    continue
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
 

@@ -13,7 +13,7 @@ import grpc
 import numpy as np
 
 from shard import _stream
-from shard._channel import Replicas
+from shard._channel import STANDBY_PACE_S, Replicas
 from shard.errors import (HEARTBEAT_ENDS, HEARTBEAT_REPORTED, RETRYABLE,
                           ShardError)
 from shard.v1 import shard_pb2 as pb
@@ -66,7 +66,9 @@ class Client:
     standby's answer) or the next address before its retry.
 
     Unary calls retry UNAVAILABLE with exponential backoff (0.1 s doubling
-    to 5 s, with jitter) until `retry_deadline` seconds passed, except
+    to 5 s, with jitter; a standby replica's answer is retried after a
+    fixed 0.1 s, jittered: a leader is named or being elected) until
+    `retry_deadline` seconds passed, except
     heartbeat() and store_add(), which make one attempt (the clients' table:
     proto/shard/v1/client_retries.json); every other error raises the
     ShardError subclass of its code at once. Each attempt is bounded by
@@ -108,6 +110,7 @@ class Client:
         backoff = 0.1
         while True:
             index, stub = self._replicas.current()
+            standby = False
             try:
                 return getattr(stub, name)(
                     request, timeout=timeout or self._rpc_timeout,
@@ -116,12 +119,14 @@ class Client:
                 # This client never cancels its unary calls.
                 failure = ShardError.from_server_rpc_error(name, error)
                 if failure.code == grpc.StatusCode.UNAVAILABLE:
-                    self._replicas.failed(index, error)
+                    standby = self._replicas.failed(index, error)
+                pause = STANDBY_PACE_S if standby else backoff
                 if (not retry or failure.code not in RETRYABLE or
-                        time.monotonic() + backoff > give_up):
+                        time.monotonic() + pause > give_up):
                     raise failure from None
-            time.sleep(backoff * random.uniform(0.5, 1.0))
-            backoff = min(backoff * 2, 5.0)
+            time.sleep(pause * random.uniform(0.5, 1.0))
+            if not standby:
+                backoff = min(backoff * 2, 5.0)
 
     @staticmethod
     def _scope(membership: Membership) -> pb.StoreScope:
@@ -279,8 +284,9 @@ class Client:
         index, stub = self._replicas.current()
         return index, stub.StreamShard(request, metadata=self._metadata)
 
-    def _replica_failed(self, index, error) -> None:
-        self._replicas.failed(index, error)
+    def _replica_failed(self, index, error) -> bool:
+        """Moves on from replica `index`; True when a standby answered."""
+        return self._replicas.failed(index, error)
 
     # -- rendezvous store (the generation's key-value space) --------------
 

@@ -55,8 +55,10 @@ class CoordinatorReplicas {
   // The replica to call now.
   Pick Current() const ABSL_LOCKS_EXCLUDED(mu_);
   // The call to `used` (finished, with `context`) answered UNAVAILABLE:
-  // moves on unless another call already did.
-  void Failed(const Pick& used, const grpc::ClientContext& context)
+  // moves on unless another call already did. True when a standby replica
+  // gave that answer (it is up, and a leader is named or being elected):
+  // retry soon (MarkedAsStandbyAnswer), not after a growing backoff.
+  bool Failed(const Pick& used, const grpc::ClientContext& context)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Every replica known (the list, then leaders learned from trailers).
   std::vector<std::string> addresses() const ABSL_LOCKS_EXCLUDED(mu_);

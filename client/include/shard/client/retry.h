@@ -26,12 +26,24 @@ struct RetryPolicy {
   std::function<void(const absl::Status& last, absl::Duration left)>
       on_retrying;
   absl::Duration report_every = absl::Seconds(5);
+  // The pause (a random 50..100% of it) after an UNAVAILABLE that a
+  // standby replica answered (MarkedAsStandbyAnswer): it is up and names
+  // the leader or awaits one, so the next attempt comes soon, the backoff
+  // does not grow, and a failover costs the client no more than the
+  // election plus this.
+  absl::Duration standby_pace = absl::Milliseconds(100);
 };
+
+// `status` (an UNAVAILABLE) marked as answered by a standby replica, and
+// the test for the mark.
+absl::Status MarkedAsStandbyAnswer(absl::Status status);
+bool IsStandbyAnswer(const absl::Status& status);
 
 // Runs `attempt` until it returns anything but UNAVAILABLE or the policy's
 // deadline passes; returns the last status. Sleeps between attempts (each
-// pause is a random 50..100% of the current backoff) and reports through
-// policy.on_retrying. Thread-safe.
+// pause is a random 50..100% of the current backoff, or of standby_pace
+// after a standby's answer) and reports through policy.on_retrying.
+// Thread-safe.
 absl::Status RetryUnavailable(const RetryPolicy& policy,
                               absl::FunctionRef<absl::Status()> attempt);
 
@@ -40,8 +52,9 @@ absl::Status RetryUnavailable(const RetryPolicy& policy,
 class Backoff {
  public:
   explicit Backoff(const RetryPolicy& policy);
-  // The pause before the next attempt; grows the backoff for the one after.
-  absl::Duration Next();
+  // The pause before the next attempt after `last`: standby_pace after a
+  // standby's answer, else the backoff, which grows for the one after.
+  absl::Duration Next(const absl::Status& last);
   void Reset();
 
  private:
