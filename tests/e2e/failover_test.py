@@ -186,9 +186,12 @@ def paused_leader(bin_dir, replicas, etcd):
           "written once")
     checked = subprocess.run(
         [f"{bin_dir}/shardd", "--check-etcd", "--etcd-endpoints",
-         etcd.endpoints], capture_output=True, text=True)
-    check(checked.returncode == 0 and "is sound" in checked.stdout,
-          f"pause: --check-etcd: {checked.stdout.strip()}")
+         etcd.endpoints, "--snapshot-every", "50"],
+        capture_output=True, text=True)
+    check(checked.returncode == 0 and "is sound" in checked.stdout and
+          "bound 2 x --snapshot-every = 100: within it" in checked.stdout,
+          f"pause: --check-etcd: sound, footprint within its bound: "
+          f"{checked.stdout.strip()}")
     snapshot = re.search(r"snapshot at record (\d+)", checked.stdout)
     check(snapshot is not None and int(snapshot.group(1)) > 0,
           "pause: the leaders kept snapshots in etcd (records before them "
