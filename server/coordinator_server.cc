@@ -81,50 +81,63 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       Credentials(opts);
   if (!credentials.ok()) return credentials.status();
   server->tls_ = !opts.tls_cert_file.empty();
-  if (!opts.auth_token_file.empty()) {
-    absl::StatusOr<security::BearerToken> token =
-        security::BearerToken::FromFile(opts.auth_token_file,
-                                        "--auth-token-file");
-    if (!token.ok()) return token.status();
-    server->token_ = *std::move(token);
-  }
-  if (!opts.admin_token_file.empty()) {
-    absl::StatusOr<security::BearerToken> admin =
-        security::BearerToken::FromFile(opts.admin_token_file,
-                                        "--admin-token-file");
-    if (!admin.ok()) return admin.status();
-    server->admin_token_ = *std::move(admin);
-  }
+  absl::StatusOr<std::optional<security::BearerToken>> token =
+      TokenOf(opts.auth_token_file, "--auth-token-file");
+  if (!token.ok()) return token.status();
+  server->token_ = *std::move(token);
+  absl::StatusOr<std::optional<security::BearerToken>> admin =
+      TokenOf(opts.admin_token_file, "--admin-token-file");
+  if (!admin.ok()) return admin.status();
+  server->admin_token_ = *std::move(admin);
+  server->grpc_service_ =
+      std::make_unique<GrpcCoordinator>(service, server->GlueOptions());
+  if (absl::Status s = server->Listen(*credentials); !s.ok()) return s;
+  if (absl::Status s = server->ListenForHealth(); !s.ok()) return s;
+  server->SetServing(opts.healthy);
+  return server;
+}
 
+absl::StatusOr<std::optional<security::BearerToken>> CoordinatorServer::TokenOf(
+    const std::string& path, absl::string_view flag) {
+  if (path.empty()) return std::nullopt;
+  absl::StatusOr<security::BearerToken> token =
+      security::BearerToken::FromFile(path, flag);
+  if (!token.ok()) return token.status();
+  return *std::move(token);
+}
+
+GrpcCoordinatorOptions CoordinatorServer::GlueOptions() {
   GrpcCoordinatorOptions glue;
-  glue.token = server->token_ ? &*server->token_ : nullptr;
-  glue.admin_token = server->admin_token_ ? &*server->admin_token_ : nullptr;
-  glue.serving_gate = opts.serving_gate;
-  if (opts.metrics != nullptr) {
-    glue.stream_hooks.indices_streamed = [metrics =
-                                              opts.metrics](uint64_t count) {
-      metrics->AddIndicesStreamed(count);
-    };
-    glue.stream_hooks.active_changed = [metrics = opts.metrics](int delta) {
+  glue.token = token_ ? &*token_ : nullptr;
+  glue.admin_token = admin_token_ ? &*admin_token_ : nullptr;
+  glue.serving_gate = options_.serving_gate;
+  if (options_.metrics != nullptr) {
+    glue.stream_hooks.indices_streamed =
+        [metrics = options_.metrics](uint64_t count) {
+          metrics->AddIndicesStreamed(count);
+        };
+    glue.stream_hooks.active_changed = [metrics = options_.metrics](int delta) {
       metrics->AddActiveStreams(delta);
     };
   }
-  if (opts.on_drain_requested) {
-    glue.on_drain = [raw = server.get()] {
-      raw->BeginDrain();
+  if (options_.on_drain_requested) {
+    glue.on_drain = [this] {
+      BeginDrain();
       bool first = false;
       {
-        absl::MutexLock lock(&raw->mu_);
-        first = !raw->drain_requested_;
-        raw->drain_requested_ = true;
+        absl::MutexLock lock(&mu_);
+        first = !drain_requested_;
+        drain_requested_ = true;
       }
-      if (first) raw->options_.on_drain_requested();
-      return raw->options_.shutdown_grace;
+      if (first) options_.on_drain_requested();
+      return options_.shutdown_grace;
     };
   }
-  server->grpc_service_ =
-      std::make_unique<GrpcCoordinator>(service, std::move(glue));
+  return glue;
+}
 
+absl::Status CoordinatorServer::Listen(
+    const std::shared_ptr<grpc::ServerCredentials>& credentials) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -137,38 +150,41 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   // answer such pings with GOAWAY (too many pings).
   builder.AddChannelArgument(
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
-  builder.AddListeningPort(opts.listen, *credentials, &port);
-  builder.RegisterService(server->grpc_service_.get());
-  builder.SetMaxReceiveMessageSize(opts.max_request_bytes);
-  if (opts.metrics != nullptr) {
+  builder.AddListeningPort(options_.listen, credentials, &port);
+  builder.RegisterService(grpc_service_.get());
+  builder.SetMaxReceiveMessageSize(options_.max_request_bytes);
+  if (options_.metrics != nullptr) {
     std::vector<
         std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
         interceptors;
-    interceptors.push_back(opts.metrics->NewInterceptorFactory());
+    interceptors.push_back(options_.metrics->NewInterceptorFactory());
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
   }
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || port == 0) {
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ",
+                                               options_.listen, ": ",
+                                               ListenFailure(options_.listen)));
+  }
+  address_ = BoundAddress(options_.listen, port);
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorServer::ListenForHealth() {
+  if (options_.health_listen.empty()) return absl::OkStatus();
+  grpc::ServerBuilder health_builder;
+  health_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  int health_port = 0;
+  health_builder.AddListeningPort(
+      options_.health_listen, grpc::InsecureServerCredentials(), &health_port);
+  health_server_ = health_builder.BuildAndStart();
+  if (health_server_ == nullptr || health_port == 0) {
     return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", opts.listen, ": ", ListenFailure(opts.listen)));
+        "cannot listen on --health-listen ", options_.health_listen, ": ",
+        ListenFailure(options_.health_listen)));
   }
-  server->address_ = BoundAddress(opts.listen, port);
-  if (!opts.health_listen.empty()) {
-    grpc::ServerBuilder health_builder;
-    health_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    int health_port = 0;
-    health_builder.AddListeningPort(
-        opts.health_listen, grpc::InsecureServerCredentials(), &health_port);
-    server->health_server_ = health_builder.BuildAndStart();
-    if (server->health_server_ == nullptr || health_port == 0) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot listen on --health-listen ", opts.health_listen,
-                       ": ", ListenFailure(opts.health_listen)));
-    }
-    server->health_address_ = BoundAddress(opts.health_listen, health_port);
-  }
-  server->SetServing(opts.healthy);
-  return server;
+  health_address_ = BoundAddress(options_.health_listen, health_port);
+  return absl::OkStatus();
 }
 
 CoordinatorServer::~CoordinatorServer() { Stop(absl::ZeroDuration()); }

@@ -87,6 +87,16 @@ class CoordinatorServer {
   void SetServing(bool serving);
   // Turns health NOT_SERVING and drains the service (no waiting).
   void BeginDrain();
+  // The bearer token in `path` (nullopt for no path); errors name `flag`.
+  static absl::StatusOr<std::optional<security::BearerToken>> TokenOf(
+      const std::string& path, absl::string_view flag);
+  // The gRPC glue's options: tokens, gate, stream metrics, drain.
+  GrpcCoordinatorOptions GlueOptions();
+  // Builds and starts the main server on options_.listen.
+  absl::Status Listen(
+      const std::shared_ptr<grpc::ServerCredentials>& credentials);
+  // The extra plaintext health listener, when options_.health_listen asks.
+  absl::Status ListenForHealth();
 
   CoordinatorService* service_;
   CoordinatorServerOptions options_;

@@ -96,6 +96,100 @@ absl::Status CheckProgress(const JobState& job, uint64_t epoch,
   return absl::OkStatus();
 }
 
+// Adds the record's members in join order with their incarnations and
+// requested ranks; FAILED_PRECONDITION for either recorded for a
+// non-member.
+absl::Status AddRecordedMembers(const shard::state::v1::JobRecord& record,
+                                JobState& job) {
+  for (const std::string& member : record.members()) {
+    auto incarnation = record.member_incarnations().find(member);
+    auto requested = record.member_requested_ranks().find(member);
+    job.AddMember(member,
+                  incarnation == record.member_incarnations().end()
+                      ? 0
+                      : incarnation->second,
+                  requested == record.member_requested_ranks().end()
+                      ? std::nullopt
+                      : std::optional<uint32_t>(requested->second));
+  }
+  if (job.incarnations.size() != record.member_incarnations().size() ||
+      job.requested_ranks.size() != record.member_requested_ranks().size()) {
+    return Unfit(
+        "an incarnation or requested rank is recorded for a non-member");
+  }
+  return CheckMemberList(job.members, job.spec.max_world_size(),
+                         "the member list");
+}
+
+// Sets the recorded world (with the rules of a re-formed world) and checks
+// the committed progress against it, or against the epoch without one.
+absl::Status SetRecordedWorld(const shard::state::v1::JobRecord& record,
+                              JobState& job) {
+  const std::vector<std::string> world(record.world().begin(),
+                                       record.world().end());
+  if (world.empty()) {
+    if (absl::Status s = plan::ValidateEpoch(job.committed_epoch); !s.ok()) {
+      return s;
+    }
+    if (job.committed_position >
+        job.spec.dataset_size() + job.spec.max_world_size()) {
+      return Unfit("the committed position lies past the epoch");
+    }
+    return absl::OkStatus();
+  }
+  if (job.generation == 0) return Unfit("a world without generation");
+  // generation != 0: the elastic minimum applies, as for a re-formed world.
+  if (absl::Status s = CheckWorld(job, world); !s.ok()) return s;
+  job.SetWorld(world);
+  return CheckProgress(job, job.committed_epoch, job.committed_position);
+}
+
+// Marks the recorded members awaiting re-join: members outside the world,
+// each once.
+absl::Status SetAwaitingRejoin(const shard::state::v1::JobRecord& record,
+                               JobState& job) {
+  for (const std::string& member : record.awaiting_rejoin()) {
+    if (!job.IsMember(member) || job.RankOf(member) ||
+        !job.awaiting_rejoin.insert(member).second) {
+      return Unfit(absl::StrCat(
+          "member \"", member,
+          "\" awaits re-join but is no member, is in the world or is "
+          "listed twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The job a snapshot record describes, as `incarnation`, after the rules a
+// job meets on its own (the coordinator-wide counters are the caller's).
+absl::StatusOr<JobState> JobFromRecord(
+    const shard::state::v1::JobRecord& record, uint64_t incarnation) {
+  if (absl::Status s = CheckNormalSpec(record.spec()); !s.ok()) return s;
+  JobState job;
+  job.job_id = record.job_id();
+  job.spec = record.spec();
+  job.incarnation = incarnation;
+  job.generation = record.generation();
+  job.generation_floor = record.generation_floor();
+  job.generation_epoch = record.generation_epoch();
+  job.generation_base = record.generation_base();
+  job.committed_epoch = record.committed_epoch();
+  job.committed_position = record.committed_position();
+  if (job.generation != 0 && job.generation <= job.generation_floor) {
+    return Unfit(absl::StrCat("generation ", job.generation,
+                              " is not above its job's floor ",
+                              job.generation_floor));
+  }
+  if (absl::Status s = AddRecordedMembers(record, job); !s.ok()) return s;
+  if (std::make_pair(job.generation_epoch, job.generation_base) >
+      std::make_pair(job.committed_epoch, job.committed_position)) {
+    return Unfit("the world's start lies after the committed progress");
+  }
+  if (absl::Status s = SetRecordedWorld(record, job); !s.ok()) return s;
+  if (absl::Status s = SetAwaitingRejoin(record, job); !s.ok()) return s;
+  return job;
+}
+
 }  // namespace
 
 bool JobState::IsMember(absl::string_view member_id) const {
@@ -194,101 +288,16 @@ absl::StatusOr<const JobState*> CoordinatorState::CheckedJob(
 
 absl::Status CoordinatorState::Check(const StateUpdate& update) const {
   switch (update.update_case()) {
-    case StateUpdate::kJobCreated: {
-      const auto& created = update.job_created();
-      if (absl::Status s = plan::ValidateJobId(created.job_id()); !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = CheckNormalSpec(created.spec()); !s.ok()) return s;
-      if (FindJob(created.job_id()) != nullptr) {
-        return Unfit(absl::StrCat("JobCreated for job \"", created.job_id(),
-                                  "\", which already exists"));
-      }
-      return absl::OkStatus();
-    }
-    case StateUpdate::kMemberJoined: {
-      const auto& joined = update.member_joined();
-      absl::StatusOr<const JobState*> job =
-          CheckedJob(joined.job_id(), "MemberJoined");
-      if (!job.ok()) return job.status();
-      if (absl::Status s = plan::ValidateMemberId(joined.member_id());
-          !s.ok()) {
-        return s;
-      }
-      if ((*job)->IsMember(joined.member_id())) {
-        // Joining again is an update only for a member awaiting re-join.
-        if ((*job)->AwaitsRejoin(joined.member_id())) return absl::OkStatus();
-        return Unfit(absl::StrCat("MemberJoined for \"", joined.member_id(),
-                                  "\", which already joined"));
-      }
-      if ((*job)->members.size() >= (*job)->spec.max_world_size()) {
-        return Unfit(
-            absl::StrCat("job \"", joined.job_id(), "\" already has its ",
-                         (*job)->spec.max_world_size(), " members; member \"",
-                         joined.member_id(), "\" is not one of them"));
-      }
-      return absl::OkStatus();
-    }
-    case StateUpdate::kMemberRemoved: {
-      const auto& removed = update.member_removed();
-      absl::StatusOr<const JobState*> job =
-          CheckedJob(removed.job_id(), "MemberRemoved");
-      if (!job.ok()) return job.status();
-      if (!(*job)->IsMember(removed.member_id())) {
-        return Unfit(absl::StrCat("MemberRemoved for \"", removed.member_id(),
-                                  "\", which is not a member"));
-      }
-      return absl::OkStatus();
-    }
-    case StateUpdate::kGenerationFormed: {
-      const auto& formed = update.generation_formed();
-      absl::StatusOr<const JobState*> job =
-          CheckedJob(formed.job_id(), "GenerationFormed");
-      if (!job.ok()) return job.status();
-      const JobState& state = **job;
-      if (formed.generation() <= last_generation_) {
-        return Unfit(absl::StrCat(
-            "GenerationFormed with generation ", formed.generation(),
-            ", not above the last one given out (", last_generation_, ")"));
-      }
-      const std::vector<std::string> world(formed.members().begin(),
-                                           formed.members().end());
-      if (absl::Status s = CheckWorld(state, world); !s.ok()) return s;
-      if (state.world_formed() && world.size() <= state.world.size()) {
-        return Unfit(
-            "GenerationFormed replaces a formed world without "
-            "growing it");
-      }
-      if (formed.epoch() != state.committed_epoch ||
-          formed.base_position() != state.committed_position) {
-        return Unfit(absl::StrCat(
-            "GenerationFormed starts at epoch ", formed.epoch(), " position ",
-            formed.base_position(), ", not at the committed epoch ",
-            state.committed_epoch, " position ", state.committed_position));
-      }
-      return absl::OkStatus();
-    }
-    case StateUpdate::kProgressCommitted: {
-      const auto& committed = update.progress_committed();
-      absl::StatusOr<const JobState*> job =
-          CheckedJob(committed.job_id(), "ProgressCommitted");
-      if (!job.ok()) return job.status();
-      const JobState& state = **job;
-      if (!state.world_formed()) {
-        return Unfit("ProgressCommitted while no world is formed");
-      }
-      if (std::make_pair(committed.epoch(), committed.position()) <
-          std::make_pair(state.committed_epoch, state.committed_position)) {
-        return Unfit(absl::StrCat("progress of job \"", committed.job_id(),
-                                  "\" cannot go back "
-                                  "from the committed epoch ",
-                                  state.committed_epoch, " position ",
-                                  state.committed_position, " to epoch ",
-                                  committed.epoch(), " position ",
-                                  committed.position()));
-      }
-      return CheckProgress(state, committed.epoch(), committed.position());
-    }
+    case StateUpdate::kJobCreated:
+      return CheckJobCreated(update.job_created());
+    case StateUpdate::kMemberJoined:
+      return CheckMemberJoined(update.member_joined());
+    case StateUpdate::kMemberRemoved:
+      return CheckMemberRemoved(update.member_removed());
+    case StateUpdate::kGenerationFormed:
+      return CheckGenerationFormed(update.generation_formed());
+    case StateUpdate::kProgressCommitted:
+      return CheckProgressCommitted(update.progress_committed());
     case StateUpdate::kJobDeleted:
       return CheckedJob(update.job_deleted().job_id(), "JobDeleted").status();
     case StateUpdate::UPDATE_NOT_SET:
@@ -300,6 +309,101 @@ absl::Status CoordinatorState::Check(const StateUpdate& update) const {
         "version that wrote this data directory)");
   }
   return Unfit("empty update");
+}
+
+absl::Status CoordinatorState::CheckJobCreated(
+    const shard::state::v1::JobCreated& created) const {
+  if (absl::Status s = plan::ValidateJobId(created.job_id()); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckNormalSpec(created.spec()); !s.ok()) return s;
+  if (FindJob(created.job_id()) != nullptr) {
+    return Unfit(absl::StrCat("JobCreated for job \"", created.job_id(),
+                              "\", which already exists"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorState::CheckMemberJoined(
+    const shard::state::v1::MemberJoined& joined) const {
+  absl::StatusOr<const JobState*> job =
+      CheckedJob(joined.job_id(), "MemberJoined");
+  if (!job.ok()) return job.status();
+  if (absl::Status s = plan::ValidateMemberId(joined.member_id()); !s.ok()) {
+    return s;
+  }
+  if ((*job)->IsMember(joined.member_id())) {
+    // Joining again is an update only for a member awaiting re-join.
+    if ((*job)->AwaitsRejoin(joined.member_id())) return absl::OkStatus();
+    return Unfit(absl::StrCat("MemberJoined for \"", joined.member_id(),
+                              "\", which already joined"));
+  }
+  if ((*job)->members.size() >= (*job)->spec.max_world_size()) {
+    return Unfit(absl::StrCat("job \"", joined.job_id(), "\" already has its ",
+                              (*job)->spec.max_world_size(),
+                              " members; member \"", joined.member_id(),
+                              "\" is not one of them"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorState::CheckMemberRemoved(
+    const shard::state::v1::MemberRemoved& removed) const {
+  absl::StatusOr<const JobState*> job =
+      CheckedJob(removed.job_id(), "MemberRemoved");
+  if (!job.ok()) return job.status();
+  if (!(*job)->IsMember(removed.member_id())) {
+    return Unfit(absl::StrCat("MemberRemoved for \"", removed.member_id(),
+                              "\", which is not a member"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorState::CheckGenerationFormed(
+    const shard::state::v1::GenerationFormed& formed) const {
+  absl::StatusOr<const JobState*> job =
+      CheckedJob(formed.job_id(), "GenerationFormed");
+  if (!job.ok()) return job.status();
+  const JobState& state = **job;
+  if (formed.generation() <= last_generation_) {
+    return Unfit(absl::StrCat(
+        "GenerationFormed with generation ", formed.generation(),
+        ", not above the last one given out (", last_generation_, ")"));
+  }
+  const std::vector<std::string> world(formed.members().begin(),
+                                       formed.members().end());
+  if (absl::Status s = CheckWorld(state, world); !s.ok()) return s;
+  if (state.world_formed() && world.size() <= state.world.size()) {
+    return Unfit("GenerationFormed replaces a formed world without growing it");
+  }
+  if (formed.epoch() != state.committed_epoch ||
+      formed.base_position() != state.committed_position) {
+    return Unfit(absl::StrCat(
+        "GenerationFormed starts at epoch ", formed.epoch(), " position ",
+        formed.base_position(), ", not at the committed epoch ",
+        state.committed_epoch, " position ", state.committed_position));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorState::CheckProgressCommitted(
+    const shard::state::v1::ProgressCommitted& committed) const {
+  absl::StatusOr<const JobState*> job =
+      CheckedJob(committed.job_id(), "ProgressCommitted");
+  if (!job.ok()) return job.status();
+  const JobState& state = **job;
+  if (!state.world_formed()) {
+    return Unfit("ProgressCommitted while no world is formed");
+  }
+  if (std::make_pair(committed.epoch(), committed.position()) <
+      std::make_pair(state.committed_epoch, state.committed_position)) {
+    return Unfit(absl::StrCat(
+        "progress of job \"", committed.job_id(),
+        "\" cannot go back from the committed epoch ", state.committed_epoch,
+        " position ", state.committed_position, " to epoch ", committed.epoch(),
+        " position ", committed.position()));
+  }
+  return CheckProgress(state, committed.epoch(), committed.position());
 }
 
 absl::Status CoordinatorState::Apply(const StateUpdate& update) {
@@ -419,93 +523,25 @@ absl::StatusOr<CoordinatorState> CoordinatorState::FromSnapshot(
     if (state.jobs_.count(record.job_id()) != 0) {
       return in_job(Unfit("listed twice"));
     }
-    if (absl::Status s = CheckNormalSpec(record.spec()); !s.ok()) {
-      return in_job(s);
-    }
-    JobState job;
-    job.job_id = record.job_id();
-    job.spec = record.spec();
-    job.incarnation =
-        before_incarnations ? ++state.last_incarnation_ : record.incarnation();
-    job.generation = record.generation();
-    job.generation_floor = record.generation_floor();
-    for (const std::string& member : record.members()) {
-      auto incarnation = record.member_incarnations().find(member);
-      auto requested = record.member_requested_ranks().find(member);
-      job.AddMember(member,
-                    incarnation == record.member_incarnations().end()
-                        ? 0
-                        : incarnation->second,
-                    requested == record.member_requested_ranks().end()
-                        ? std::nullopt
-                        : std::optional<uint32_t>(requested->second));
-    }
-    if (job.incarnations.size() != record.member_incarnations().size() ||
-        job.requested_ranks.size() != record.member_requested_ranks().size()) {
-      return in_job(Unfit(
-          "an incarnation or requested rank is recorded for a non-member"));
-    }
-    job.generation_epoch = record.generation_epoch();
-    job.generation_base = record.generation_base();
-    job.committed_epoch = record.committed_epoch();
-    job.committed_position = record.committed_position();
-    if (job.incarnation == 0 || job.incarnation > state.last_incarnation_ ||
-        !incarnations.insert(job.incarnation).second) {
-      return in_job(Unfit(absl::StrCat("incarnation ", job.incarnation,
+    absl::StatusOr<JobState> job =
+        JobFromRecord(record, before_incarnations ? ++state.last_incarnation_
+                                                  : record.incarnation());
+    if (!job.ok()) return in_job(job.status());
+    if (job->incarnation == 0 || job->incarnation > state.last_incarnation_ ||
+        !incarnations.insert(job->incarnation).second) {
+      return in_job(Unfit(absl::StrCat("incarnation ", job->incarnation,
                                        " is zero, repeated or above the "
                                        "last one given out (",
                                        state.last_incarnation_, ")")));
     }
-    if (job.generation > state.last_generation_ ||
-        job.generation_floor > state.last_generation_ ||
-        (job.generation != 0 && job.generation <= job.generation_floor)) {
+    if (job->generation > state.last_generation_ ||
+        job->generation_floor > state.last_generation_) {
       return in_job(Unfit(absl::StrCat(
-          "generation ", job.generation, " (floor ", job.generation_floor,
+          "generation ", job->generation, " (floor ", job->generation_floor,
           ") does not fit the last generation given out (",
           state.last_generation_, ")")));
     }
-    if (absl::Status s = CheckMemberList(job.members, job.spec.max_world_size(),
-                                         "the member list");
-        !s.ok()) {
-      return in_job(s);
-    }
-    if (std::make_pair(job.generation_epoch, job.generation_base) >
-        std::make_pair(job.committed_epoch, job.committed_position)) {
-      return in_job(
-          Unfit("the world's start lies after the committed "
-                "progress"));
-    }
-    const std::vector<std::string> world(record.world().begin(),
-                                         record.world().end());
-    if (!world.empty()) {
-      if (job.generation == 0)
-        return in_job(Unfit("a world without generation"));
-      // generation != 0: the elastic minimum applies, as for a re-formed
-      // world.
-      if (absl::Status s = CheckWorld(job, world); !s.ok()) return in_job(s);
-      job.SetWorld(world);
-      if (absl::Status s =
-              CheckProgress(job, job.committed_epoch, job.committed_position);
-          !s.ok()) {
-        return in_job(s);
-      }
-    } else if (absl::Status s = plan::ValidateEpoch(job.committed_epoch);
-               !s.ok()) {
-      return in_job(s);
-    } else if (job.committed_position >
-               job.spec.dataset_size() + job.spec.max_world_size()) {
-      return in_job(Unfit("the committed position lies past the epoch"));
-    }
-    for (const std::string& member : record.awaiting_rejoin()) {
-      if (!job.IsMember(member) || job.RankOf(member) ||
-          !job.awaiting_rejoin.insert(member).second) {
-        return in_job(Unfit(absl::StrCat(
-            "member \"", member,
-            "\" awaits re-join but is no member, is in the world or is "
-            "listed twice")));
-      }
-    }
-    state.jobs_.emplace(job.job_id, std::move(job));
+    state.jobs_.emplace(job->job_id, *std::move(job));
   }
   return state;
 }

@@ -137,6 +137,17 @@ class CoordinatorState {
  private:
   absl::StatusOr<const JobState*> CheckedJob(absl::string_view job_id,
                                              absl::string_view update) const;
+  // Check() of each update type.
+  absl::Status CheckJobCreated(
+      const shard::state::v1::JobCreated& created) const;
+  absl::Status CheckMemberJoined(
+      const shard::state::v1::MemberJoined& joined) const;
+  absl::Status CheckMemberRemoved(
+      const shard::state::v1::MemberRemoved& removed) const;
+  absl::Status CheckGenerationFormed(
+      const shard::state::v1::GenerationFormed& formed) const;
+  absl::Status CheckProgressCommitted(
+      const shard::state::v1::ProgressCommitted& committed) const;
 
   std::map<std::string, JobState, std::less<>> jobs_;
   uint64_t last_generation_ = 0;

@@ -20,24 +20,8 @@ CLI::Validator AddressCheck(net::AddressUse use, bool list = false) {
       "");
 }
 
-}  // namespace
-
-bool IsLoopbackListen(const std::string& listen) {
-  absl::string_view host =
-      absl::string_view(listen).substr(0, listen.rfind(':'));
-  absl::ConsumePrefix(&host, "[");
-  absl::ConsumeSuffix(&host, "]");
-  return absl::StartsWith(host, "127.") || host == "::1" || host == "localhost";
-}
-
-void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
-  cli::AddOption(app, "--listen", f->listen,
-                 "HOST:PORT to serve gRPC on; port 0 picks a free port. "
-                 "0.0.0.0:7070 serves every interface (then use TLS and "
-                 "a token)")
-      ->type_name("HOST:PORT")
-      ->check(AddressCheck(net::AddressUse::kListen));
-
+// --data-dir, --etcd-endpoints or --in-memory.
+void AddStateOptions(CLI::App& app, DaemonFlags* f) {
   const std::string state = "State (exactly one)";
   cli::AddOption(app, "--data-dir", f->data_dir,
                  "directory for durable state (journal + snapshots)")
@@ -53,7 +37,10 @@ void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
   app.add_flag("--in-memory", f->in_memory,
                "keep state in memory only (tests): a restart loses every job")
       ->group(state);
+}
 
+// A replica on etcd: prefix, lease, TLS to etcd, advertised address.
+void AddReplicaOptions(CLI::App& app, DaemonFlags* f) {
   const std::string replicas = "Replicas on etcd";
   cli::AddOption(app, "--etcd-prefix", f->etcd_prefix,
                  "etcd key prefix of this coordinator cluster (clusters "
@@ -86,7 +73,10 @@ void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
       ->type_name("HOST:PORT")
       ->check(AddressCheck(net::AddressUse::kDial))
       ->group(replicas);
+}
 
+// Leases, waits, snapshots and the memory and request limits.
+void AddLimitOptions(CLI::App& app, DaemonFlags* f) {
   const std::string limits = "Coordination and limits";
   cli::AddDuration(app, "--lease", &f->lease,
                    "a member without a heartbeat for this long is removed "
@@ -134,7 +124,10 @@ void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
   cli::AddDuration(app, "--shutdown-grace", &f->shutdown_grace,
                    "how long in-flight calls may run after SIGTERM")
       ->group(limits);
+}
 
+// TLS, tokens, and the metrics and health listeners.
+void AddSecurityOptions(CLI::App& app, DaemonFlags* f) {
   const std::string security = "Security and endpoints";
   cli::AddOption(app, "--tls-cert", f->tls_cert,
                  "PEM server certificate (chain); with --tls-key enables TLS")
@@ -169,7 +162,10 @@ void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
       ->type_name("HOST:PORT")
       ->check(AddressCheck(net::AddressUse::kListen))
       ->group(security);
+}
 
+// The offline checks of a data directory or of etcd.
+void AddCheckOptions(CLI::App& app, DaemonFlags* f) {
   const std::string checks =
       "Offline checks (print and exit: 0 sound, 3 not "
       "recoverable)";
@@ -183,6 +179,30 @@ void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
                "--etcd-prefix) read only and print what a new leader would "
                "find")
       ->group(checks);
+}
+
+}  // namespace
+
+bool IsLoopbackListen(const std::string& listen) {
+  absl::string_view host =
+      absl::string_view(listen).substr(0, listen.rfind(':'));
+  absl::ConsumePrefix(&host, "[");
+  absl::ConsumeSuffix(&host, "]");
+  return absl::StartsWith(host, "127.") || host == "::1" || host == "localhost";
+}
+
+void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
+  cli::AddOption(app, "--listen", f->listen,
+                 "HOST:PORT to serve gRPC on; port 0 picks a free port. "
+                 "0.0.0.0:7070 serves every interface (then use TLS and "
+                 "a token)")
+      ->type_name("HOST:PORT")
+      ->check(AddressCheck(net::AddressUse::kListen));
+  AddStateOptions(app, f);
+  AddReplicaOptions(app, f);
+  AddLimitOptions(app, f);
+  AddSecurityOptions(app, f);
+  AddCheckOptions(app, f);
 }
 
 }  // namespace shard::server

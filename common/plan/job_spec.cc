@@ -65,8 +65,10 @@ absl::Status ValidateEpoch(uint64_t epoch) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
-                                         uint64_t max_order_bytes) {
+namespace {
+
+// The rules for the fields as given, before defaults are filled in.
+absl::Status CheckGivenFields(const JobSpec& spec) {
   if (spec.dataset_size() == 0 || spec.dataset_size() > kMaxDatasetSize) {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset_size must be in 1..", kMaxDatasetSize, ", got ",
@@ -108,19 +110,16 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
                      "got ",
                      spec.torch_randperm()));
   }
+  return absl::OkStatus();
+}
+
+// `spec` with every unset field at its default.
+JobSpec WithDefaults(const JobSpec& spec) {
   JobSpec normal = spec;
   if (normal.min_world_size() == 0)
     normal.set_min_world_size(spec.world_size());
   if (normal.max_world_size() == 0)
     normal.set_max_world_size(spec.world_size());
-  if (normal.min_world_size() > normal.world_size() ||
-      normal.world_size() > normal.max_world_size() ||
-      normal.max_world_size() > kMaxWorldSize) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "need min_world_size <= world_size <= max_world_size <= ",
-        kMaxWorldSize, ", got ", normal.min_world_size(),
-        " <= ", normal.world_size(), " <= ", normal.max_world_size()));
-  }
   if (!normal.has_shuffle()) normal.set_shuffle(true);
   if (normal.tail() == shard::v1::TAIL_POLICY_UNSPECIFIED) {
     normal.set_tail(shard::v1::TAIL_POLICY_PAD);
@@ -134,6 +133,23 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
   if (normal.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_BLOCK &&
       normal.window_blocks() == 0) {
     normal.set_window_blocks(8);
+  }
+  return normal;
+}
+
+}  // namespace
+
+absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
+                                         uint64_t max_order_bytes) {
+  if (absl::Status s = CheckGivenFields(spec); !s.ok()) return s;
+  JobSpec normal = WithDefaults(spec);
+  if (normal.min_world_size() > normal.world_size() ||
+      normal.world_size() > normal.max_world_size() ||
+      normal.max_world_size() > kMaxWorldSize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "need min_world_size <= world_size <= max_world_size <= ",
+        kMaxWorldSize, ", got ", normal.min_world_size(),
+        " <= ", normal.world_size(), " <= ", normal.max_world_size()));
   }
   // A window spans block_size * window_blocks indices; the block order
   // divides by that span, so it must not wrap. A block (or window) larger

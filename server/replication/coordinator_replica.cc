@@ -326,6 +326,41 @@ void CoordinatorReplica::Lead(EtcdSession& session,
   if (const int64_t sent = SteadyNowNs(); session.KeepAlive().ok()) {
     Renewed(sent);
   }
+  std::optional<Takeover> takeover =
+      TakeOver(session, leadership, std::move(follower));
+  if (!takeover) return;
+  EtcdStateStore* const store = takeover->store;
+  leading_until_ns_.store(renewed_sent_ns_.load() +
+                          absl::ToInt64Nanoseconds(ttl - ttl / 10));
+  SetLeaderHint(identity_);
+  // The standby's calls are refusals, done at once; the grace only lets
+  // those being sent finish (a stop without one cancels them, and clients
+  // do not retry CANCELLED).
+  if (absl::Status s = SwapServer(std::move(takeover->service), kRefusalGrace);
+      !s.ok()) {
+    leading_until_ns_.store(0);
+    LogEvent(absl::StrCat("won the leadership but cannot serve (", s.message(),
+                          "); giving it up"));
+    SwapServer(nullptr, kRefusalGrace).IgnoreError();
+    return;
+  }
+  const absl::Duration serving_after = absl::Now() - leaderless_since;
+  if (metrics::ServerMetrics* metrics = options_.server.metrics) {
+    metrics->SetLeader(true);
+    metrics->ObserveTakeover(serving_after);
+  }
+  LogEvent(absl::StrCat("leading the coordinator cluster under ",
+                        options_.etcd.prefix, " as ", identity_,
+                        " (leadership revision ", leadership.revision, ", ",
+                        takeover->jobs, " jobs, record ", takeover->last_record,
+                        "), serving ", absl::FormatDuration(serving_after),
+                        " after the leader key was found gone"));
+  StepDown(*store, KeepLeading(session, *store));
+}
+
+std::optional<CoordinatorReplica::Takeover> CoordinatorReplica::TakeOver(
+    EtcdSession& session, const EtcdSession::Leadership& leadership,
+    std::unique_ptr<EtcdFollower> follower) {
   // Every record of earlier leaders is in etcd before the leader key this
   // replica now holds, and nobody else can add one: catch up to the last.
   absl::StatusOr<EtcdStateStore::Position> position =
@@ -338,11 +373,13 @@ void CoordinatorReplica::Lead(EtcdSession& session,
                      position.ok() ? follower->status().ToString()
                                    : position.status().message(),
                      "); giving it up"));
-    return;
+    return std::nullopt;
   }
   CoordinatorState state = follower->state();
-  const size_t jobs = state.jobs().size();
   follower.reset();
+  Takeover takeover;
+  takeover.jobs = state.jobs().size();
+  takeover.last_record = position->last_sequence;
   metrics::ServerMetrics* metrics = options_.server.metrics;
   EtcdStateStore::Options store_options;
   store_options.snapshot_every = options_.snapshot_every;
@@ -351,57 +388,39 @@ void CoordinatorReplica::Lead(EtcdSession& session,
   };
   auto store = std::make_unique<EtcdStateStore>(&session, leadership, *position,
                                                 std::move(store_options));
-  EtcdStateStore* const store_view = store.get();
-  auto service = std::make_unique<CoordinatorService>(
+  takeover.store = store.get();
+  takeover.service = std::make_unique<CoordinatorService>(
       options_.coordinator, std::move(store), std::move(state));
-  const absl::Duration margin = ttl / 10;
-  leading_until_ns_.store(renewed_sent_ns_.load() +
-                          absl::ToInt64Nanoseconds(ttl - margin));
-  SetLeaderHint(identity_);
-  // The standby's calls are refusals, done at once; the grace only lets
-  // those being sent finish (a stop without one cancels them, and clients
-  // do not retry CANCELLED).
-  if (absl::Status s = SwapServer(std::move(service), kRefusalGrace); !s.ok()) {
-    leading_until_ns_.store(0);
-    LogEvent(absl::StrCat("won the leadership but cannot serve (", s.message(),
-                          "); giving it up"));
-    SwapServer(nullptr, kRefusalGrace).IgnoreError();
-    return;
-  }
-  const absl::Duration takeover = absl::Now() - leaderless_since;
-  if (metrics != nullptr) {
-    metrics->SetLeader(true);
-    metrics->ObserveTakeover(takeover);
-  }
-  LogEvent(absl::StrCat(
-      "leading the coordinator cluster under ", options_.etcd.prefix, " as ",
-      identity_, " (leadership revision ", leadership.revision, ", ", jobs,
-      " jobs, record ", position->last_sequence, "), serving ",
-      absl::FormatDuration(takeover), " after the leader key was found gone"));
+  return takeover;
+}
 
-  std::string ended;
-  while (ended.empty()) {
+std::string CoordinatorReplica::KeepLeading(EtcdSession& session,
+                                            const EtcdStateStore& store) {
+  const absl::Duration ttl = session.granted_ttl();
+  while (true) {
     // Renew every ttl / 3 after the last renewal (the takeover itself took
     // some of that time).
     const absl::Duration since_renewal =
         absl::Nanoseconds(SteadyNowNs() - renewed_sent_ns_.load());
     if (WaitOrStop(std::max(absl::ZeroDuration(), ttl / 3 - since_renewal))) {
-      ended = "stopping";
-      break;
+      return "stopping";
     }
-    if (absl::Status broken = store_view->broken(); !broken.ok()) {
-      ended = std::string(broken.message());
-      break;
+    if (absl::Status broken = store.broken(); !broken.ok()) {
+      return std::string(broken.message());
     }
     const int64_t sent = SteadyNowNs();
     absl::Status kept = session.KeepAlive();
     if (kept.ok()) {
       Renewed(sent);
-      leading_until_ns_.store(sent + absl::ToInt64Nanoseconds(ttl - margin));
+      leading_until_ns_.store(sent + absl::ToInt64Nanoseconds(ttl - ttl / 10));
     } else if (absl::IsNotFound(kept) || !leading()) {
-      ended = std::string(kept.message());
+      return std::string(kept.message());
     }
   }
+}
+
+void CoordinatorReplica::StepDown(EtcdStateStore& store,
+                                  const std::string& ended) {
   leading_until_ns_.store(0);  // Every call from now on is refused.
   SetLeaderHint("", absl::StrCat("it stopped leading: ", ended));
   const bool stop = stopping();
@@ -409,23 +428,22 @@ void CoordinatorReplica::Lead(EtcdSession& session,
     // Calls waiting for durability are answered now (UNAVAILABLE: the
     // client retries on the new leader), not cancelled by the server's
     // stop below while a Txn waits for an etcd that lost its quorum.
-    store_view->Abandon(absl::UnavailableError(
+    store.Abandon(absl::UnavailableError(
         absl::StrCat("coordinator replica ", identity_, " stopped leading (",
                      ended, "); retry on the leader")));
   }
-  if (metrics != nullptr) metrics->SetLeader(false);
-  absl::Duration grace = absl::ZeroDuration();
-  if (stop) {
-    absl::MutexLock lock(&mu_);
-    grace = stop_grace_;
+  if (metrics::ServerMetrics* metrics = options_.server.metrics) {
+    metrics->SetLeader(false);
   }
   LogEvent(absl::StrCat("stopped leading: ", ended));
   if (stop) {
     // Drain: in-flight calls finish while the lease is still kept.
     std::unique_ptr<CoordinatorServer> server;
     std::unique_ptr<CoordinatorService> drained;
+    absl::Duration grace;
     {
       absl::MutexLock lock(&mu_);
+      grace = stop_grace_;
       server = std::move(server_);
       drained = std::move(service_);
       service_leads_ = false;

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -48,6 +49,7 @@
 #include "server/metrics/server_metrics.h"
 #include "server/replication/etcd_follower.h"
 #include "server/replication/etcd_session.h"
+#include "server/replication/etcd_state_store.h"
 
 namespace shard::server::replication {
 
@@ -106,9 +108,33 @@ class CoordinatorReplica {
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   // One session: stand by, campaign, lead; returns to get a new session.
   void RunSession(EtcdSession& session) ABSL_LOCKS_EXCLUDED(mu_);
-  // Leads with `leadership` until it ends or Stop().
+  // Leads with `leadership` until it ends or Stop(): TakeOver, open the
+  // gate and serve, KeepLeading, StepDown.
   void Lead(EtcdSession& session, EtcdSession::Leadership leadership,
             std::unique_ptr<EtcdFollower> follower, absl::Time leaderless_since)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // What a won campaign leads with: the service over the etcd store (which
+  // the service owns), and what it took over.
+  struct Takeover {
+    std::unique_ptr<CoordinatorService> service;
+    EtcdStateStore* store = nullptr;
+    size_t jobs = 0;
+    uint64_t last_record = 0;
+  };
+  // Catches the follower up with the last record in etcd and builds the
+  // service on its state; nullopt (logged) if it cannot catch up.
+  std::optional<Takeover> TakeOver(EtcdSession& session,
+                                   const EtcdSession::Leadership& leadership,
+                                   std::unique_ptr<EtcdFollower> follower)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Renews the lease every third of the granted TTL, keeping the gate open
+  // for a TTL less a tenth after each renewal sent, until Stop(), a broken
+  // store or a lost lease; returns why it ended.
+  std::string KeepLeading(EtcdSession& session, const EtcdStateStore& store)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Closes the gate, answers the calls waiting for durability, and drains
+  // (on Stop()) or swaps in a standby server.
+  void StepDown(EtcdStateStore& store, const std::string& ended)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Replaces the running server: a standby one (no service given) or the
   // leader's over `service`; the old one stops with `grace`.

@@ -128,8 +128,8 @@ TEST(ClientStreamTest, AJoinWhoseWaitRanOutHasNoMembership) {
     EXPECT_TRUE(absl::IsDeadlineExceeded(joined.status())) << joined.status();
   }
   // The member stays joined: the second member forms the world.
-  auto second = cluster.NewClient()->Join("half", "m1", std::nullopt,
-                                          absl::Seconds(10));
+  auto second =
+      cluster.NewClient()->Join("half", "m1", std::nullopt, absl::Seconds(10));
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(second->world_size, 2u);
 }
