@@ -100,11 +100,11 @@ absl::Status CoordinatorService::RemoveMember(const std::string& job_id,
                       : ""));
   if (ends_generation) rendezvous_.EndGeneration({job_id, generation});
   parked_.Wake(job_id);
-  return MaybeFormWorld(job_id, /*admit_waiting=*/false);
+  return MaybeFormWorld(job_id, FormedWorld::kKeep);
 }
 
 absl::Status CoordinatorService::MaybeFormWorld(const std::string& job_id,
-                                                bool admit_waiting) {
+                                                FormedWorld formed_world) {
   const JobState* job = state().FindJob(job_id);
   const shard::v1::JobSpec& spec = job->spec;
   // Members awaiting re-join do not count, and no world forms while one
@@ -120,10 +120,12 @@ absl::Status CoordinatorService::MaybeFormWorld(const std::string& job_id,
     if (!job->awaiting_rejoin.empty() || eligible < needed) {
       return absl::OkStatus();
     }
-  } else if (!admit_waiting || size <= job->world.size()) {
+  } else if (formed_world == FormedWorld::kKeep ||
+             (formed_world == FormedWorld::kGrow &&
+              size <= job->world.size())) {
     return absl::OkStatus();
   }
-  // An elastic world growing at a commit replaces the formed one.
+  // A world growing at a commit, or renewed, replaces the formed one.
   const bool replaces_world = job->world_formed();
   const uint64_t replaced_generation = job->generation;
   StateUpdate update;

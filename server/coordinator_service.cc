@@ -89,7 +89,7 @@ CoordinatorService::CoordinatorService(
   }
   // Recovery may stop between a membership change and the world it allows.
   for (const std::string& id : job_ids) {
-    if (absl::Status s = MaybeFormWorld(id, /*admit_waiting=*/false); !s.ok()) {
+    if (absl::Status s = MaybeFormWorld(id, FormedWorld::kKeep); !s.ok()) {
       LogEvent(
           absl::StrCat("cannot form the world of job=", id, ": ", s.message()));
     }
@@ -168,9 +168,16 @@ absl::Status CoordinatorService::CheckStoreScope(
         "the rendezvous keys of generation ", scope.generation(), " of job ",
         scope.job_id(),
         " did not survive the coordinator's restart or failover (they live "
-        "in memory); leave and join again to form a new generation"));
+        "in memory); join again to form the process group in a new "
+        "generation"));
   }
   return absl::OkStatus();
+}
+
+bool CoordinatorService::LostRendezvousOf(const JobState& job,
+                                          const std::string& member_id) const {
+  return job.world_formed() && job.generation <= store_lost_through_ &&
+         job.RankOf(member_id).has_value();
 }
 
 absl::Status CoordinatorService::CheckNotFromEarlierJob(const JobState& job,
@@ -423,7 +430,13 @@ absl::Status CoordinatorService::AddMember(
   }
   // Also for a repeated join: a crash between journaling a membership change
   // and the GenerationFormed it allows must not leave the world unformed.
-  if (absl::Status s = MaybeFormWorld(job_id, /*admit_waiting=*/false);
+  // A member of a world whose rendezvous keys were lost joins again to form
+  // its process group: the world is renewed, so every member forms its
+  // group afresh in the next generation (the others learn it by ABORTED).
+  if (absl::Status s = MaybeFormWorld(
+          job_id, LostRendezvousOf(*state().FindJob(job_id), member_id)
+                      ? FormedWorld::kRenew
+                      : FormedWorld::kKeep);
       !s.ok()) {
     return s;
   }
@@ -531,7 +544,7 @@ CoordinatorService::CommitLocked(
     }
   }
   // Members waiting to join an elastic job are admitted at commit points.
-  if (absl::Status s = MaybeFormWorld(request.job_id(), /*admit_waiting=*/true);
+  if (absl::Status s = MaybeFormWorld(request.job_id(), FormedWorld::kGrow);
       !s.ok()) {
     return s;
   }

@@ -286,12 +286,23 @@ class CoordinatorService {
   absl::StatusOr<const JobState*> FindFormedJob(const std::string& job_id,
                                                 uint64_t generation) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What MaybeFormWorld may do to a world that is formed already.
+  enum class FormedWorld {
+    kKeep,   // nothing
+    kGrow,   // replace it by a larger one if members wait to join (elastic
+             // growth at a commit point)
+    kRenew,  // replace it, at least as large: its rendezvous keys were lost
+  };
   // Forms a new generation when the job's members allow it: no world and
   // enough members (world_size for the first one, min_world_size after),
-  // or, with `admit_waiting`, a formed world with members waiting to join
-  // (elastic growth at a commit point). The new world's layout starts at
+  // or a formed world as `formed` allows. The new world's layout starts at
   // the committed progress.
-  absl::Status MaybeFormWorld(const std::string& job_id, bool admit_waiting)
+  absl::Status MaybeFormWorld(const std::string& job_id, FormedWorld formed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `member_id` is in the job's formed world whose rendezvous keys
+  // this process lost (they live in memory: a restart or failover happened
+  // since the world formed), so it cannot form its process group there.
+  bool LostRendezvousOf(const JobState& job, const std::string& member_id) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Journals MemberRemoved (ending the generation if the member was in
   // it), then re-forms the world if the remaining members allow it.

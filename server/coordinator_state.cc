@@ -373,8 +373,8 @@ absl::Status CoordinatorState::CheckGenerationFormed(
   const std::vector<std::string> world(formed.members().begin(),
                                        formed.members().end());
   if (absl::Status s = CheckWorld(state, world); !s.ok()) return s;
-  if (state.world_formed() && world.size() <= state.world.size()) {
-    return Unfit("GenerationFormed replaces a formed world without growing it");
+  if (state.world_formed() && world.size() < state.world.size()) {
+    return Unfit("GenerationFormed replaces a formed world by a smaller one");
   }
   if (formed.epoch() != state.committed_epoch ||
       formed.base_position() != state.committed_position) {

@@ -5,7 +5,8 @@
 // process's Heartbeat or Leave (its old incarnation) is refused and changes
 // nothing. Incarnations are kept only while the member stays joined. The
 // rendezvous keys live in memory: a recovered generation's store calls
-// answer ABORTED (the trainers re-join) instead of waiting for lost keys.
+// answer ABORTED instead of waiting for lost keys, and a member of that
+// world joining again renews it, so its process group forms afresh.
 #include <unistd.h>
 
 #include <algorithm>
@@ -152,12 +153,41 @@ TEST_P(DurableIncarnationTest, ARecoveredGenerationsStoreAnswersAborted) {
       restarted->StoreGet(get, absl::InfiniteFuture());
   EXPECT_TRUE(absl::IsAborted(got.status())) << got.status();
   EXPECT_TRUE(absl::IsAborted(set(*restarted, generation)));
-  // The trainers re-join: the new generation's store works.
-  ASSERT_TRUE(Leave(*restarted, "a", 11).ok());
-  ASSERT_TRUE(Leave(*restarted, "b", kOld).ok());
+  // The trainers re-join as both clients do on ABORTED, without leaving:
+  // the new generation's store works.
   const uint64_t next = FormWorld(*restarted);
   EXPECT_GT(next, generation);
   EXPECT_TRUE(set(*restarted, next).ok());
+}
+
+TEST_P(DurableIncarnationTest, ReJoiningAWorldWhoseKeysWereLostRenewsIt) {
+  uint64_t generation = 0;
+  {
+    std::unique_ptr<testing::BlockingCoordinator> first = Start();
+    generation = FormWorld(*first);
+  }
+  std::unique_ptr<testing::BlockingCoordinator> restarted = Start();
+  // The restart cut a's process group formation short: its store call was
+  // ABORTED and it joins again, with the same process.
+  const absl::StatusOr<shard::v1::JoinJobResponse> a =
+      restarted->JoinJob(JoinRequest("a", 11), absl::InfiniteFuture());
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->world_formed());
+  EXPECT_GT(a->generation(), generation);
+  EXPECT_EQ(a->world_size(), 2u);
+  // b learns of the renewed world at its next call and joins it.
+  EXPECT_TRUE(absl::IsAborted(Heartbeat(*restarted, "b", generation, kOld)));
+  const absl::StatusOr<shard::v1::JoinJobResponse> b =
+      restarted->JoinJob(JoinRequest("b", kOld), absl::InfiniteFuture());
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->generation(), a->generation());
+  EXPECT_NE(b->rank(), a->rank());
+  // Renewed once: joining the renewed world again changes nothing.
+  const absl::StatusOr<shard::v1::JoinJobResponse> again =
+      restarted->JoinJob(JoinRequest("a", 11), absl::InfiniteFuture());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->generation(), a->generation());
+  EXPECT_TRUE(Heartbeat(*restarted, "b", b->generation(), kOld).ok());
 }
 
 TEST_P(DurableIncarnationTest, AStaleProcessCannotHeartbeatOrLeave) {
