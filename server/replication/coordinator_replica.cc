@@ -4,16 +4,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/leader_hint.h"
 #include "server/event_log.h"
 #include "server/replication/etcd_state_store.h"
+#include "server/replication/leader_watch.h"
 
 namespace shard::server::replication {
 namespace {
@@ -23,6 +26,10 @@ namespace {
 // retry CANCELLED); a deposed leader's other calls answer UNAVAILABLE as
 // soon as its state store or drain fails them.
 constexpr absl::Duration kRefusalGrace = absl::Seconds(1);
+
+// The least time between two lease renewals (after a failed one: the next
+// goes to the next etcd member, but not in a tight loop).
+constexpr absl::Duration kRenewalPause = absl::Milliseconds(20);
 
 int64_t SteadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -152,7 +159,7 @@ absl::Status CoordinatorReplica::Refusal() const {
             : absl::StrCat(": ", etcd_error)));
   }
   // A hint older than the lease: etcd has not answered this replica since
-  // (its poll waits for it), so the leader named may be gone.
+  // (its reads wait for it), so the leader named may be gone.
   const std::string stale =
       hint_age > options_.etcd.lease_ttl
           ? absl::StrCat(
@@ -168,11 +175,21 @@ absl::Status CoordinatorReplica::Refusal() const {
 }
 
 void CoordinatorReplica::SetLeaderHint(std::string leader,
-                                       std::string etcd_error) {
+                                       std::string etcd_error,
+                                       int64_t revision) {
   absl::MutexLock lock(&hint_mu_);
+  if (revision > 0) {
+    if (revision < hint_revision_) return;  // etcd said newer already.
+    hint_revision_ = revision;
+  }
   leader_hint_ = std::move(leader);
   etcd_error_ = std::move(etcd_error);
   hint_set_ = absl::Now();
+}
+
+bool CoordinatorReplica::KnowsNoLeader() const {
+  absl::MutexLock lock(&hint_mu_);
+  return leader_hint_.empty() && etcd_error_.empty();
 }
 
 absl::Status CoordinatorReplica::SwapServer(
@@ -270,49 +287,85 @@ void CoordinatorReplica::RunSession(EtcdSession& session) {
   LogEvent(absl::StrCat("standing by as ", identity_, ": following etcd under ",
                         options_.etcd.prefix, " from record ",
                         (*follower)->applied()));
-  // The lease etcd granted, not the one asked: the gate must close before
-  // etcd lets the lease (and the leader key) go.
+  StandBy(session, *std::move(follower));
+}
+
+void CoordinatorReplica::StandBy(EtcdSession& session,
+                                 std::unique_ptr<EtcdFollower> follower) {
+  // Renewals every third of the lease etcd granted; the leader key read as
+  // often, besides the watch (a watch on a member that stalls says
+  // nothing).
   const absl::Duration ttl = session.granted_ttl();
-  const absl::Duration poll = std::min(ttl / 5, absl::Milliseconds(500));
+  std::unique_ptr<LeaderWatch> watch;
   std::optional<absl::Time> leaderless_since;
-  while (!WaitOrStop(poll)) {
-    if (absl::Status s = (*follower)->status(); !s.ok()) {
+  do {
+    if (absl::Status s = follower->status(); !s.ok()) {
       SetLeaderHint("", std::string(s.message()));
       LogEvent(absl::StrCat("standing by: the copy of the state stopped (",
                             s.message(), "); reading etcd again"));
       return;
     }
-    const int64_t sent = SteadyNowNs();
-    if (absl::Nanoseconds(sent - renewed_sent_ns_.load()) >= ttl / 3) {
-      absl::Status kept = session.KeepAlive();
-      if (kept.ok()) {
-        Renewed(sent);
-      } else if (absl::IsNotFound(kept)) {
-        LogEvent(absl::StrCat("standing by: ", kept.message()));
-        return;
-      }
+    if (absl::Status kept = RenewIfDue(session, ttl); absl::IsNotFound(kept)) {
+      LogEvent(absl::StrCat("standing by: ", kept.message()));
+      return;
     }
-    absl::StatusOr<std::string> leader = session.Leader();
-    if (leader.ok()) {
-      SetLeaderHint(*leader);
-      leaderless_since.reset();
-      continue;
-    }
-    if (!absl::IsNotFound(leader.status())) {  // etcd away: retry.
+    absl::StatusOr<EtcdSession::LeaderKey> leader = session.ReadLeader();
+    if (!leader.ok()) {  // etcd away: retry.
       SetLeaderHint("", std::string(leader.status().message()));
       continue;
     }
-    SetLeaderHint("");
+    SetLeaderHint(leader->identity, "", leader->revision);
+    if (watch == nullptr) {
+      watch = std::make_unique<LeaderWatch>(
+          &session, leader->revision + 1,
+          [this](const std::string& identity, int64_t revision) {
+            OnLeaderKey(identity, revision);
+          });
+    }
+    if (!KnowsNoLeader()) {
+      leaderless_since.reset();
+      continue;
+    }
     if (!leaderless_since) leaderless_since = absl::Now();
     absl::StatusOr<EtcdSession::Leadership> won = session.Campaign(identity_);
     if (won.ok()) {
-      Lead(session, *std::move(won), *std::move(follower), *leaderless_since);
+      watch.reset();
+      Lead(session, *std::move(won), std::move(follower), *leaderless_since);
       return;
     }
     if (absl::IsUnavailable(won.status())) {
       SetLeaderHint("", std::string(won.status().message()));
     }
+  } while (!WaitForLeaderGoneOrStop(ttl / 3));
+}
+
+absl::Status CoordinatorReplica::RenewIfDue(EtcdSession& session,
+                                            absl::Duration ttl) {
+  const int64_t sent = SteadyNowNs();
+  if (absl::Nanoseconds(sent - renewed_sent_ns_.load()) < ttl / 3) {
+    return absl::OkStatus();
   }
+  absl::Status kept = session.KeepAlive();
+  if (kept.ok()) Renewed(sent);
+  return kept;
+}
+
+void CoordinatorReplica::OnLeaderKey(const std::string& identity,
+                                     int64_t revision) {
+  SetLeaderHint(identity, "", revision);
+  if (!identity.empty()) return;
+  absl::MutexLock lock(&mu_);
+  leader_gone_ = true;
+}
+
+bool CoordinatorReplica::WaitForLeaderGoneOrStop(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || leader_gone_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&woken), timeout);
+  leader_gone_ = false;
+  return stopping_;
 }
 
 void CoordinatorReplica::Lead(EtcdSession& session,
@@ -332,7 +385,7 @@ void CoordinatorReplica::Lead(EtcdSession& session,
   EtcdStateStore* const store = takeover->store;
   leading_until_ns_.store(renewed_sent_ns_.load() +
                           absl::ToInt64Nanoseconds(ttl - ttl / 10));
-  SetLeaderHint(identity_);
+  SetLeaderHint(identity_, "", leadership.revision);
   // The standby's calls are refusals, done at once; the grace only lets
   // those being sent finish (a stop without one cancels them, and clients
   // do not retry CANCELLED).
@@ -355,7 +408,7 @@ void CoordinatorReplica::Lead(EtcdSession& session,
                         takeover->jobs, " jobs, record ", takeover->last_record,
                         "), serving ", absl::FormatDuration(serving_after),
                         " after the leader key was found gone"));
-  StepDown(*store, KeepLeading(session, *store));
+  StepDown(session, *store, KeepLeading(session, *store));
 }
 
 std::optional<CoordinatorReplica::Takeover> CoordinatorReplica::TakeOver(
@@ -402,7 +455,7 @@ std::string CoordinatorReplica::KeepLeading(EtcdSession& session,
     // some of that time).
     const absl::Duration since_renewal =
         absl::Nanoseconds(SteadyNowNs() - renewed_sent_ns_.load());
-    if (WaitOrStop(std::max(absl::ZeroDuration(), ttl / 3 - since_renewal))) {
+    if (WaitOrStop(std::max(kRenewalPause, ttl / 3 - since_renewal))) {
       return "stopping";
     }
     if (absl::Status broken = store.broken(); !broken.ok()) {
@@ -411,15 +464,26 @@ std::string CoordinatorReplica::KeepLeading(EtcdSession& session,
     const int64_t sent = SteadyNowNs();
     absl::Status kept = session.KeepAlive();
     if (kept.ok()) {
+      // Also after the gate closed by time: etcd says the lease, and so
+      // the leader key, lives (a raft election extends every lease).
       Renewed(sent);
       leading_until_ns_.store(sent + absl::ToInt64Nanoseconds(ttl - ttl / 10));
-    } else if (absl::IsNotFound(kept) || !leading()) {
+      continue;
+    }
+    // The failed member was left for the next: try again at once, until
+    // etcd says the lease is gone or it has not answered for a lease plus
+    // the etcd timeout (etcd lets no lease lapse while it elects a raft
+    // leader, and extends them all after; a replica cut off from etcd for
+    // that long stands by, its gate closed since long).
+    const absl::Duration unrenewed =
+        absl::Nanoseconds(SteadyNowNs() - renewed_sent_ns_.load());
+    if (absl::IsNotFound(kept) || unrenewed >= ttl + options_.etcd.timeout) {
       return std::string(kept.message());
     }
   }
 }
 
-void CoordinatorReplica::StepDown(EtcdStateStore& store,
+void CoordinatorReplica::StepDown(EtcdSession& session, EtcdStateStore& store,
                                   const std::string& ended) {
   leading_until_ns_.store(0);  // Every call from now on is refused.
   SetLeaderHint("", absl::StrCat("it stopped leading: ", ended));
@@ -437,18 +501,7 @@ void CoordinatorReplica::StepDown(EtcdStateStore& store,
   }
   LogEvent(absl::StrCat("stopped leading: ", ended));
   if (stop) {
-    // Drain: in-flight calls finish while the lease is still kept.
-    std::unique_ptr<CoordinatorServer> server;
-    std::unique_ptr<CoordinatorService> drained;
-    absl::Duration grace;
-    {
-      absl::MutexLock lock(&mu_);
-      grace = stop_grace_;
-      server = std::move(server_);
-      drained = std::move(service_);
-      service_leads_ = false;
-    }
-    if (server != nullptr) server->Stop(grace);
+    HandOver(session, store);
     return;
   }
   // Refuse with the closed gate for a moment before the server stops:
@@ -459,6 +512,37 @@ void CoordinatorReplica::StepDown(EtcdStateStore& store,
   if (absl::Status s = SwapServer(nullptr, kRefusalGrace); !s.ok()) {
     LogEvent(absl::StrCat("cannot serve as a standby: ", s.message()));
   }
+}
+
+void CoordinatorReplica::HandOver(EtcdSession& session, EtcdStateStore& store) {
+  absl::Duration grace;
+  {
+    absl::MutexLock lock(&mu_);
+    grace = stop_grace_;
+  }
+  // The writes already accepted become durable while the lease is held.
+  auto flushed = std::make_shared<absl::Notification>();
+  store.WhenDurable(store.last_sequence(),
+                    [flushed](absl::Status) { flushed->Notify(); });
+  flushed->WaitForNotificationWithTimeout(grace);
+  if (absl::Status revoked = session.Revoke(); revoked.ok()) {
+    LogEvent("gave up the leadership: a standby takes over now");
+  } else {
+    LogEvent(absl::StrCat("cannot give up the leader lease (",
+                          revoked.message(),
+                          "); a standby takes over when it lapses"));
+  }
+  // Drain: in-flight calls (streams) finish on the state as it was; the
+  // closed gate refuses new ones.
+  std::unique_ptr<CoordinatorServer> server;
+  std::unique_ptr<CoordinatorService> drained;
+  {
+    absl::MutexLock lock(&mu_);
+    server = std::move(server_);
+    drained = std::move(service_);
+    service_leads_ = false;
+  }
+  if (server != nullptr) server->Stop(grace);
 }
 
 }  // namespace shard::server::replication

@@ -5,9 +5,11 @@
 // Standing by: an EtcdFollower keeps a hot copy of the state; the gRPC
 // server answers every Coordinator call (but Drain) UNAVAILABLE naming the
 // leader, in the message and in the shard-leader trailer, and health says
-// NOT_SERVING. Every poll interval (lease / 5, at most 500 ms) the replica
-// renews its etcd lease when due, reads the leader key and, when there is
-// no leader, campaigns.
+// NOT_SERVING. A LeaderWatch reports each change of the leader key as etcd
+// makes it: the leader named is the newest etcd said (never one whose key
+// is gone), and the replica campaigns the moment the key is gone. Every
+// third of the lease it also renews its own etcd lease and reads the key
+// (a watch on a member that stalls says nothing).
 //
 // Leading: the copy is caught up to the newest record in etcd, becomes a
 // CoordinatorService over an EtcdStateStore fenced by the won leadership
@@ -16,15 +18,20 @@
 // address. The lease is renewed every lease / 3; the replica serves only
 // while its lease is certainly alive: until 9/10 of the lease after the
 // last renewal was sent (checked on every call, so a paused replica that
-// wakes up refuses at once, before it notices anything). Leadership ends
-// when that time passes, etcd says the lease is gone, or a fenced write
-// fails: the server stops at once, the state in memory is dropped, and the
-// replica stands by again with a new session (re-reading etcd).
+// wakes up refuses at once, before it notices anything). A renewal that
+// fails (an etcd member that does not answer within a quarter of the
+// lease) is tried again at once on the next member; the gate reopens when
+// one succeeds. Leadership ends when etcd says the lease is gone, when no
+// renewal succeeded for a lease plus the etcd timeout, or when a fenced
+// write fails: the server stops at once, the state in memory is dropped,
+// and the replica stands by again with a new session (re-reading etcd).
 //
-// Stop() (SIGTERM) drains a leader for the server's shutdown grace, then
-// revokes the lease so that a standby takes over without waiting for it
-// to lapse. A history in etcd that cannot be recovered (DATA_LOSS) stops
-// the loop and is reported through on_fatal.
+// Stop() (SIGTERM) hands a leader's role over at once: the gate closes,
+// the writes already accepted become durable (for up to the grace), the
+// lease is revoked (a standby watching the key takes over now, not when
+// the lease would lapse), then in-flight streams get the grace. A history
+// in etcd that cannot be recovered (DATA_LOSS) stops the loop and is
+// reported through on_fatal.
 //
 // Thread-safe. The replica runs its loop on its own thread.
 #ifndef SERVER_REPLICATION_COORDINATOR_REPLICA_H_
@@ -106,8 +113,21 @@ class CoordinatorReplica {
 
   // The loop: sessions one after another until Stop().
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
-  // One session: stand by, campaign, lead; returns to get a new session.
+  // One session: follow the state, stand by, campaign, lead; returns to
+  // get a new session.
   void RunSession(EtcdSession& session) ABSL_LOCKS_EXCLUDED(mu_);
+  // Stands by with `follower` until Stop(), a lost lease or a stopped
+  // copy, or a won campaign (then leads).
+  void StandBy(EtcdSession& session, std::unique_ptr<EtcdFollower> follower)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Renews the lease if a third of `ttl` passed since the last renewal;
+  // NOT_FOUND when etcd says it is gone.
+  absl::Status RenewIfDue(EtcdSession& session, absl::Duration ttl);
+  // LeaderWatch's report: the hint, and a wake-up when the key is gone.
+  void OnLeaderKey(const std::string& identity, int64_t revision)
+      ABSL_LOCKS_EXCLUDED(mu_, hint_mu_);
+  // Waits for `timeout`, the leader key gone or Stop(); true when stopping.
+  bool WaitForLeaderGoneOrStop(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
   // Leads with `leadership` until it ends or Stop(): TakeOver, open the
   // gate and serve, KeepLeading, StepDown.
   void Lead(EtcdSession& session, EtcdSession::Leadership leadership,
@@ -127,14 +147,20 @@ class CoordinatorReplica {
                                    const EtcdSession::Leadership& leadership,
                                    std::unique_ptr<EtcdFollower> follower)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Renews the lease every third of the granted TTL, keeping the gate open
-  // for a TTL less a tenth after each renewal sent, until Stop(), a broken
-  // store or a lost lease; returns why it ended.
+  // Renews the lease every third of the granted TTL (after a failed
+  // renewal: at once, on the next member), keeping the gate open for a TTL
+  // less a tenth after each renewal sent, until Stop(), a broken store, a
+  // lost lease or a TTL plus the etcd timeout without a renewal; returns
+  // why it ended.
   std::string KeepLeading(EtcdSession& session, const EtcdStateStore& store)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Closes the gate, answers the calls waiting for durability, and drains
-  // (on Stop()) or swaps in a standby server.
-  void StepDown(EtcdStateStore& store, const std::string& ended)
+  // Closes the gate, then hands over (on Stop()) or answers the calls
+  // waiting for durability and swaps in a standby server.
+  void StepDown(EtcdSession& session, EtcdStateStore& store,
+                const std::string& ended) ABSL_LOCKS_EXCLUDED(mu_);
+  // On Stop(): makes the accepted writes durable, revokes the lease, then
+  // drains the server for the stop grace.
+  void HandOver(EtcdSession& session, EtcdStateStore& store)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Replaces the running server: a standby one (no service given) or the
   // leader's over `service`; the old one stops with `grace`.
@@ -147,9 +173,12 @@ class CoordinatorReplica {
   // knows as the kLeaderMetadataKey payload.
   absl::Status Refusal() const ABSL_LOCKS_EXCLUDED(hint_mu_);
   // The leader standbys name ("" when none is known, with why when etcd
-  // cannot be reached).
-  void SetLeaderHint(std::string leader, std::string etcd_error = "")
-      ABSL_LOCKS_EXCLUDED(hint_mu_);
+  // cannot be reached). With a `revision` (what etcd said at it): ignored
+  // when etcd said something newer already.
+  void SetLeaderHint(std::string leader, std::string etcd_error = "",
+                     int64_t revision = 0) ABSL_LOCKS_EXCLUDED(hint_mu_);
+  // etcd said there is no leader (and nothing failed since).
+  bool KnowsNoLeader() const ABSL_LOCKS_EXCLUDED(hint_mu_);
   // Waits for `timeout` or Stop(); true when stopping.
   bool WaitOrStop(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
   bool stopping() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -171,9 +200,13 @@ class CoordinatorReplica {
   std::string etcd_error_ ABSL_GUARDED_BY(hint_mu_);
   // When the hint was last set (etcd answered, or failed).
   absl::Time hint_set_ ABSL_GUARDED_BY(hint_mu_) = absl::InfinitePast();
+  // The etcd revision of the newest leader key the hint reflects.
+  int64_t hint_revision_ ABSL_GUARDED_BY(hint_mu_) = 0;
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The LeaderWatch saw the key gone; WaitForLeaderGoneOrStop() resets it.
+  bool leader_gone_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration stop_grace_ ABSL_GUARDED_BY(mu_);
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
   // The running server and its service (the standby's is an empty one that

@@ -30,15 +30,15 @@ EtcdFollower::~EtcdFollower() {
 
 void EtcdFollower::WatchLoop() {
   while (true) {
-    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> puts =
-        watch_->Next();
+    absl::StatusOr<std::vector<EtcdSession::Change>> puts = watch_->Next();
     absl::MutexLock lock(&mu_);
     if (!puts.ok()) {
       status_ = puts.status();
       return;
     }
-    for (const auto& [key, value] : *puts) {
-      if (absl::Status s = EtcdStateStore::ApplyRecords(key, value, copy_);
+    for (const EtcdSession::Change& put : *puts) {
+      if (absl::Status s =
+              EtcdStateStore::ApplyRecords(put.key, put.value, copy_);
           !s.ok()) {
         status_ = s;
         return;

@@ -1,6 +1,10 @@
 #include "server/replication/etcd_session.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/security/secret_files.h"
 #include "grpcpp/grpcpp.h"
@@ -9,6 +13,17 @@ namespace shard::server::replication {
 namespace {
 
 using etcdserverpb::Compare;
+
+// Between two attempts of a fenced write: a member that refuses at once
+// (connection refused) is not asked again in a tight loop.
+constexpr absl::Duration kRetryPause = absl::Milliseconds(20);
+
+// Whether another member may answer what this one did not: it could not
+// be reached, did not answer in time, or had no raft leader.
+bool Retryable(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
 
 // Plaintext, or TLS with the options' CA (and client certificate).
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> EtcdCredentials(
@@ -84,8 +99,8 @@ absl::StatusOr<std::unique_ptr<EtcdSession>> EtcdSession::Start(
   for (size_t tried = 0; tried < session->members_.size(); ++tried) {
     Member& member = session->member();
     etcdserverpb::LeaseGrantResponse granted;
-    grpc::Status status =
-        member.lease->LeaseGrant(session->Context().get(), grant, &granted);
+    grpc::Status status = member.lease->LeaseGrant(
+        session->Context(Bound::kFull).get(), grant, &granted);
     if (!status.ok()) {
       last_error = session->EtcdError(status, member, "LeaseGrant");
       continue;
@@ -109,10 +124,18 @@ absl::StatusOr<std::unique_ptr<EtcdSession>> EtcdSession::Start(
 
 EtcdSession::EtcdSession(Options options) : options_(std::move(options)) {}
 
-std::unique_ptr<grpc::ClientContext> EtcdSession::Context() const {
+std::unique_ptr<grpc::ClientContext> EtcdSession::Context(Bound bound) const {
   auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+  const absl::Duration timeout =
+      bound == Bound::kQuick ? quick_timeout() : options_.timeout;
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   return context;
+}
+
+absl::Duration EtcdSession::quick_timeout() const {
+  // Before the lease is granted (Start) only the full bound applies.
+  if (granted_ttl_ <= absl::ZeroDuration()) return options_.timeout;
+  return std::min(options_.timeout, granted_ttl_ / 4);
 }
 
 absl::Status EtcdSession::EtcdError(const grpc::Status& status,
@@ -129,7 +152,7 @@ absl::Status EtcdSession::EtcdError(const grpc::Status& status,
 
 absl::Status EtcdSession::KeepAlive() {
   Member& used = member();
-  auto context = Context();
+  auto context = Context(Bound::kQuick);
   auto stream = used.lease->LeaseKeepAlive(context.get());
   etcdserverpb::LeaseKeepAliveRequest request;
   request.set_id(lease_id_);
@@ -153,7 +176,7 @@ absl::Status EtcdSession::Revoke() {
   etcdserverpb::LeaseRevokeResponse response;
   Member& used = member();
   grpc::Status status =
-      used.lease->LeaseRevoke(Context().get(), request, &response);
+      used.lease->LeaseRevoke(Context(Bound::kQuick).get(), request, &response);
   if (!status.ok()) return EtcdError(status, used, "LeaseRevoke");
   return absl::OkStatus();
 }
@@ -173,7 +196,8 @@ absl::StatusOr<EtcdSession::Leadership> EtcdSession::Campaign(
   txn.add_failure()->mutable_request_range()->set_key(leader_key());
   etcdserverpb::TxnResponse response;
   Member& used = member();
-  grpc::Status status = used.kv->Txn(Context().get(), txn, &response);
+  grpc::Status status =
+      used.kv->Txn(Context(Bound::kQuick).get(), txn, &response);
   if (!status.ok()) return EtcdError(status, used, "Txn (campaign)");
   if (!response.succeeded()) {
     const auto& found = response.responses(0).response_range();
@@ -185,13 +209,26 @@ absl::StatusOr<EtcdSession::Leadership> EtcdSession::Campaign(
   return Leadership{response.header().revision(), identity};
 }
 
+absl::StatusOr<EtcdSession::LeaderKey> EtcdSession::ReadLeader() {
+  etcdserverpb::RangeRequest request;
+  request.set_key(leader_key());
+  etcdserverpb::RangeResponse response;
+  Member& used = member();
+  grpc::Status status =
+      used.kv->Range(Context(Bound::kQuick).get(), request, &response);
+  if (!status.ok()) return EtcdError(status, used, "Range (leader key)");
+  return LeaderKey{response.kvs_size() > 0 ? response.kvs(0).value() : "",
+                   response.header().revision()};
+}
+
 absl::StatusOr<std::string> EtcdSession::Leader() {
-  absl::StatusOr<std::string> leader = Get("leader");
-  if (absl::IsNotFound(leader.status())) {
+  absl::StatusOr<LeaderKey> leader = ReadLeader();
+  if (!leader.ok()) return leader.status();
+  if (leader->identity.empty()) {
     return absl::NotFoundError(absl::StrCat(
         "no coordinator leads the cluster under ", options_.prefix));
   }
-  return leader;
+  return leader->identity;
 }
 
 absl::StatusOr<int64_t> EtcdSession::FencedPut(
@@ -215,10 +252,24 @@ absl::StatusOr<int64_t> EtcdSession::FencedPut(
     erase->set_key(options_.prefix + first);
     erase->set_range_end(options_.prefix + end);
   }
+  // A member that does not answer within the quick bound (stopped, its
+  // disk stalled, without a raft leader) is left for the next one, until
+  // the full bound has passed. Should a failed attempt have been applied
+  // after all, the next one finds the same leadership and puts the same
+  // values again, which changes no state.
+  const absl::Time give_up = absl::Now() + options_.timeout;
   etcdserverpb::TxnResponse response;
-  Member& used = member();
-  grpc::Status status = used.kv->Txn(Context().get(), txn, &response);
-  if (!status.ok()) return EtcdError(status, used, "Txn (fenced write)");
+  while (true) {
+    Member& used = member();
+    grpc::Status status =
+        used.kv->Txn(Context(Bound::kQuick).get(), txn, &response);
+    if (status.ok()) break;
+    absl::Status failed = EtcdError(status, used, "Txn (fenced write)");
+    if (!Retryable(status) || absl::Now() + kRetryPause >= give_up) {
+      return failed;
+    }
+    absl::SleepFor(kRetryPause);
+  }
   if (!response.succeeded()) {
     return absl::FailedPreconditionError(
         absl::StrCat(leadership.identity,
@@ -235,7 +286,8 @@ absl::Status EtcdSession::Compact(int64_t revision) {
   request.set_revision(revision);
   etcdserverpb::CompactionResponse response;
   Member& used = member();
-  grpc::Status status = used.kv->Compact(Context().get(), request, &response);
+  grpc::Status status =
+      used.kv->Compact(Context(Bound::kQuick).get(), request, &response);
   // etcd answers OUT_OF_RANGE for a revision compacted already.
   if (status.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
     return absl::OkStatus();
@@ -256,7 +308,8 @@ absl::StatusOr<EtcdSession::Entry> EtcdSession::GetEntry(
   request.set_key(options_.prefix + key);
   etcdserverpb::RangeResponse response;
   Member& used = member();
-  grpc::Status status = used.kv->Range(Context().get(), request, &response);
+  grpc::Status status =
+      used.kv->Range(Context(Bound::kQuick).get(), request, &response);
   if (!status.ok()) return EtcdError(status, used, "Range");
   if (response.kvs_size() == 0) {
     return absl::NotFoundError(
@@ -276,7 +329,8 @@ EtcdSession::LastEntry(const std::string& key_prefix) {
   request.set_sort_order(etcdserverpb::RangeRequest::DESCEND);
   etcdserverpb::RangeResponse response;
   Member& used = member();
-  grpc::Status status = used.kv->Range(Context().get(), request, &response);
+  grpc::Status status =
+      used.kv->Range(Context(Bound::kQuick).get(), request, &response);
   if (!status.ok()) return EtcdError(status, used, "Range (last key)");
   if (response.kvs_size() == 0) return std::nullopt;
   return std::make_pair(response.kvs(0).key().substr(options_.prefix.size()),
@@ -312,7 +366,8 @@ EtcdSession::List(const std::string& key_prefix, int64_t* revision) {
     request.set_revision(at);
     etcdserverpb::RangeResponse response;
     Member& used = member();
-    grpc::Status status = used.kv->Range(Context().get(), request, &response);
+    grpc::Status status =
+        used.kv->Range(Context(Bound::kFull).get(), request, &response);
     if (!status.ok()) return EtcdError(status, used, "Range");
     if (at == 0) at = response.header().revision();
     for (const auto& kv : response.kvs()) {
@@ -327,21 +382,47 @@ EtcdSession::List(const std::string& key_prefix, int64_t* revision) {
 
 absl::StatusOr<std::unique_ptr<EtcdSession::PrefixWatch>> EtcdSession::Watch(
     const std::string& key_prefix, int64_t start_revision) {
+  const auto [first, end] = PrefixRange(key_prefix);
+  etcdserverpb::WatchCreateRequest create;
+  create.set_key(first);
+  create.set_range_end(end);
+  create.set_start_revision(start_revision);
+  create.add_filters(etcdserverpb::WatchCreateRequest::NODELETE);
+  return OpenWatch(std::move(create));
+}
+
+absl::StatusOr<std::unique_ptr<EtcdSession::PrefixWatch>> EtcdSession::WatchKey(
+    const std::string& key, int64_t start_revision) {
+  etcdserverpb::WatchCreateRequest create;
+  create.set_key(options_.prefix + key);
+  create.set_start_revision(start_revision);
+  return OpenWatch(std::move(create));
+}
+
+absl::StatusOr<std::unique_ptr<EtcdSession::PrefixWatch>>
+EtcdSession::OpenWatch(etcdserverpb::WatchCreateRequest create) {
   std::unique_ptr<PrefixWatch> watch(new PrefixWatch());
   watch->prefix_size_ = options_.prefix.size();
   Member& used = member();
   watch->endpoint_ = used.endpoint;
   watch->stream_ = used.watch->Watch(&watch->context_);
-  const auto [first, end] = PrefixRange(key_prefix);
   etcdserverpb::WatchRequest request;
-  auto* create = request.mutable_create_request();
-  create->set_key(first);
-  create->set_range_end(end);
-  create->set_start_revision(start_revision);
-  create->add_filters(etcdserverpb::WatchCreateRequest::NODELETE);
+  *request.mutable_create_request() = std::move(create);
+  // The stream lives on, so its context has no deadline: a member that
+  // does not accept the watch in time (stopped, say) is given up by
+  // cancelling it.
+  absl::Notification answered;
+  std::thread bound([&] {
+    if (!answered.WaitForNotificationWithTimeout(options_.timeout)) {
+      watch->Cancel();
+    }
+  });
   etcdserverpb::WatchResponse created;
-  if (!watch->stream_->Write(request) || !watch->stream_->Read(&created) ||
-      !created.created()) {
+  const bool accepted = watch->stream_->Write(request) &&
+                        watch->stream_->Read(&created) && created.created();
+  answered.Notify();
+  bound.join();
+  if (!accepted) {
     watch->Cancel();
     return EtcdError(watch->Finish(), used, "Watch");
   }
@@ -359,7 +440,7 @@ grpc::Status EtcdSession::PrefixWatch::Finish() {
   return stream_->Finish();
 }
 
-absl::StatusOr<std::vector<std::pair<std::string, std::string>>>
+absl::StatusOr<std::vector<EtcdSession::Change>>
 EtcdSession::PrefixWatch::Next() {
   etcdserverpb::WatchResponse response;
   while (stream_->Read(&response)) {
@@ -374,12 +455,14 @@ EtcdSession::PrefixWatch::Next() {
                        " cancelled the watch: ", response.cancel_reason()));
     }
     if (response.events_size() == 0) continue;  // Progress only.
-    std::vector<std::pair<std::string, std::string>> puts;
+    std::vector<Change> changes;
     for (const auto& event : response.events()) {
-      puts.emplace_back(event.kv().key().substr(prefix_size_),
-                        event.kv().value());
+      const bool deleted = event.type() == mvccpb::Event::DELETE;
+      changes.push_back(Change{event.kv().key().substr(prefix_size_),
+                               event.kv().value(), deleted,
+                               event.kv().mod_revision()});
     }
-    return puts;
+    return changes;
   }
   const grpc::Status ended = Finish();
   if (ended.error_code() == grpc::StatusCode::CANCELLED) {

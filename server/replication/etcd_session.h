@@ -12,8 +12,14 @@
 // leader, so followers and refused campaigns can say who leads.
 //
 // Several etcd members: one channel each; a call that fails to reach its
-// member moves the session to the next one, so the following call (the
-// caller's retry) goes there.
+// member, or gets no answer in time, moves the session to the next one, so
+// the following call (the caller's retry) goes there: a member that does
+// not answer is avoided until another fails. The calls that keep the
+// leadership (KeepAlive, Campaign, the leader key's read, fenced writes,
+// Compact, Revoke) are bounded by quick_timeout(), a quarter of the
+// granted lease, so that a hung member (stopped, its disk stalled) is left
+// well inside a leader's serving window; a fenced write tries member after
+// member for up to Options::timeout.
 //
 // Thread-safe; every call is synchronous and bounded by Options::timeout.
 // Errors: UNAVAILABLE when etcd cannot be reached (the message names etcd
@@ -58,7 +64,8 @@ class EtcdSession {
     // grant more (its minimum, 1.5 election timeouts rounded up: 2 s with
     // etcd's defaults); granted_ttl() says what it granted.
     absl::Duration lease_ttl = absl::Seconds(5);
-    // Bound of each call.
+    // Bound of each call (of a fenced write: of all its attempts); the
+    // calls that keep the leadership are bounded by quick_timeout().
     absl::Duration timeout = absl::Seconds(5);
   };
   // A won campaign: the leader key's create revision fences every write.
@@ -79,6 +86,9 @@ class EtcdSession {
   absl::Duration granted_ttl() const { return granted_ttl_; }
   // etcd members the session may call.
   size_t member_count() const { return members_.size(); }
+  // Bound of one call that keeps the leadership: a quarter of the granted
+  // lease, at most Options::timeout.
+  absl::Duration quick_timeout() const;
   std::string leader_key() const { return options_.prefix + "leader"; }
 
   // Renews the lease once (a replica calls it every lease_ttl / 3).
@@ -91,6 +101,13 @@ class EtcdSession {
   // `identity`) with the session's lease. FAILED_PRECONDITION naming the
   // current leader otherwise.
   absl::StatusOr<Leadership> Campaign(const std::string& identity);
+  // The leader key as etcd holds it at `revision`: `identity` is empty
+  // when there is no leader.
+  struct LeaderKey {
+    std::string identity;
+    int64_t revision = 0;
+  };
+  absl::StatusOr<LeaderKey> ReadLeader();
   // The current leader's identity; NOT_FOUND when there is none.
   absl::StatusOr<std::string> Leader();
 
@@ -128,15 +145,22 @@ class EtcdSession {
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> List(
       const std::string& key_prefix, int64_t* revision = nullptr);
 
-  // The changes of the keys under one prefix, from a revision on.
+  // One change of a watched key.
+  struct Change {
+    std::string key;    // Relative to the session's prefix.
+    std::string value;  // Empty for a deletion.
+    bool deleted = false;
+    int64_t revision = 0;  // The etcd revision that made it.
+  };
+  // The changes of the keys under one prefix (or of one key), from a
+  // revision on.
   class PrefixWatch {
    public:
     ~PrefixWatch();
-    // Blocks for the next changes, as (key relative to the session's
-    // prefix, value) puts in revision order; the status that ended the
-    // watch (Cancel: CANCELLED; etcd gone: UNAVAILABLE; history compacted
-    // past the start: DATA_LOSS).
-    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Next();
+    // Blocks for the next changes, in revision order; the status that
+    // ended the watch (Cancel: CANCELLED; etcd gone: UNAVAILABLE; history
+    // compacted past the start: DATA_LOSS).
+    absl::StatusOr<std::vector<Change>> Next();
     // Ends the watch; a Next() blocked in another thread returns.
     void Cancel() { context_.TryCancel(); }
 
@@ -155,9 +179,13 @@ class EtcdSession {
     std::string endpoint_;
   };
   // Watches the keys under `key_prefix` from `start_revision` on (puts
-  // only). UNAVAILABLE if etcd does not accept the watch.
+  // only). UNAVAILABLE if etcd does not accept the watch within the full
+  // bound.
   absl::StatusOr<std::unique_ptr<PrefixWatch>> Watch(
       const std::string& key_prefix, int64_t start_revision);
+  // Watches `key` alone from `start_revision` on, deletions included.
+  absl::StatusOr<std::unique_ptr<PrefixWatch>> WatchKey(const std::string& key,
+                                                        int64_t start_revision);
 
  private:
   // One etcd member's stubs.
@@ -171,13 +199,18 @@ class EtcdSession {
   explicit EtcdSession(Options options);
   // The member calls go to now.
   Member& member() { return members_[current_.load() % members_.size()]; }
-  // A context bounded by the timeout.
-  std::unique_ptr<grpc::ClientContext> Context() const;
+  // Which bound a call's context has: quick_timeout() or Options::timeout.
+  enum class Bound { kQuick, kFull };
+  std::unique_ptr<grpc::ClientContext> Context(Bound bound) const;
   // An etcd call's failure, naming etcd, the member and the call; moves
   // the session on to the next member when `used` was the current one.
   absl::Status EtcdError(const grpc::Status& status, const Member& used,
                          absl::string_view call);
 
+  // Opens a watch of what `create` asks on the current member, waiting for
+  // etcd to accept it for at most the full bound.
+  absl::StatusOr<std::unique_ptr<PrefixWatch>> OpenWatch(
+      etcdserverpb::WatchCreateRequest create);
   // [first, end) of the keys starting with `key_prefix`.
   std::pair<std::string, std::string> PrefixRange(
       const std::string& key_prefix) const;

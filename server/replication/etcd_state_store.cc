@@ -283,15 +283,10 @@ void EtcdStateStore::WriterLoop() {
 bool EtcdStateStore::WriteRecords(uint64_t first, uint64_t last,
                                   std::string batch, size_t records) {
   const absl::Time began = absl::Now();
-  // A member that cannot be reached is not the end of the leadership: the
-  // session moved on to the next member; try each once. (Should a failed
-  // attempt have been applied after all, the retry puts the same value
-  // under the same key again, which changes no state.)
-  absl::StatusOr<int64_t> written = absl::UnavailableError("no etcd member");
-  for (size_t attempt = 0; attempt < session_->member_count(); ++attempt) {
-    written = session_->FencedPut(leadership_, {{RecordKey(first), batch}});
-    if (written.ok() || !absl::IsUnavailable(written.status())) break;
-  }
+  // The session tries member after member: failing here, etcd could not
+  // be reached for its whole timeout.
+  const absl::StatusOr<int64_t> written =
+      session_->FencedPut(leadership_, {{RecordKey(first), batch}});
   if (written.ok() && options_.on_txn) {
     options_.on_txn(absl::Now() - began, records);
   }

@@ -6,8 +6,8 @@
 // thread puts everything queued during the previous round trip (up to
 // kMaxBatchBytes) as one value under <prefix>log/<sequence of its first
 // record>, in one fenced Txn, then runs the WhenDurable() callbacks that
-// Txn satisfied (a Txn that cannot reach its etcd member is tried once on
-// each other member first). A value is the records framed as in the local
+// Txn satisfied (EtcdSession::FencedPut tries member after member for up
+// to its timeout). A value is the records framed as in the local
 // journal (storage::EncodeRecord: length, CRC-32, JournalRecord), consecutive;
 // keys sort by sequence. A refused or failed Txn breaks the store (UNAVAILABLE
 // naming the cause, to every pending and later call): the memory of a leader

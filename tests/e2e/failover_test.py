@@ -22,6 +22,13 @@ leader lease 2 s) and the clients that ride through its failures.
    committed progress come back from etcd alone.
 5. The Python client, given the list of replicas, streams a shard across a
    leader kill: the indices equal the plan.
+6. A hung etcd member: each of the 3 in turn SIGSTOPped for 6 s while a
+   job commits in a loop (the raft followers, then the raft leader); the
+   leader keeps its leadership through the followers' stops (no replica
+   logs a change) and every commit is acknowledged.
+7. A graceful stop: the leader SIGTERMed while a stream it serves is held
+   open (its drain lasts the 3 s shutdown grace); another replica serves
+   while it still drains (it gave its leadership up first) and it exits 0.
 Prints "N passed, N failed".
 """
 import argparse
@@ -199,6 +206,107 @@ def paused_leader(bin_dir, replicas, etcd):
     client.close()
 
 
+def hung_etcd_member(replicas, etcd, work):
+    """Each etcd member in turn SIGSTOPped (a frozen VM, a stalled disk:
+    connections stay open, nothing answers) while a job commits in a loop,
+    the two raft followers first (in list order), then the raft leader:
+    through the followers' stops the leader stays the leader, and every
+    commit is acknowledged throughout. (A raft leader that resumes after a
+    pause longer than the lease revokes every lease in etcd before 3.4.28
+    and 3.5.11, etcd-io/etcd#15247, so the replicas may fail over then;
+    fenced, nothing lost.)"""
+    import shard
+    client = shard.Client(replicas.coordinator, retry_deadline=30)
+    membership = client.join("hung-etcd", "m0",
+                             spec=shard.job_spec(1_000_000, 1), wait=30)
+    heartbeat = client.start_heartbeat(membership, 1.0)
+    leader = replicas.leader()
+    logs = [os.path.join(work, f"shardd-{i}.log")
+            for i in range(len(replicas.addresses))]
+    log_sizes = [os.path.getsize(log) for log in logs]
+    latencies, errors, done = [], [], threading.Event()
+
+    def commit_loop():
+        position = 0
+        while not done.is_set():
+            position += 1
+            began = time.monotonic()
+            try:
+                client.commit(membership, 0, position)
+                latencies.append(time.monotonic() - began)
+            except shard.ShardError as error:
+                errors.append(error)
+            time.sleep(0.02)
+
+    committer = threading.Thread(target=commit_loop)
+    committer.start()
+    raft_leader = etcd.raft_leader()
+    order = [m for m in range(3) if m != raft_leader] + (
+        [raft_leader] if raft_leader is not None else [])
+    changes, kept = None, False
+    for member in order:
+        if member == raft_leader:
+            changes = leadership_changes(logs, log_sizes)
+            kept = replicas.answer(leader)[0]
+        time.sleep(1.0)
+        etcd.signal(member, signal.SIGSTOP)
+        time.sleep(6.0)
+        etcd.signal(member, signal.SIGCONT)
+    time.sleep(1.0)
+    done.set()
+    committer.join()
+    heartbeat.stop()
+    check(raft_leader is not None and kept and not changes,
+          f"hung etcd member: the leader kept its leadership through each "
+          f"raft follower's SIGSTOP ({changes or 'no change'}; then the raft "
+          f"leader's: {leadership_changes(logs, log_sizes) or 'no change'})")
+    check(not errors and len(latencies) > 100,
+          f"hung etcd member: all {len(latencies)} commits acknowledged "
+          f"(slowest {max(latencies or [0]):.2f} s; errors: {errors[:3]})")
+    client.close()
+
+
+def leadership_changes(logs, sizes):
+    """The lines of the replicas' logs after `sizes` that say a leadership
+    began or ended."""
+    changes = []
+    for log, size in zip(logs, sizes):
+        with open(log) as f:
+            f.seek(size)
+            changes += [line.strip()[:160] for line in f
+                        if "stopped leading" in line or
+                        "leading the coordinator cluster" in line]
+    return changes
+
+
+def graceful_stop(replicas, work):
+    """SIGTERM of the leader while it serves a stream held open (its
+    drain lasts the shutdown grace): another replica serves while the old
+    one still drains, because it gave its leadership up first."""
+    import shard
+    client = shard.Client(replicas.coordinator, retry_deadline=30)
+    membership = client.join("graceful", "reader", wait=30,
+                             spec=shard.job_spec(10**7, 1, shuffle=False))
+    stream = client.stream(membership, 0, prefetch_bytes=16 << 10,
+                           chunk_indices=1024)
+    next(stream)  # Open; the reader takes nothing more, so it stays open.
+    time.sleep(0.5)
+    leader = replicas.leader()
+    replicas.terminate(leader)
+    successor = replicas.leader(deadline_s=30, skip=(leader,))
+    draining = replicas.running(leader)
+    exit_code = replicas.wait(leader)
+    with open(os.path.join(work, f"shardd-{leader}.log")) as f:
+        gave_up = "gave up the leadership" in f.read()
+    check(successor is not None and draining and gave_up and exit_code == 0,
+          f"graceful stop: a standby serves while the SIGTERMed leader still "
+          f"drains (successor {successor}, draining {draining}, "
+          f"'gave up the leadership' logged {gave_up}, exit {exit_code})")
+    stream.close()
+    replicas.start(leader)
+    client.close()
+
+
 def etcd_quorum(bin_dir, replicas, etcd, work):
     import shard
     job, size, epochs = "quorum", 200000, 1
@@ -295,11 +403,14 @@ def main():
     bin_dir = os.path.abspath(args.bin_dir)
     with tempfile.TemporaryDirectory() as work:
         with EtcdCluster() as etcd, \
-                Replicas(bin_dir, etcd, work, lease=f"{LEASE_S:g}s") as reps:
+                Replicas(bin_dir, etcd, work, lease=f"{LEASE_S:g}s",
+                         shutdown_grace="3s") as reps:
             leader_kills(bin_dir, reps, os.path.join(work, "kills"))
             paused_leader(bin_dir, reps, etcd)
             all_replicas_restart(reps)
             python_stream(reps)
+            hung_etcd_member(reps, etcd, work)
+            graceful_stop(reps, work)
             etcd_quorum(bin_dir, reps, etcd, os.path.join(work, "quorum"))
         if RESULTS["failed"]:
             for name in sorted(os.listdir(work)):

@@ -1,7 +1,7 @@
 """A replicated coordinator on loopback for end-to-end tests: a 3-member
 etcd cluster (real etcd processes in a temporary directory) and 3 shardd
 replicas keeping their state in it. Members and replicas can be killed,
-paused and restarted on the same addresses."""
+paused (SIGSTOP: a hung member) and restarted on the same addresses."""
 import json
 import os
 import shutil
@@ -59,6 +59,20 @@ class EtcdCluster:
         self._procs[i].kill()
         self._procs[i].wait()
 
+    def signal(self, i, number):
+        self._procs[i].send_signal(number)
+
+    def raft_leader(self):
+        """The index of the member that is etcd's raft leader now."""
+        status = json.loads(self.etcdctl("endpoint", "status", "-w", "json"))
+        for i, endpoint in enumerate(self._client):
+            for member in status:
+                header = member["Status"]["header"]
+                if (member["Endpoint"].endswith(endpoint) and
+                        header["member_id"] == member["Status"]["leader"]):
+                    return i
+        return None
+
     def etcdctl(self, *args):
         return subprocess.run(
             ["etcdctl", f"--endpoints={self.endpoints}", *args],
@@ -103,8 +117,9 @@ class Replicas:
     etcd's history)."""
 
     def __init__(self, bin_dir, etcd, work, lease="2s", size=3,
-                 snapshot_every=50, extra_args=()):
+                 snapshot_every=50, extra_args=(), shutdown_grace="1s"):
         self.snapshot_every = snapshot_every
+        self._shutdown_grace = shutdown_grace
         self._extra_args = list(extra_args)
         self._bin_dir = bin_dir
         self._etcd = etcd
@@ -119,7 +134,8 @@ class Replicas:
         proc = subprocess.Popen(
             [f"{self._bin_dir}/shardd", "--listen", self.addresses[i],
              "--etcd-endpoints", self._etcd.endpoints, "--leader-lease",
-             self.lease, "--shutdown-grace", "1s", "--snapshot-every",
+             self.lease, "--shutdown-grace", self._shutdown_grace,
+             "--snapshot-every",
              str(self.snapshot_every), *self._extra_args],
             stdout=subprocess.PIPE, stderr=log, text=True)
         log.close()
@@ -138,6 +154,17 @@ class Replicas:
     def kill(self, i):
         self._procs[i].kill()
         self._procs[i].wait()
+
+    def terminate(self, i):
+        """SIGTERM (a graceful stop, as in a rolling restart); returns at
+        once: wait(i) for the exit."""
+        self._procs[i].terminate()
+
+    def wait(self, i, timeout=60):
+        return self._procs[i].wait(timeout=timeout)
+
+    def running(self, i):
+        return self._procs[i].poll() is None
 
     def __enter__(self):
         for i in range(len(self.addresses)):

@@ -1,6 +1,7 @@
 // EtcdSession against a real etcd: one leader at a time, and a deposed
 // leader's write is refused by etcd itself (the fence), however late it
-// comes; TLS with client certificates.
+// comes; a watch of the leader key; a member that stops answering is left
+// while the lease lives; TLS with client certificates.
 #include "server/replication/etcd_session.h"
 
 #include <unistd.h>
@@ -9,11 +10,13 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/replication/etcd_test_base.h"
+#include "tests/support/tcp_proxy.h"
 
 namespace shard::server::replication {
 namespace {
@@ -56,6 +59,58 @@ TEST_F(EtcdSessionTest, ADeposedLeadersWriteIsRefusedAndChangesNothing) {
   EXPECT_EQ(*b->Get("jobs/x"), "from-b");
   EXPECT_EQ(b->Get("jobs/y").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(*b->Leader(), "replica-b");  // B still leads.
+}
+
+TEST_F(EtcdSessionTest, AWatchOfTheLeaderKeySeesItGoAndTheNextLeaderCome) {
+  std::unique_ptr<EtcdSession> a = Session();
+  std::unique_ptr<EtcdSession> b = Session();
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->Campaign("replica-a").ok());
+  absl::StatusOr<EtcdSession::LeaderKey> read = b->ReadLeader();
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->identity, "replica-a");
+  absl::StatusOr<std::unique_ptr<EtcdSession::PrefixWatch>> watch =
+      b->WatchKey("leader", read->revision + 1);
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  ASSERT_TRUE(a->Revoke().ok());  // As a leader does when it stops.
+  absl::StatusOr<std::vector<EtcdSession::Change>> gone = (*watch)->Next();
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  ASSERT_EQ(gone->size(), 1u);
+  EXPECT_TRUE(gone->front().deleted);
+  EXPECT_EQ(gone->front().key, "leader");
+  EXPECT_GT(gone->front().revision, read->revision);
+  ASSERT_TRUE(b->Campaign("replica-b").ok());
+  absl::StatusOr<std::vector<EtcdSession::Change>> next = (*watch)->Next();
+  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_EQ(next->size(), 1u);
+  EXPECT_FALSE(next->front().deleted);
+  EXPECT_EQ(next->front().value, "replica-b");
+}
+
+TEST_F(EtcdSessionTest, AMemberThatStopsAnsweringIsLeftWhileTheLeaseLives) {
+  // Two ways to the one etcd: through a proxy that freezes (a hung member:
+  // its connections stay open and nothing answers) and direct.
+  absl::StatusOr<std::unique_ptr<testing::TcpProxy>> proxy =
+      testing::TcpProxy::Start(etcd_->endpoint());
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  std::unique_ptr<EtcdSession> session =
+      Session(absl::Seconds(2), {(*proxy)->endpoint(), etcd_->endpoint()});
+  ASSERT_TRUE(session);
+  absl::StatusOr<EtcdSession::Leadership> led = session->Campaign("replica-a");
+  ASSERT_TRUE(led.ok()) << led.status();
+  (*proxy)->Freeze();
+  // A leader's renewals for three leases: each that waits on the frozen
+  // member gives up soon enough for the next, on the other member, to find
+  // the lease alive.
+  const absl::Duration ttl = session->granted_ttl();
+  for (const absl::Time end = absl::Now() + 3 * ttl; absl::Now() < end;) {
+    const absl::Status kept = session->KeepAlive();
+    ASSERT_FALSE(absl::IsNotFound(kept)) << kept;
+    if (kept.ok()) absl::SleepFor(ttl / 3);
+  }
+  EXPECT_TRUE(session->FencedPut(*led, {{"jobs/x", "1"}}).ok());
+  EXPECT_EQ(*session->Leader(), "replica-a");
+  (*proxy)->Thaw();
 }
 
 TEST_F(EtcdSessionTest, ALeaseNotKeptAliveLapsesAndFreesTheLeadership) {

@@ -4,6 +4,9 @@
 #define TESTS_REPLICATION_ETCD_TEST_BASE_H_
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -21,12 +24,15 @@ class EtcdTestBase : public ::testing::Test {
     etcd_ = *std::move(etcd);
   }
 
-  // A session under the prefix "/cluster/"; null (and a test failure) if
-  // it cannot start.
+  // A session under the prefix "/cluster/" with `endpoints` (empty: the
+  // test's etcd); null (and a test failure) if it cannot start.
   std::unique_ptr<EtcdSession> Session(
-      absl::Duration lease_ttl = absl::Seconds(5)) {
+      absl::Duration lease_ttl = absl::Seconds(5),
+      std::vector<std::string> endpoints = {}) {
     EtcdSession::Options options;
-    options.endpoints = {etcd_->endpoint()};
+    options.endpoints = endpoints.empty()
+                            ? std::vector<std::string>{etcd_->endpoint()}
+                            : std::move(endpoints);
     options.prefix = "/cluster/";
     options.lease_ttl = lease_ttl;
     absl::StatusOr<std::unique_ptr<EtcdSession>> session =
