@@ -33,8 +33,10 @@ absl::StatusOr<Response> CallWithRetry(
     // This client never cancels its unary calls.
     const absl::Status status = ServerCancelledAsUnavailable(FromGrpcStatus(
         ((*replica.stub).*method)(&context, request, &response), name));
-    if (absl::IsUnavailable(status) && replicas.Failed(replica, context)) {
-      return MarkedAsStandbyAnswer(status);
+    if (!absl::IsUnavailable(status)) {
+      replicas.Answered();
+    } else if (replicas.Failed(replica, context)) {
+      return MarkedRetrySoon(status);
     }
     return status;
   });
@@ -269,9 +271,17 @@ absl::Status CoordinatorClient::DeleteJob(const std::string& job_id,
   shard::v1::DeleteJobRequest request;
   request.set_job_id(job_id);
   request.set_force(force);
-  return CallWithRetry(*replicas_, &Stub::DeleteJob, "DeleteJob", request,
-                       options_.rpc_timeout, options_.retry)
-      .status();
+  const absl::Status first =
+      CallWithRetry(*replicas_, &Stub::DeleteJob, "DeleteJob", request,
+                    options_.rpc_timeout, NoRetry())
+          .status();
+  if (!absl::IsUnavailable(first)) return first;
+  const absl::Status retried =
+      CallWithRetry(*replicas_, &Stub::DeleteJob, "DeleteJob", request,
+                    options_.rpc_timeout, options_.retry)
+          .status();
+  // The first attempt may have deleted the job: gone is what was asked.
+  return absl::IsNotFound(retried) ? absl::OkStatus() : retried;
 }
 
 absl::StatusOr<absl::Duration> CoordinatorClient::Drain() {

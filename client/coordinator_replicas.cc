@@ -53,22 +53,29 @@ bool CoordinatorReplicas::Failed(const Pick& used,
   const auto& trailers = context.GetServerTrailingMetadata();
   const bool standby = trailers.find(kStandbyMetadataKey) != trailers.end();
   absl::MutexLock lock(&mu_);
-  if (used.index != current_) return standby;  // Another call moved on.
+  if (used.index != current_) return true;  // Another call moved on.
+  unanswered_ = standby ? 0 : unanswered_ + 1;
+  const bool soon = standby || unanswered_ < addresses_.size();
   if (const auto hint = trailers.find(kLeaderMetadataKey);
       hint != trailers.end()) {
     const std::string leader(hint->second.data(), hint->second.size());
     const auto known = std::find(addresses_.begin(), addresses_.end(), leader);
     if (known != addresses_.end()) {
       current_ = static_cast<size_t>(known - addresses_.begin());
-      return standby;
+      return soon;
     }
     if (Add(leader).ok()) {
       current_ = addresses_.size() - 1;
-      return standby;
+      return soon;
     }
   }
   current_ = (current_ + 1) % addresses_.size();
-  return standby;
+  return soon;
+}
+
+void CoordinatorReplicas::Answered() {
+  absl::MutexLock lock(&mu_);
+  unanswered_ = 0;
 }
 
 std::vector<std::string> CoordinatorReplicas::addresses() const {

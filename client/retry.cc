@@ -9,7 +9,7 @@ namespace shard::client {
 
 namespace {
 
-constexpr absl::string_view kStandbyAnswerPayload = "shard.standby_answer";
+constexpr absl::string_view kRetrySoonPayload = "shard.retry_soon";
 
 // A random 50..100% of `pause`.
 absl::Duration Jittered(absl::Duration pause) {
@@ -20,20 +20,20 @@ absl::Duration Jittered(absl::Duration pause) {
 
 }  // namespace
 
-absl::Status MarkedAsStandbyAnswer(absl::Status status) {
-  status.SetPayload(kStandbyAnswerPayload, absl::Cord("1"));
+absl::Status MarkedRetrySoon(absl::Status status) {
+  status.SetPayload(kRetrySoonPayload, absl::Cord("1"));
   return status;
 }
 
-bool IsStandbyAnswer(const absl::Status& status) {
-  return status.GetPayload(kStandbyAnswerPayload).has_value();
+bool IsRetrySoon(const absl::Status& status) {
+  return status.GetPayload(kRetrySoonPayload).has_value();
 }
 
 Backoff::Backoff(const RetryPolicy& policy)
     : policy_(policy), current_(policy.initial_backoff) {}
 
 absl::Duration Backoff::Next(const absl::Status& last) {
-  if (IsStandbyAnswer(last)) return Jittered(policy_.standby_pace);
+  if (IsRetrySoon(last)) return Jittered(policy_.soon_pace);
   const absl::Duration pause = Jittered(current_);
   current_ = std::min(current_ * 2, policy_.max_backoff);
   return pause;

@@ -86,7 +86,12 @@ absl::Status ShardStream::ReadOnce() {
       replica.stub->StreamShard(&context, request);
   shard::v1::IndexChunk chunk;
   absl::Status status;
+  bool answered = false;
   while (reader->Read(&chunk)) {
+    if (!answered) {
+      replicas_->Answered();
+      answered = true;
+    }
     absl::MutexLock lock(&mu_);
     if (!first_offset_) first_offset_ = chunk.rank_offset();
     if (chunk.rank_offset() != *first_offset_ + received_) {
@@ -129,7 +134,7 @@ absl::Status ShardStream::ReadOnce() {
   const absl::Status ended =
       ServerCancelledAsUnavailable(FromGrpcStatus(finish, "StreamShard"));
   if (absl::IsUnavailable(ended) && replicas_->Failed(replica, context)) {
-    return MarkedAsStandbyAnswer(ended);
+    return MarkedRetrySoon(ended);
   }
   return ended;
 }

@@ -8,13 +8,17 @@ one run. Prints a Markdown table.
    against the replicas' leader.
 2. Join storm: shard-join-storm-bench with W ranks joining at once, on
    each store.
-3. Failovers: while a writer creates a job after another (each create is
-   acknowledged only once durable), the leader is SIGKILLed K times
-   (restarted as a standby each time) and SIGSTOPped past its lease P
-   times; reports the time from each kill to the first call a new leader
-   serves (p50/p99/max), the time from each kill to the next create the
-   writer (the Python client, through the address list) completes, and how
-   many acknowledged jobs are missing at the end (must be 0).
+3. Failovers, for each leader lease in --leases: while a writer creates
+   a job after another (each create is acknowledged only once durable) and
+   a reader streams a job's indices, the leader is SIGKILLed K times and
+   SIGTERMed T times (restarted as a standby each time), then SIGSTOPped
+   past its lease P times; reports, for kills and SIGTERMs apart, the time
+   from each stop to the first call another replica serves, to the answer
+   of shardctl and of the C++ client started at the stop, and the longest
+   wait across the stop between two creates of the Python writer and
+   between two chunks of the Python stream (all through the address list),
+   p50/p99/max, and how many acknowledged jobs are missing at the end (must
+   be 0).
 4. etcd's footprint: commits in a closed loop until about N commits
    (snapshots every 10000 records, compaction after each; a member lease
    of 1 h, since the benchmark's members do not heartbeat); reports etcd's
@@ -22,7 +26,8 @@ one run. Prints a Markdown table.
 
   tests/bench/run_replication_bench.py --bin-dir build/bin --python-dir
       build/python [--members 1000] [--joins 1000] [--seconds 10]
-      [--kills 20] [--pauses 5] [--commits 1000000]
+      [--kills 20] [--terms 20] [--pauses 5] [--leases 2,5]
+      [--commits 1000000]
 """
 import argparse
 import json
@@ -60,13 +65,14 @@ def run_client(bin_dir, client, address, pid, size_flag, size, extra=()):
     return result
 
 
-def with_replicas(bin_dir, work, run, extra_args=()):
+def with_replicas(bin_dir, work, run, extra_args=(), lease_s=LEASE_S):
     """Runs `run(replicas, etcd)` on a fresh etcd cluster and 3 replicas
     (snapshots every 10000 records, shardd's default)."""
     from replicated_coordinator import EtcdCluster, Replicas
     with EtcdCluster() as etcd, Replicas(
-            bin_dir, etcd, work, lease=f"{LEASE_S:.0f}s",
+            bin_dir, etcd, work, lease=f"{lease_s:.0f}s",
             snapshot_every=10000, extra_args=extra_args) as replicas:
+        replicas.lease_s = lease_s
         if replicas.leader(deadline_s=60) is None:
             sys.exit("no replica leads")
         return run(replicas, etcd)
@@ -91,75 +97,176 @@ def percentile(values, q):
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def failovers(kills, pauses):
-    def run(replicas, _):
+class ClientWatch:
+    """The clients of a failover benchmark, each through the address list:
+    a Python writer creating one job after another, and a Python stream
+    read chunk by chunk as a trainer reads it; the time of each
+    acknowledged create and of each chunk received."""
+
+    def __init__(self, coordinator):
         import shard
-        client = shard.Client(replicas.coordinator, retry_deadline=60)
-        acknowledged = []
-        acknowledged_at = []  # time.monotonic() of each acknowledgement.
-        errors = []
-        stop = threading.Event()
+        self._shard = shard
+        self.client = shard.Client(coordinator, retry_deadline=60)
+        self.acknowledged, self.acknowledged_at = [], []
+        self.chunk_at, self.errors = [], []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._write),
+                         threading.Thread(target=self._read)]
+        for thread in self._threads:
+            thread.start()
 
-        def writer():
-            n = 0
-            while not stop.is_set():
-                job = f"ack-{n}"
-                try:
-                    client.create_job(job, shard.job_spec(100, 1))
-                    acknowledged.append(job)
-                    acknowledged_at.append(time.monotonic())
-                except Exception as error:  # noqa: BLE001 (reported)
-                    errors.append(f"{job}: {error}")
-                n += 1
+    def _write(self):
+        n = 0
+        while not self._stop.is_set():
+            job = f"ack-{n}"
+            try:
+                self.client.create_job(job, self._shard.job_spec(100, 1))
+                self.acknowledged.append(job)
+                self.acknowledged_at.append(time.monotonic())
+            except Exception as error:  # noqa: BLE001 (reported)
+                self.errors.append(f"{job}: {error}")
+            n += 1
 
-        thread = threading.Thread(target=writer)
-        thread.start()
-        times = []
-        killed_at = []
-        for k in range(kills):
-            time.sleep(1.0)
-            leader = replicas.leader()
-            replicas.kill(leader)
-            began = time.monotonic()
-            killed_at.append(began)
-            if replicas.leader(deadline_s=60, skip=(leader,)) is None:
-                sys.exit("no new leader after a kill")
-            times.append(time.monotonic() - began)
-            replicas.start(leader)
-            progress(f"kill {k + 1}/{kills}: {times[-1]:.2f} s")
+    def _read(self):
+        shard = self._shard
+        membership = self.client.join(
+            "stream", "reader", wait=60,
+            spec=shard.job_spec(10**9, 1, shuffle=False))
+        try:
+            # Small chunks and prefetch: what the reader gets is what the
+            # coordinator sends, not a buffer filled before a failure.
+            for _ in self.client.stream(membership, 0, prefetch_bytes=16 << 10,
+                                        chunk_indices=1024):
+                self.chunk_at.append(time.monotonic())
+                if self._stop.wait(0.01):
+                    return
+        except Exception as error:  # noqa: BLE001 (reported)
+            self.errors.append(f"stream: {error}")
+
+    def stop(self):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+    def lost(self):
+        """Acknowledged creates missing now (must be none)."""
+        missing = []
+        for job in self.acknowledged:
+            try:
+                self.client.get_job(job)
+            except self._shard.errors.NotFoundError:
+                missing.append(job)
+        return missing
+
+
+def stall(times, t, until):
+    """The longest wait between two consecutive times from the last before
+    `t` to the last before `until`: the pause a client saw across an event
+    at `t`, calls in flight at `t` included."""
+    before = [x for x in times if x <= t]
+    around = ([before[-1]] if before else []) + [
+        x for x in times if t < x <= until]
+    if len(around) < 2 or around[-1] <= t:
+        return None
+    return max(b - a for a, b in zip(around, around[1:]))
+
+
+def timed(command):
+    """Seconds the command took (None if it failed), run now."""
+    began = time.monotonic()
+    out = subprocess.run(command, capture_output=True, text=True,
+                         timeout=120)
+    if out.returncode != 0:
+        progress(f"{command[0]} failed: {out.stderr[-500:]}")
+        return None
+    return time.monotonic() - began
+
+
+def summary(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return {"p50": float("nan"), "p99": float("nan"),
+                "max": float("nan"), "n": 0}
+    return {"p50": statistics.median(values), "p99": percentile(values, 0.99),
+            "max": max(values), "n": len(values)}
+
+
+def failovers(bin_dir, rounds, pauses):
+    """`rounds`: [("kill" or "term", count)]. For each leader stopped that
+    way: the time to the first call another replica serves, and to the next
+    answer of each client (shardctl and the C++ client started right after
+    the stop, the Python writer, the Python stream)."""
+    def run(replicas, _):
+        watch = ClientWatch(replicas.coordinator)
+        watch.client.create_job("described", __import__("shard").job_spec(
+            100, 1))
+        events = []
+        for how, count in rounds:
+            for k in range(count):
+                time.sleep(1.0)
+                leader = replicas.leader()
+                if how == "kill":
+                    replicas.kill(leader)
+                else:
+                    replicas.terminate(leader)
+                began = time.monotonic()
+                probes = {}
+                threads = [threading.Thread(target=lambda: probes.__setitem__(
+                    "shardctl", timed([f"{bin_dir}/shardctl", "--coordinator",
+                                       replicas.coordinator, "describe",
+                                       "--job", "described"]))),
+                           threading.Thread(target=lambda: probes.__setitem__(
+                               "cpp", timed([f"{bin_dir}/shard-client-probe",
+                                             "--coordinator",
+                                             replicas.coordinator, "--call",
+                                             "GetJob", "--retry-deadline",
+                                             "60s"])))]
+                for thread in threads:
+                    thread.start()
+                if replicas.leader(deadline_s=60, skip=(leader,)) is None:
+                    sys.exit(f"no new leader after a {how}")
+                served = time.monotonic() - began
+                for thread in threads:
+                    thread.join()
+                if how == "term":
+                    replicas.wait(leader)
+                replicas.start(leader)
+                events.append({"how": how, "at": began, "served": served,
+                               **probes})
+                progress(f"{how} {k + 1}/{count}: served after {served:.2f} "
+                         f"s, shardctl {probes['shardctl'] or 0:.2f} s, C++ "
+                         f"{probes['cpp'] or 0:.2f} s")
+        ends = [e["at"] for e in events[1:]]
         for p in range(pauses):
             time.sleep(1.0)
             leader = replicas.leader()
+            if p == 0:
+                ends.append(time.monotonic())
             replicas.signal(leader, signal.SIGSTOP)
             if replicas.leader(deadline_s=60, skip=(leader,)) is None:
                 sys.exit("no new leader after a pause")
-            time.sleep(LEASE_S)
+            time.sleep(replicas.lease_s)
             replicas.signal(leader, signal.SIGCONT)
             progress(f"pause {p + 1}/{pauses}")
         time.sleep(1.0)
-        stop.set()
-        thread.join()
-        lost = []
-        for job in acknowledged:
-            try:
-                client.get_job(job)
-            except shard.errors.NotFoundError:
-                lost.append(job)
-        client.close()
-        # As the client sees it: from each kill to the next create the
-        # writer had acknowledged (its retries and backoff included).
-        seen = [min((t for t in acknowledged_at if t > k), default=None)
-                for k in killed_at]
-        client_times = [t - k for t, k in zip(seen, killed_at)
-                        if t is not None]
-        return {"kills": kills, "pauses": pauses,
-                "p50_s": statistics.median(times),
-                "p99_s": percentile(times, 0.99), "max_s": max(times),
-                "client_p50_s": statistics.median(client_times),
-                "client_p99_s": percentile(client_times, 0.99),
-                "client_max_s": max(client_times),
-                "acknowledged": len(acknowledged), "lost": len(lost),
-                "failed_calls": len(errors), "failures": errors[:5]}
+        if not pauses:
+            ends.append(time.monotonic())
+        watch.stop()
+        for event, end in zip(events, ends):
+            event["python"] = stall(watch.acknowledged_at, event["at"], end)
+            event["stream"] = stall(watch.chunk_at, event["at"], end)
+        lost = watch.lost()
+        watch.client.close()
+        figures = {}
+        for how, _ in rounds:
+            mine = [e for e in events if e["how"] == how]
+            figures[how] = {key: summary([e[key] for e in mine])
+                            for key in ("served", "shardctl", "cpp",
+                                        "python", "stream")}
+        return {"figures": figures, "pauses": pauses,
+                "acknowledged": len(watch.acknowledged), "lost": len(lost),
+                "failed_calls": len(watch.errors),
+                "failures": watch.errors[:5]}
     return run
 
 
@@ -190,7 +297,12 @@ def main():
     parser.add_argument("--joins", type=int, default=1000)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--terms", type=int, default=20)
     parser.add_argument("--pauses", type=int, default=5)
+    parser.add_argument("--leases", type=lambda v: [float(x) for x in
+                                                     v.split(",")],
+                        default=[2.0, 5.0],
+                        help="leader leases to measure failovers with, s")
     parser.add_argument("--commits", type=int, default=1000000)
     args = parser.parse_args()
     sys.path.insert(0, args.python_dir)
@@ -212,10 +324,14 @@ def main():
     progress("join storm, etcd")
     etcd_storm = with_replicas(bin_dir, work, load_on_leader(
         bin_dir, "shard-join-storm-bench", "joins", args.joins))
-    progress("failovers")
-    failed_over = with_replicas(bin_dir, work,
-                                failovers(args.kills, args.pauses))
-    progress(json.dumps(failed_over))
+    failed_over = {}
+    for lease in args.leases:
+        progress(f"failovers, lease {lease:g} s")
+        failed_over[lease] = with_replicas(
+            bin_dir, work, failovers(bin_dir, [("kill", args.kills),
+                                               ("term", args.terms)],
+                                     args.pauses), lease_s=lease)
+        progress(json.dumps(failed_over[lease]))
     progress("etcd footprint")
     # The benchmark's members commit without heartbeats: a member lease
     # longer than the run keeps them joined.
@@ -237,24 +353,37 @@ def main():
     print(f"| join storm of {args.joins}: all answered | "
           f"{journal_storm['form_s']:.2f} s | {etcd_storm['form_s']:.2f} s | "
           f"{etcd_storm['form_s'] / journal_storm['form_s']:.2f} |")
-    f = failed_over
-    print(f"\n| failovers (lease {LEASE_S:.0f} s) | value |")
+    print("\n| failover: leader stopped -> answered, p50 / p99 / max "
+          "(s) | kill -9 | SIGTERM |")
+    print("| --- | --- | --- |")
+    names = {"served": "first call another replica serves",
+             "shardctl": "`shardctl describe`, started at the stop",
+             "cpp": "C++ client call, started at the stop",
+             "python": "longest wait between two creates of the Python "
+                       "client",
+             "stream": "longest wait between two chunks a Python stream "
+                       "reader gets"}
+    for lease, f in failed_over.items():
+        for key, name in names.items():
+            cells = []
+            for how in ("kill", "term"):
+                v = f["figures"][how][key]
+                cells.append(f"{v['p50']:.2f} / {v['p99']:.2f} / "
+                             f"{v['max']:.2f} ({v['n']})")
+            print(f"| lease {lease:g} s: {name} | {cells[0]} | {cells[1]} |")
+    print("\n| failovers | acknowledged creates / lost / calls failed |")
     print("| --- | --- |")
-    print(f"| kill -9 of the leader to the first served call, p50 / p99 / "
-          f"max over {f['kills']} | {f['p50_s']:.2f} / {f['p99_s']:.2f} / "
-          f"{f['max_s']:.2f} s |")
-    print(f"| kill -9 of the leader to the next create the Python client "
-          f"completes through the address list, p50 / p99 / max over "
-          f"{f['kills']} | {f['client_p50_s']:.2f} / "
-          f"{f['client_p99_s']:.2f} / {f['client_max_s']:.2f} s |")
-    print(f"| acknowledged creates during {f['kills']} kills and "
-          f"{f['pauses']} SIGSTOP rounds / lost / calls failed | "
-          f"{f['acknowledged']} / {f['lost']} / {f['failed_calls']} |")
+    for lease, f in failed_over.items():
+        print(f"| lease {lease:g} s, {args.kills} kills, {args.terms} "
+              f"SIGTERMs, {f['pauses']} SIGSTOP rounds | "
+              f"{f['acknowledged']} / {f['lost']} / {f['failed_calls']} |")
+    print("\n| etcd footprint | value |")
+    print("| --- | --- |")
     print(f"| etcd after {size['commits']} commits (snapshot every 10000 "
           f"records): database / in use / keys | "
           f"{size['db_bytes'] / 2**20:.1f} MiB / "
           f"{size['db_in_use_bytes'] / 2**20:.1f} MiB / {size['keys']} |")
-    if f["lost"]:
+    if any(f["lost"] for f in failed_over.values()):
         sys.exit(1)
 
 

@@ -7,7 +7,9 @@ the table, the C++ client (through shard-client-probe) and the Python
 client (where it has the call) face UNAVAILABLE, then CANCELLED (what a
 replica stopping or replacing its server answers): a "retry" call (a
 stream's reconnection included) is sent again, a "once" call exactly once,
-and both clients report UNAVAILABLE. For heartbeats answered with each kind
+and both clients report UNAVAILABLE. DeleteJob answered UNAVAILABLE and
+then NOT_FOUND is OK in both (the first attempt may have deleted the job),
+NOT_FOUND at once is NOT_FOUND. For heartbeats answered with each kind
 of code, both clients' heartbeat threads stop and report (heartbeat.ends),
 report and go on (heartbeat.reported) or go on silently (any other code).
 Also: the Python errors are the ShardError subclass of their code and
@@ -68,6 +70,7 @@ class FakeCoordinator:
     def __init__(self, methods):
         from shard.v1 import shard_pb2_grpc as pb_grpc
         self.code = grpc.StatusCode.UNAVAILABLE
+        self.then = None
         self.calls = collections.Counter()
         self._lock = threading.Lock()
 
@@ -75,7 +78,10 @@ class FakeCoordinator:
             def answer(servicer, request, context):
                 with self._lock:
                     self.calls[name] += 1
-                context.abort(self.code, f"fake coordinator: {self.code.name}")
+                    code = self.code
+                    if self.then is not None:
+                        self.code = self.then
+                context.abort(code, f"fake coordinator: {code.name}")
             return answer
         servicer = type("Fake", (pb_grpc.CoordinatorServicer,),
                         {name: handler(name) for name in methods})()
@@ -84,9 +90,11 @@ class FakeCoordinator:
         self.address = f"127.0.0.1:{self._server.add_insecure_port('127.0.0.1:0')}"
         self._server.start()
 
-    def reset(self, code):
+    def reset(self, code, then=None):
+        """Answers `code`, or `code` once and then `then`."""
         with self._lock:
             self.code = grpc.StatusCode[code]
+            self.then = grpc.StatusCode[then] if then else None
             self.calls.clear()
 
     def count(self, name):
@@ -133,6 +141,28 @@ def check_retries(args, fake, table, shard):
               (sent == 1 if mode == "once" else sent >= 2),
               f"Python {rpc} facing {answer}: sent {sent} times "
               f"({expected}), raised {type(error).__name__}")
+    client.close()
+
+
+def check_ambiguous_delete(args, fake, shard):
+    """DeleteJob: NOT_FOUND after an attempt that answered UNAVAILABLE is
+    OK (that attempt may have deleted the job); NOT_FOUND at once is
+    NOT_FOUND."""
+    client = shard.Client(fake.address, retry_deadline=5.0, rpc_timeout=5.0)
+    for first, expected in (("UNAVAILABLE", "OK"), ("NOT_FOUND", "NOT_FOUND")):
+        fake.reset(first, then="NOT_FOUND")
+        code = probe(args.bin_dir, fake.address, "--call", "DeleteJob",
+                     "--retry-deadline", "5s")
+        check(code == expected,
+              f"C++ DeleteJob answered {first} then NOT_FOUND: {code}")
+        fake.reset(first, then="NOT_FOUND")
+        try:
+            client.delete_job("probe")
+            got = "OK"
+        except shard.ShardError as error:
+            got = error.code.name
+        check(got == expected,
+              f"Python DeleteJob answered {first} then NOT_FOUND: {got}")
     client.close()
 
 
@@ -199,6 +229,7 @@ def main():
     fake = FakeCoordinator(table["calls"])
     try:
         check_retries(args, fake, table, shard)
+        check_ambiguous_delete(args, fake, shard)
         check_heartbeats(args, fake, table, shard)
     finally:
         fake.stop()

@@ -104,13 +104,13 @@ TEST(RetryTest, BackoffDoublesUpToTheCap) {
 // grown to seconds meanwhile.
 TEST(RetryTest, AStandbysAnswerIsRetriedAtAFixedPace) {
   RetryPolicy policy;
-  policy.standby_pace = absl::Milliseconds(100);
+  policy.soon_pace = absl::Milliseconds(100);
   policy.max_backoff = absl::Seconds(5);
   Backoff backoff(policy);
-  const absl::Status standby = MarkedAsStandbyAnswer(
+  const absl::Status standby = MarkedRetrySoon(
       absl::UnavailableError("standing by; the leader is b:7070"));
-  EXPECT_TRUE(IsStandbyAnswer(standby));
-  EXPECT_FALSE(IsStandbyAnswer(absl::UnavailableError("refused")));
+  EXPECT_TRUE(IsRetrySoon(standby));
+  EXPECT_FALSE(IsRetrySoon(absl::UnavailableError("refused")));
   for (int attempt = 0; attempt < 30; ++attempt) {
     const absl::Duration pause = backoff.Next(standby);
     EXPECT_GE(pause, absl::Milliseconds(50));

@@ -11,10 +11,12 @@ from shard.v1 import shard_pb2_grpc as pb_grpc
 LEADER_METADATA_KEY = "shard-leader"
 # Set on every refusal of a standby replica (common/leader_hint.h).
 STANDBY_METADATA_KEY = "shard-standby"
-# The pause (a random 50..100% of it) after a standby's refusal: it is up
-# and names the leader or awaits one, so the client retries soon and does
-# not grow its backoff (RetryPolicy::standby_pace in C++).
-STANDBY_PACE_S = 0.1
+# The pause (a random 50..100% of it) after an UNAVAILABLE that
+# Replicas.failed() says to retry soon (a standby's refusal: it is up and
+# names the leader or awaits one; or a replica that did not answer while
+# the list has another to try): the backoff does not grow
+# (RetryPolicy::soon_pace in C++).
+SOON_PACE_S = 0.1
 
 
 def _read_secret(path, what):
@@ -116,6 +118,8 @@ class Replicas:
         self._channels = []
         self._stubs = []
         self._current = 0
+        # Replicas in a row that failed without answering since one did.
+        self._unanswered = 0
         self.metadata = ()
         for address in addresses.split(","):
             if address.strip():
@@ -142,8 +146,10 @@ class Replicas:
 
     def failed(self, index, error):
         """The call to replica `index` raised `error` (UNAVAILABLE): moves
-        on. True when a standby replica gave that answer (retry at
-        STANDBY_PACE_S, not after a growing backoff)."""
+        on. True when the retry should come at SOON_PACE_S, not after a
+        growing backoff: a standby replica gave that answer, another call
+        moved on already, or the replica did not answer and the list has one
+        that has not failed to answer since a replica last did."""
         leader, standby = None, False
         trailers = getattr(error, "trailing_metadata", None)
         for key, value in (trailers() if callable(trailers) else None) or ():
@@ -153,14 +159,21 @@ class Replicas:
                 standby = True
         with self._lock:
             if index != self._current:
-                return standby  # Another call moved on already.
+                return True  # Another call moved on already.
+            self._unanswered = 0 if standby else self._unanswered + 1
+            soon = standby or self._unanswered < len(self._addresses)
             if leader:
                 if leader not in self._addresses:
                     self._add(leader)
                 self._current = self._addresses.index(leader)
             else:
                 self._current = (self._current + 1) % len(self._addresses)
-        return standby
+        return soon
+
+    def answered(self):
+        """A call got an answer other than UNAVAILABLE."""
+        with self._lock:
+            self._unanswered = 0
 
     def close(self):
         with self._lock:

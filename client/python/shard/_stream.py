@@ -7,7 +7,7 @@ import time
 import grpc
 import numpy as np
 
-from shard._channel import STANDBY_PACE_S
+from shard._channel import SOON_PACE_S
 from shard.errors import RETRYABLE, ShardError
 from shard.v1 import shard_pb2 as pb
 
@@ -71,7 +71,11 @@ class ShardStream:
                     if self._closed.is_set():
                         return
                     replica, self._call = self._client._open_stream(request)
+                answered = False
                 for chunk in self._call:
+                    if not answered:
+                        self._client._replica_answered()
+                        answered = True
                     if not self._wait_for_room():
                         return
                     array = chunk_indices(chunk)
@@ -90,16 +94,16 @@ class ShardStream:
                 # Not cancelled by close(): the coordinator's doing.
                 failure = ShardError.from_server_rpc_error("StreamShard",
                                                            error)
-                standby = (failure.code == grpc.StatusCode.UNAVAILABLE and
-                           replica is not None and
-                           self._client._replica_failed(replica, error))
+                soon = (failure.code == grpc.StatusCode.UNAVAILABLE and
+                        replica is not None and
+                        self._client._replica_failed(replica, error))
                 now = time.monotonic()
                 give_up = give_up or now + self._client._retry_deadline
                 if failure.code not in RETRYABLE or now > give_up:
                     self._queue.put(failure)
                     return
-                if standby:  # Up, and a leader named or being elected.
-                    time.sleep(STANDBY_PACE_S * random.uniform(0.5, 1.0))
+                if soon:  # A leader named or being elected, or another to try.
+                    time.sleep(SOON_PACE_S * random.uniform(0.5, 1.0))
                     continue
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)

@@ -13,9 +13,9 @@ import grpc
 import numpy as np
 
 from shard import _stream
-from shard._channel import STANDBY_PACE_S, Replicas
+from shard._channel import SOON_PACE_S, Replicas
 from shard.errors import (HEARTBEAT_ENDS, HEARTBEAT_REPORTED, RETRYABLE,
-                          ShardError)
+                          NotFoundError, ShardError, UnavailableError)
 from shard.v1 import shard_pb2 as pb
 
 _TAILS = {"pad": pb.TAIL_POLICY_PAD, "drop": pb.TAIL_POLICY_DROP,
@@ -110,22 +110,26 @@ class Client:
         backoff = 0.1
         while True:
             index, stub = self._replicas.current()
-            standby = False
+            soon = False
             try:
-                return getattr(stub, name)(
+                response = getattr(stub, name)(
                     request, timeout=timeout or self._rpc_timeout,
                     metadata=self._metadata)
+                self._replicas.answered()
+                return response
             except grpc.RpcError as error:
                 # This client never cancels its unary calls.
                 failure = ShardError.from_server_rpc_error(name, error)
                 if failure.code == grpc.StatusCode.UNAVAILABLE:
-                    standby = self._replicas.failed(index, error)
-                pause = STANDBY_PACE_S if standby else backoff
+                    soon = self._replicas.failed(index, error)
+                else:
+                    self._replicas.answered()
+                pause = SOON_PACE_S if soon else backoff
                 if (not retry or failure.code not in RETRYABLE or
                         time.monotonic() + pause > give_up):
                     raise failure from None
             time.sleep(pause * random.uniform(0.5, 1.0))
-            if not standby:
+            if not soon:
                 backoff = min(backoff * 2, 5.0)
 
     @staticmethod
@@ -145,8 +149,20 @@ class Client:
         return self._call("GetJob", pb.GetJobRequest(job_id=job_id))
 
     def delete_job(self, job_id: str, force: bool = False) -> None:
-        self._call("DeleteJob", pb.DeleteJobRequest(job_id=job_id,
-                                                    force=force))
+        """Deletes the job; NotFoundError when it did not exist. After an
+        attempt whose outcome is unknown (UNAVAILABLE, as a leader stepping
+        down answers a deletion it made durable) a retry that finds no job
+        returns: gone is what was asked."""
+        request = pb.DeleteJobRequest(job_id=job_id, force=force)
+        try:
+            self._call("DeleteJob", request, retry=False)
+            return
+        except UnavailableError:
+            pass
+        try:
+            self._call("DeleteJob", request)
+        except NotFoundError:
+            pass
 
     def join(self, job_id: str, member_id: str, *,
              spec: Optional[pb.JobSpec] = None,
@@ -285,8 +301,12 @@ class Client:
         return index, stub.StreamShard(request, metadata=self._metadata)
 
     def _replica_failed(self, index, error) -> bool:
-        """Moves on from replica `index`; True when a standby answered."""
+        """Moves on from replica `index`; True when the retry should come
+        at SOON_PACE_S (Replicas.failed)."""
         return self._replicas.failed(index, error)
+
+    def _replica_answered(self) -> None:
+        self._replicas.answered()
 
     # -- rendezvous store (the generation's key-value space) --------------
 

@@ -116,8 +116,10 @@ class CoordinatorClient {
   absl::Status Leave(const Membership& membership);
 
   // Admin: deletes a job (see shard.proto DeleteJob). Retried on
-  // UNAVAILABLE like every call; a retry after a lost answer reports
-  // NOT_FOUND.
+  // UNAVAILABLE like every call. NOT_FOUND when the job did not exist; OK
+  // when it is gone after an attempt whose outcome is unknown (it answered
+  // UNAVAILABLE, as a leader stepping down does for a deletion it made
+  // durable) and a retry found no job.
   absl::Status DeleteJob(const std::string& job_id, bool force);
   // Admin: starts the coordinator's graceful shutdown; returns the grace
   // in-flight calls get. One attempt (a draining server answers

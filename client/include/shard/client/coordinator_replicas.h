@@ -55,11 +55,16 @@ class CoordinatorReplicas {
   // The replica to call now.
   Pick Current() const ABSL_LOCKS_EXCLUDED(mu_);
   // The call to `used` (finished, with `context`) answered UNAVAILABLE:
-  // moves on unless another call already did. True when a standby replica
-  // gave that answer (it is up, and a leader is named or being elected):
-  // retry soon (MarkedAsStandbyAnswer), not after a growing backoff.
+  // moves on unless another call already did. True when the retry should
+  // come soon (MarkedRetrySoon), not after a growing backoff: a standby
+  // replica gave that answer (it is up, and a leader is named or being
+  // elected), another call moved on already, or the replica did not answer
+  // and the list has one that has not failed to answer since a replica
+  // last did (a dead leader costs one pace, not a backoff).
   bool Failed(const Pick& used, const grpc::ClientContext& context)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // A call got an answer other than UNAVAILABLE from a replica.
+  void Answered() ABSL_LOCKS_EXCLUDED(mu_);
   // Every replica known (the list, then leaders learned from trailers).
   std::vector<std::string> addresses() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -75,6 +80,8 @@ class CoordinatorReplicas {
   std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Stub>> stubs_ ABSL_GUARDED_BY(mu_);
   size_t current_ ABSL_GUARDED_BY(mu_) = 0;
+  // Replicas in a row that failed without answering since one answered.
+  size_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace shard::client

@@ -26,23 +26,24 @@ struct RetryPolicy {
   std::function<void(const absl::Status& last, absl::Duration left)>
       on_retrying;
   absl::Duration report_every = absl::Seconds(5);
-  // The pause (a random 50..100% of it) after an UNAVAILABLE that a
-  // standby replica answered (MarkedAsStandbyAnswer): it is up and names
-  // the leader or awaits one, so the next attempt comes soon, the backoff
-  // does not grow, and a failover costs the client no more than the
-  // election plus this.
-  absl::Duration standby_pace = absl::Milliseconds(100);
+  // The pause (a random 50..100% of it) after an UNAVAILABLE marked to be
+  // retried soon (MarkedRetrySoon: a standby replica answered, so it is up
+  // and names the leader or awaits one; or a replica did not answer and
+  // the list has another to try): the backoff does not grow, and a
+  // failover costs the client no more than the election plus this.
+  absl::Duration soon_pace = absl::Milliseconds(100);
 };
 
-// `status` (an UNAVAILABLE) marked as answered by a standby replica, and
-// the test for the mark.
-absl::Status MarkedAsStandbyAnswer(absl::Status status);
-bool IsStandbyAnswer(const absl::Status& status);
+// `status` (an UNAVAILABLE) marked to be retried after soon_pace, and the
+// test for the mark.
+absl::Status MarkedRetrySoon(absl::Status status);
+bool IsRetrySoon(const absl::Status& status);
 
 // Runs `attempt` until it returns anything but UNAVAILABLE or the policy's
 // deadline passes; returns the last status. Sleeps between attempts (each
-// pause is a random 50..100% of the current backoff, or of standby_pace
-// after a standby's answer) and reports through policy.on_retrying.
+// pause is a random 50..100% of the current backoff, or of soon_pace
+// after a status marked to be retried soon) and reports through
+// policy.on_retrying.
 // Thread-safe.
 absl::Status RetryUnavailable(const RetryPolicy& policy,
                               absl::FunctionRef<absl::Status()> attempt);
@@ -52,8 +53,9 @@ absl::Status RetryUnavailable(const RetryPolicy& policy,
 class Backoff {
  public:
   explicit Backoff(const RetryPolicy& policy);
-  // The pause before the next attempt after `last`: standby_pace after a
-  // standby's answer, else the backoff, which grows for the one after.
+  // The pause before the next attempt after `last`: soon_pace if it is
+  // marked to be retried soon, else the backoff, which grows for the one
+  // after.
   absl::Duration Next(const absl::Status& last);
   void Reset();
 
