@@ -29,6 +29,12 @@ struct ChannelSecurity {
 // connection misses the answer for kKeepaliveTimeoutMs fails UNAVAILABLE.
 inline constexpr int kKeepaliveTimeMs = 3000;
 inline constexpr int kKeepaliveTimeoutMs = 2000;
+// Reconnecting to a replica that went away: first after 100 ms, then
+// backing off to at most 1 s (gRPC's default grows to 120 s), so a replica
+// that restarted, or the leader elected among the others, is reachable
+// again within a second of coming up.
+inline constexpr int kReconnectBackoffMs = 100;
+inline constexpr int kMaxReconnectBackoffMs = 1000;
 
 // INVALID_ARGUMENT for unreadable files or an inconsistent combination.
 // Connects lazily.
