@@ -117,12 +117,15 @@ class Replicas:
     etcd's history)."""
 
     def __init__(self, bin_dir, etcd, work, lease="2s", size=3,
-                 snapshot_every=50, extra_args=(), shutdown_grace="1s"):
+                 snapshot_every=50, extra_args=(), shutdown_grace="1s",
+                 etcd_endpoints=None):
+        """`etcd_endpoints`: each replica's --etcd-endpoints (default: the
+        cluster's for all), e.g. through proxies that cut one off."""
         self.snapshot_every = snapshot_every
+        self._etcd_endpoints = etcd_endpoints or [etcd.endpoints] * size
         self._shutdown_grace = shutdown_grace
         self._extra_args = list(extra_args)
         self._bin_dir = bin_dir
-        self._etcd = etcd
         self._work = work
         self.lease = lease
         self.addresses = [f"127.0.0.1:{p}" for p in free_ports(size)]
@@ -133,7 +136,7 @@ class Replicas:
         log = open(os.path.join(self._work, f"shardd-{i}.log"), "a")
         proc = subprocess.Popen(
             [f"{self._bin_dir}/shardd", "--listen", self.addresses[i],
-             "--etcd-endpoints", self._etcd.endpoints, "--leader-lease",
+             "--etcd-endpoints", self._etcd_endpoints[i], "--leader-lease",
              self.lease, "--shutdown-grace", self._shutdown_grace,
              "--snapshot-every",
              str(self.snapshot_every), *self._extra_args],

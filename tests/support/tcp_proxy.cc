@@ -102,9 +102,10 @@ void TcpProxy::Loop() {
       (void)!read(wake_[0], drained, sizeof(drained));
       continue;  // frozen_ or stopping_ may have changed.
     }
-    if (watched[1].revents != 0) Accept();
+    if (watched.size() == 1) continue;  // Frozen: nothing else was asked.
+    // The pairs polled are the first ones; Accept() appends.
     std::vector<std::pair<int, int>> open;
-    for (size_t i = 0; i < pairs_.size(); ++i) {
+    for (size_t i = 0; 2 + 2 * i < watched.size(); ++i) {
       const auto [client, target] = pairs_[i];
       const bool ok =
           (watched[2 + 2 * i].revents == 0 || Pump(client, target)) &&
@@ -117,6 +118,7 @@ void TcpProxy::Loop() {
       }
     }
     pairs_ = std::move(open);
+    if (watched[1].revents != 0) Accept();
   }
 }
 
