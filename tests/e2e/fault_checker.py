@@ -14,8 +14,11 @@ Workload, all through the address list: pairs of shard-train ranks (Gloo,
 one job after another; a Python writer creating and deleting jobs; a
 Python member committing its progress in a loop; a Python member setting
 and reading rendezvous keys.
-Checked after: every acknowledged create is present unless its delete was
-acknowledged; no acknowledged commit was lost (the job's committed
+Checked after: no two replicas answered as leader at once (a prober asks
+each replica every 20 ms and records its answers; an answer of one
+between two of another whose log shows no change of its leadership in
+between is two leaders); every acknowledged create is present unless its
+delete was acknowledged; no acknowledged commit was lost (the job's committed
 position is at least the last one acknowledged); every trainer exited 0
 and each rank trained exactly its planned indices of each epoch, once; no
 replica exited but those the schedule stopped (a SIGTERMed one exits 0).
@@ -26,13 +29,18 @@ failure.
       [--seconds 180] [--seed N]
 """
 import argparse
+import bisect
+import calendar
 import os
 import random
+import re
 import signal
 import sys
 import tempfile
 import threading
 import time
+
+import grpc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -211,6 +219,80 @@ class Workload:
             thread.join()
 
 
+class LeaderProbe:
+    """Asks each replica ListJobs every 20 ms (one thread and one channel
+    per replica, 200 ms deadline) and records each answer it gave as the
+    leader: replica -> [(sent, received)], wall-clock seconds, the clock of
+    the replicas' log lines."""
+
+    def __init__(self, addresses):
+        self.answered = {i: [] for i in range(len(addresses))}
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._ask, args=(i, a))
+                         for i, a in enumerate(addresses)]
+        for thread in self._threads:
+            thread.start()
+
+    def _ask(self, i, address):
+        from shard.v1 import shard_pb2 as pb
+        from shard.v1 import shard_pb2_grpc as pb_grpc
+        options = [("grpc.initial_reconnect_backoff_ms", 100),
+                   ("grpc.min_reconnect_backoff_ms", 100),
+                   ("grpc.max_reconnect_backoff_ms", 500)]
+        with grpc.insecure_channel(address, options) as channel:
+            stub = pb_grpc.CoordinatorStub(channel)
+            while not self._stop.wait(0.02):
+                sent = time.time()
+                try:
+                    stub.ListJobs(pb.ListJobsRequest(), timeout=0.2)
+                    self.answered[i].append((sent, time.time()))
+                except grpc.RpcError:
+                    pass
+
+    def stop(self):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+
+
+def leadership_changes(log_path):
+    """Wall-clock seconds of each line of a replica's log that says its
+    leadership began or ended."""
+    times = []
+    with open(log_path) as f:
+        for line in f:
+            if ("leading the coordinator cluster" in line or
+                    "stopped leading" in line or
+                    "gave up the leadership" in line):
+                stamp = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
+                                 r"\.(\d{3})Z", line)
+                if stamp:
+                    times.append(calendar.timegm(time.strptime(
+                        stamp.group(1), "%Y-%m-%dT%H:%M:%S")) +
+                        int(stamp.group(2)) / 1000)
+    return sorted(times)
+
+
+def two_leaders(answered, changes):
+    """Instants where two replicas answered as leader: an answer of replica
+    B strictly between two answers of replica A with no change of A's
+    leadership logged between them (A served before and after, so also
+    when B did). A leadership only ends logged, or by a kill -9, after
+    which the replica serves again only once it logged a new one."""
+    found = []
+    sent = {i: [s for s, _ in mine] for i, mine in answered.items()}
+    for a, mine in answered.items():
+        for (s1, r1), (s3, r3) in zip(mine, mine[1:]):
+            i = bisect.bisect_left(changes[a], s1)
+            if i < len(changes[a]) and changes[a][i] <= r3:
+                continue
+            for b, theirs in answered.items():
+                j = bisect.bisect_right(sent[b], r1)
+                if b != a and j < len(theirs) and theirs[j][1] < s3:
+                    found.append((a, b, theirs[j][0]))
+    return found
+
+
 def train_continuously(bin_dir, coordinator, work, stop, runs):
     """Pairs of shard-train ranks, one job after another until `stop`;
     appends (job, members, outputs) to `runs`."""
@@ -250,6 +332,7 @@ def main():
                 bin_dir, etcd, work, lease=f"{LEASE_S:g}s") as replicas:
             replicas.leader(deadline_s=60)
             workload = Workload(replicas.coordinator)
+            probe = LeaderProbe(replicas.addresses)
             stop, runs = threading.Event(), []
             trainer = threading.Thread(target=train_continuously, args=(
                 bin_dir, replicas.coordinator, work, stop, runs))
@@ -262,6 +345,14 @@ def main():
             stop.set()
             trainer.join()
             workload.stop()
+            probe.stop()
+            changes = {i: leadership_changes(
+                os.path.join(work, f"shardd-{i}.log")) for i in range(3)}
+            overlaps = two_leaders(probe.answered, changes)
+            check(not overlaps and all(probe.answered.values()),
+                  f"no two replicas answered as leader at once "
+                  f"({sum(map(len, probe.answered.values()))} answers "
+                  f"sampled; {overlaps[:3]})")
             crashed = [i for i in range(3) if not replicas.running(i)
                        and i not in faults.stopped]
             check(not crashed, f"no replica exited on its own ({crashed})")
