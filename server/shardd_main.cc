@@ -281,60 +281,73 @@ absl::Duration AwaitShutdownSignal(const shard::server::DaemonFlags& flags,
   return grace;
 }
 
+// Locks --data-dir into `lock` and recovers its journal (syncs observed by
+// `metrics`); an empty journal in memory for --in-memory. The exit code
+// (printed why) when it cannot.
+absl::StatusOr<shard::storage::OpenedLog> OpenJournal(
+    const shard::server::DaemonFlags& flags,
+    shard::metrics::ServerMetrics* metrics,
+    std::optional<shard::storage::DataDirLock>& lock, int* exit_code) {
+  const std::string& data_dir = flags.data_dir;
+  if (data_dir.empty()) {
+    LogEvent("--in-memory: state is not persisted");
+    return shard::storage::OpenedLog{
+        shard::storage::StateLog::InMemory(), {}, {}};
+  }
+  // Held until the process exits: a second shardd on this directory (or
+  // on the same directory through a symlink) refuses to start.
+  absl::StatusOr<shard::storage::DataDirLock> locked =
+      shard::storage::LockDataDir(data_dir);
+  if (!locked.ok()) {
+    std::cerr << "shardd: " << locked.status().message() << "\n";
+    *exit_code = kExitRuntimeError;
+    return locked.status();
+  }
+  lock = *std::move(locked);
+  const absl::Time began = absl::Now();
+  shard::storage::StateLogOptions log_options;
+  log_options.snapshot_every = flags.snapshot_every;
+  log_options.on_sync = [metrics](absl::Duration write, absl::Duration sync,
+                                  size_t records) {
+    metrics->ObserveJournalGroup(write, sync, records);
+  };
+  // After a failed write or fsync only a restart can tell what reached
+  // the disk (the kernel may have dropped the unwritten pages): drain and
+  // exit 1 so that the supervisor restarts shardd and recovery re-reads
+  // the journal. Meanwhile every call answers UNAVAILABLE.
+  log_options.on_broken = [](const absl::Status&) {
+    journal_broken.store(true);
+    kill(getpid(), SIGTERM);
+  };
+  absl::StatusOr<shard::storage::OpenedLog> opened =
+      shard::storage::StateLog::Open(shard::storage::PosixFileSystem(),
+                                     data_dir, log_options);
+  if (!opened.ok()) {
+    std::cerr << "shardd: cannot recover state from " << data_dir << ": "
+              << opened.status() << "\n";
+    *exit_code = RecoveryExitCode(opened.status());
+    return opened.status();
+  }
+  LogEvent(absl::StrCat(
+      "recovered ", opened->stats.jobs, " jobs from ", data_dir,
+      " (snapshot at sequence ", opened->stats.snapshot_sequence, ", ",
+      opened->stats.replayed_records, " journal records replayed",
+      opened->stats.dropped_torn_tail ? ", torn tail dropped" : "", ") in ",
+      absl::FormatDuration(absl::Now() - began)));
+  return opened;
+}
+
 // One shardd over a local journal (or --in-memory).
 int RunStandalone(const shard::server::DaemonFlags& flags,
                   const sigset_t& signals,
                   shard::server::CoordinatorOptions options) {
-  const std::string data_dir = flags.data_dir;
   auto metrics = std::make_unique<shard::metrics::ServerMetrics>();
-  shard::storage::OpenedLog opened{
-      shard::storage::StateLog::InMemory(), {}, {}};
-  // Held until the process exits: a second shardd on this directory (or
-  // on the same directory through a symlink) refuses to start.
   std::optional<shard::storage::DataDirLock> data_dir_lock;
-  if (!data_dir.empty()) {
-    absl::StatusOr<shard::storage::DataDirLock> locked =
-        shard::storage::LockDataDir(data_dir);
-    if (!locked.ok()) {
-      std::cerr << "shardd: " << locked.status().message() << "\n";
-      return kExitRuntimeError;
-    }
-    data_dir_lock = *std::move(locked);
-    const absl::Time began = absl::Now();
-    shard::storage::StateLogOptions log_options;
-    log_options.snapshot_every = flags.snapshot_every;
-    log_options.on_sync = [raw = metrics.get()](absl::Duration write,
-                                                absl::Duration sync,
-                                                size_t records) {
-      raw->ObserveJournalGroup(write, sync, records);
-    };
-    // After a failed write or fsync only a restart can tell what reached
-    // the disk (the kernel may have dropped the unwritten pages): drain and
-    // exit 1 so that the supervisor restarts shardd and recovery re-reads
-    // the journal. Meanwhile every call answers UNAVAILABLE.
-    log_options.on_broken = [](const absl::Status&) {
-      journal_broken.store(true);
-      kill(getpid(), SIGTERM);
-    };
-    absl::StatusOr<shard::storage::OpenedLog> recovered =
-        shard::storage::StateLog::Open(shard::storage::PosixFileSystem(),
-                                       data_dir, log_options);
-    if (!recovered.ok()) {
-      std::cerr << "shardd: cannot recover state from " << data_dir << ": "
-                << recovered.status() << "\n";
-      return RecoveryExitCode(recovered.status());
-    }
-    opened = *std::move(recovered);
-    LogEvent(absl::StrCat(
-        "recovered ", opened.stats.jobs, " jobs from ", data_dir,
-        " (snapshot at sequence ", opened.stats.snapshot_sequence, ", ",
-        opened.stats.replayed_records, " journal records replayed",
-        opened.stats.dropped_torn_tail ? ", torn tail dropped" : "", ") in ",
-        absl::FormatDuration(absl::Now() - began)));
-  } else {
-    LogEvent("--in-memory: state is not persisted");
-  }
-  shard::server::CoordinatorService service(options, std::move(opened));
+  int exit_code = kExitRuntimeError;
+  absl::StatusOr<shard::storage::OpenedLog> opened =
+      OpenJournal(flags, metrics.get(), data_dir_lock, &exit_code);
+  if (!opened.ok()) return exit_code;
+  shard::server::CoordinatorService service(options, *std::move(opened));
 
   // The endpoint stops before the service is destroyed.
   std::optional<shard::metrics::MetricsEndpoint> endpoint;

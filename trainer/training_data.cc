@@ -67,81 +67,84 @@ absl::StatusOr<TrainingData> TrainingData::Load(const DataOptions& options) {
   }
   data.task_ = Task::kClassification;
   data.outputs_ = kImageClasses;
-  uint64_t train_available = 0, eval_available = 0;
-  uint32_t rows = 0, cols = 0;
-  if (options.kind == DatasetKind::kFashionMnist) {
-    const std::string dir =
-        options.path.empty() ? data::kDefaultFashionMnistDir : options.path;
-    absl::StatusOr<data::ImageSplit> train =
-        data::ReadFashionMnist(dir, "train");
-    if (!train.ok()) return train.status();
-    absl::StatusOr<data::ImageSplit> test = data::ReadFashionMnist(dir, "test");
-    if (!test.ok()) return test.status();
-    rows = train->rows;
-    cols = train->cols;
-    train_available = train->size();
-    eval_available = test->size();
-    absl::StatusOr<FirstSamples> train_set = TakeFirst<InMemoryImages>(
-        std::make_shared<const data::ImageSplit>(*std::move(train)),
-        train_available, "--dataset-size", options.train_size, dir + " train");
-    if (!train_set.ok()) return train_set.status();
-    absl::StatusOr<FirstSamples> eval_set = TakeFirst<InMemoryImages>(
-        std::make_shared<const data::ImageSplit>(*std::move(test)),
-        eval_available, "--eval-size", options.eval_size, dir + " test");
-    if (!eval_set.ok()) return eval_set.status();
-    data.train_ = train_set->dataset;
-    data.train_size_ = train_set->size;
-    data.eval_ = eval_set->dataset;
-    data.eval_size_ = eval_set->size;
-  } else {
-    if (options.path.empty()) {
-      return absl::InvalidArgumentError(
-          "--dataset records needs --data-path (a directory with train/ and "
-          "optionally test/ record files)");
-    }
-    absl::StatusOr<data::RecordSet> train =
-        data::RecordSet::Open(options.path + "/train");
-    if (!train.ok()) return train.status();
-    if (train->rows() == 0 || train->cols() == 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(options.path, "/train: records are not images"));
-    }
-    rows = train->rows();
-    cols = train->cols();
-    train_available = train->size();
-    absl::StatusOr<FirstSamples> train_set = TakeFirst<RecordImages>(
-        std::make_shared<const data::RecordSet>(*std::move(train)),
-        train_available, "--dataset-size", options.train_size,
-        options.path + "/train");
-    if (!train_set.ok()) return train_set.status();
-    data.train_ = train_set->dataset;
-    data.train_size_ = train_set->size;
-    std::error_code error;
-    if (std::filesystem::exists(options.path + "/test", error)) {
-      absl::StatusOr<data::RecordSet> test =
-          data::RecordSet::Open(options.path + "/test");
-      if (!test.ok()) return test.status();
-      if (test->rows() != rows || test->cols() != cols) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            options.path, "/test: image shape differs from train/"));
-      }
-      eval_available = test->size();
-      absl::StatusOr<FirstSamples> eval_set = TakeFirst<RecordImages>(
-          std::make_shared<const data::RecordSet>(*std::move(test)),
-          eval_available, "--eval-size", options.eval_size,
-          options.path + "/test");
-      if (!eval_set.ok()) return eval_set.status();
-      data.eval_ = eval_set->dataset;
-      data.eval_size_ = eval_set->size;
-    }
-  }
-  data.shape_ = {1, rows, cols};
+  absl::StatusOr<ImageFiles> files = options.kind == DatasetKind::kFashionMnist
+                                         ? data.LoadFashionMnist(options)
+                                         : data.LoadRecords(options);
+  if (!files.ok()) return files.status();
+  data.shape_ = {1, files->rows, files->cols};
   data.description_ = absl::StrCat(
       options.kind == DatasetKind::kFashionMnist ? "fashion-mnist" : "records",
-      " (", data.train_size_, " of ", train_available, " train, ",
-      data.eval_size_, " of ", eval_available, " test, ", rows, "x", cols, ", ",
-      kImageClasses, " classes)");
+      " (", data.train_size_, " of ", files->train_available, " train, ",
+      data.eval_size_, " of ", files->eval_available, " test, ", files->rows,
+      "x", files->cols, ", ", kImageClasses, " classes)");
   return data;
+}
+
+absl::StatusOr<TrainingData::ImageFiles> TrainingData::LoadFashionMnist(
+    const DataOptions& options) {
+  const std::string dir =
+      options.path.empty() ? data::kDefaultFashionMnistDir : options.path;
+  absl::StatusOr<data::ImageSplit> train = data::ReadFashionMnist(dir, "train");
+  if (!train.ok()) return train.status();
+  absl::StatusOr<data::ImageSplit> test = data::ReadFashionMnist(dir, "test");
+  if (!test.ok()) return test.status();
+  ImageFiles files{train->size(), test->size(), train->rows, train->cols};
+  absl::StatusOr<FirstSamples> train_set = TakeFirst<InMemoryImages>(
+      std::make_shared<const data::ImageSplit>(*std::move(train)),
+      files.train_available, "--dataset-size", options.train_size,
+      dir + " train");
+  if (!train_set.ok()) return train_set.status();
+  absl::StatusOr<FirstSamples> eval_set = TakeFirst<InMemoryImages>(
+      std::make_shared<const data::ImageSplit>(*std::move(test)),
+      files.eval_available, "--eval-size", options.eval_size, dir + " test");
+  if (!eval_set.ok()) return eval_set.status();
+  train_ = train_set->dataset;
+  train_size_ = train_set->size;
+  eval_ = eval_set->dataset;
+  eval_size_ = eval_set->size;
+  return files;
+}
+
+absl::StatusOr<TrainingData::ImageFiles> TrainingData::LoadRecords(
+    const DataOptions& options) {
+  if (options.path.empty()) {
+    return absl::InvalidArgumentError(
+        "--dataset records needs --data-path (a directory with train/ and "
+        "optionally test/ record files)");
+  }
+  absl::StatusOr<data::RecordSet> train =
+      data::RecordSet::Open(options.path + "/train");
+  if (!train.ok()) return train.status();
+  if (train->rows() == 0 || train->cols() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(options.path, "/train: records are not images"));
+  }
+  ImageFiles files{train->size(), 0, train->rows(), train->cols()};
+  absl::StatusOr<FirstSamples> train_set = TakeFirst<RecordImages>(
+      std::make_shared<const data::RecordSet>(*std::move(train)),
+      files.train_available, "--dataset-size", options.train_size,
+      options.path + "/train");
+  if (!train_set.ok()) return train_set.status();
+  train_ = train_set->dataset;
+  train_size_ = train_set->size;
+  std::error_code error;
+  if (!std::filesystem::exists(options.path + "/test", error)) return files;
+  absl::StatusOr<data::RecordSet> test =
+      data::RecordSet::Open(options.path + "/test");
+  if (!test.ok()) return test.status();
+  if (test->rows() != files.rows || test->cols() != files.cols) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(options.path, "/test: image shape differs from train/"));
+  }
+  files.eval_available = test->size();
+  absl::StatusOr<FirstSamples> eval_set = TakeFirst<RecordImages>(
+      std::make_shared<const data::RecordSet>(*std::move(test)),
+      files.eval_available, "--eval-size", options.eval_size,
+      options.path + "/test");
+  if (!eval_set.ok()) return eval_set.status();
+  eval_ = eval_set->dataset;
+  eval_size_ = eval_set->size;
+  return files;
 }
 
 SharedDataset TrainingData::Train(uint64_t job_size) const {

@@ -66,6 +66,18 @@ class TrainingData {
   const std::string& description() const { return description_; }
 
  private:
+  // What an image dataset's files hold before --dataset-size and
+  // --eval-size take their first samples.
+  struct ImageFiles {
+    uint64_t train_available = 0;
+    uint64_t eval_available = 0;
+    uint32_t rows = 0;
+    uint32_t cols = 0;
+  };
+  // Set train_/eval_ and their sizes from the files options name.
+  absl::StatusOr<ImageFiles> LoadFashionMnist(const DataOptions& options);
+  absl::StatusOr<ImageFiles> LoadRecords(const DataOptions& options);
+
   DatasetKind kind_ = DatasetKind::kSynthetic;
   Task task_ = Task::kRegression;
   std::vector<int64_t> shape_;

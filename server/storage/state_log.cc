@@ -91,6 +91,60 @@ std::string DataLossAdvice() {
          "a copy is sound)";
 }
 
+// Applies the records of the segment at `path`, each the sequence `*next`
+// (advanced); those up to `snapshot_sequence` are in the snapshot already.
+// DATA_LOSS naming the record's offset otherwise.
+absl::Status ApplySegment(const std::string& path,
+                          const DecodedRecords& decoded,
+                          uint64_t snapshot_sequence, uint64_t* next,
+                          Recovered* recovered) {
+  for (size_t k = 0; k < decoded.payloads.size(); ++k) {
+    auto bad_record = [&](absl::string_view why) {
+      return absl::DataLossError(absl::StrCat(path, ": record at byte offset ",
+                                              decoded.offsets[k], " ", why,
+                                              DataLossAdvice()));
+    };
+    shard::state::v1::JournalRecord record;
+    if (!record.ParseFromString(decoded.payloads[k])) {
+      return bad_record("passes its checksum but is not a JournalRecord");
+    }
+    if (record.sequence() != *next) {
+      return bad_record(absl::StrCat("has sequence ", record.sequence(),
+                                     " where ", *next, " must follow"));
+    }
+    ++*next;
+    if (record.sequence() <= snapshot_sequence) continue;  // In snapshot.
+    if (absl::Status s = recovered->state.Apply(record.update()); !s.ok()) {
+      return bad_record(
+          absl::StrCat("does not fit the recovered state: ", s.message()));
+    }
+    ++recovered->stats.replayed_records;
+  }
+  return absl::OkStatus();
+}
+
+// Cuts the incomplete last record off the newest segment at `path`
+// (`contents`), keeping it next to the journal as evidence.
+absl::Status CutTornTail(FileSystem* fs, const std::string& path,
+                         const std::string& contents,
+                         const DecodedRecords& decoded) {
+  const std::string kept = absl::StrCat(path, ".torn-", decoded.valid_bytes);
+  if (absl::Status s = fs->WriteFileAtomically(
+          kept, absl::string_view(contents).substr(decoded.valid_bytes));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = fs->Truncate(path, decoded.valid_bytes); !s.ok()) {
+    return s;
+  }
+  server::LogEvent(absl::StrCat(
+      "journal ", path, ": dropped an incomplete last record after byte ",
+      decoded.valid_bytes, " (", contents.size() - decoded.valid_bytes,
+      " bytes, kept in ", kept,
+      "; a write interrupted by a crash, never acknowledged)"));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Recovered> Recover(FileSystem* fs, const std::string& dir,
@@ -141,49 +195,18 @@ absl::StatusOr<Recovered> Recover(FileSystem* fs, const std::string& dir,
                        decoded->valid_bytes, " but is not the newest segment",
                        DataLossAdvice()));
     }
-    for (size_t k = 0; k < decoded->payloads.size(); ++k) {
-      auto bad_record = [&](absl::string_view why) {
-        return absl::DataLossError(
-            absl::StrCat(path, ": record at byte offset ", decoded->offsets[k],
-                         " ", why, DataLossAdvice()));
-      };
-      shard::state::v1::JournalRecord record;
-      if (!record.ParseFromString(decoded->payloads[k])) {
-        return bad_record("passes its checksum but is not a JournalRecord");
-      }
-      if (record.sequence() != next) {
-        return bad_record(absl::StrCat("has sequence ", record.sequence(),
-                                       " where ", next, " must follow"));
-      }
-      ++next;
-      if (record.sequence() <= snapshot_sequence) continue;  // In snapshot.
-      if (absl::Status s = recovered.state.Apply(record.update()); !s.ok()) {
-        return bad_record(
-            absl::StrCat("does not fit the recovered state: ", s.message()));
-      }
-      ++recovered.stats.replayed_records;
+    if (absl::Status s =
+            ApplySegment(path, *decoded, snapshot_sequence, &next, &recovered);
+        !s.ok()) {
+      return s;
     }
     if (decoded->torn_tail) {
-      const uint64_t dropped = contents->size() - decoded->valid_bytes;
       recovered.stats.dropped_torn_tail = true;
       if (mode == RecoveryMode::kRepair) {
-        // Keep the evidence next to the journal before cutting it off.
-        const std::string kept =
-            absl::StrCat(path, ".torn-", decoded->valid_bytes);
-        if (absl::Status s = fs->WriteFileAtomically(
-                kept,
-                absl::string_view(*contents).substr(decoded->valid_bytes));
+        if (absl::Status s = CutTornTail(fs, path, *contents, *decoded);
             !s.ok()) {
           return s;
         }
-        if (absl::Status s = fs->Truncate(path, decoded->valid_bytes);
-            !s.ok()) {
-          return s;
-        }
-        server::LogEvent(absl::StrCat(
-            "journal ", path, ": dropped an incomplete last record after byte ",
-            decoded->valid_bytes, " (", dropped, " bytes, kept in ", kept,
-            "; a write interrupted by a crash, never acknowledged)"));
       }
     }
     if (last_segment) {

@@ -29,6 +29,7 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 
 
@@ -128,12 +129,12 @@ def cut(replicas, proxies, leader):
 
 
 def summary(values):
-    values = sorted(v for v in values if v is not None)
+    from run_replication_bench import percentile
+    values = [v for v in values if v is not None]
     if not values:
         return "-"
-    p99 = values[min(len(values) - 1, int(round(0.99 * (len(values) - 1))))]
-    return (f"{statistics.median(values):.2f} / {p99:.2f} / "
-            f"{values[-1]:.2f}")
+    return (f"{statistics.median(values):.2f} / "
+            f"{percentile(values, 0.99):.2f} / {max(values):.2f}")
 
 
 def run_lease(bin_dir, lease_s, partitions, work):

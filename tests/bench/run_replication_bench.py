@@ -197,9 +197,9 @@ def failovers(bin_dir, rounds, pauses):
     answer of each client (shardctl and the C++ client started right after
     the stop, the Python writer, the Python stream)."""
     def run(replicas, _):
+        import shard
         watch = ClientWatch(replicas.coordinator)
-        watch.client.create_job("described", __import__("shard").job_spec(
-            100, 1))
+        watch.client.create_job("described", shard.job_spec(100, 1))
         events = []
         for how, count in rounds:
             for k in range(count):

@@ -269,14 +269,9 @@ def hung_etcd_member(replicas, etcd, work):
 def leadership_changes(logs, sizes):
     """The lines of the replicas' logs after `sizes` that say a leadership
     began or ended."""
-    changes = []
-    for log, size in zip(logs, sizes):
-        with open(log) as f:
-            f.seek(size)
-            changes += [line.strip()[:160] for line in f
-                        if "stopped leading" in line or
-                        "leading the coordinator cluster" in line]
-    return changes
+    from replicated_coordinator import leadership_lines
+    return [line[:160] for log, size in zip(logs, sizes)
+            for line in leadership_lines(log, size)]
 
 
 def graceful_stop(replicas, work):

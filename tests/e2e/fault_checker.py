@@ -258,18 +258,15 @@ class LeaderProbe:
 def leadership_changes(log_path):
     """Wall-clock seconds of each line of a replica's log that says its
     leadership began or ended."""
+    from replicated_coordinator import leadership_lines
     times = []
-    with open(log_path) as f:
-        for line in f:
-            if ("leading the coordinator cluster" in line or
-                    "stopped leading" in line or
-                    "gave up the leadership" in line):
-                stamp = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
-                                 r"\.(\d{3})Z", line)
-                if stamp:
-                    times.append(calendar.timegm(time.strptime(
-                        stamp.group(1), "%Y-%m-%dT%H:%M:%S")) +
-                        int(stamp.group(2)) / 1000)
+    for line in leadership_lines(log_path):
+        stamp = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z",
+                         line)
+        if stamp:
+            times.append(calendar.timegm(time.strptime(
+                stamp.group(1), "%Y-%m-%dT%H:%M:%S")) +
+                int(stamp.group(2)) / 1000)
     return sorted(times)
 
 

@@ -27,6 +27,20 @@ def free_ports(count):
     return ports
 
 
+# What a replica logs when its leadership begins or ends.
+LEADERSHIP_MARKERS = ("leading the coordinator cluster", "stopped leading",
+                      "gave up the leadership")
+
+
+def leadership_lines(log_path, offset=0):
+    """The lines of a replica's log after byte `offset` that say its
+    leadership began or ended."""
+    with open(log_path) as f:
+        f.seek(offset)
+        return [line.strip() for line in f
+                if any(marker in line for marker in LEADERSHIP_MARKERS)]
+
+
 class EtcdCluster:
     """3 etcd members; endpoints is "HOST:PORT,HOST:PORT,HOST:PORT"."""
 
