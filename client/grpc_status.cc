@@ -15,8 +15,7 @@ absl::Status ServerCancelledAsUnavailable(absl::Status status) {
   if (!absl::IsCancelled(status)) return status;
   return absl::UnavailableError(
       absl::StrCat(status.message(),
-                   " (the coordinator cancelled the call: it was stopping or "
-                   "replacing its server)"));
+                   " (the coordinator cancelled the call: it was stopping)"));
 }
 
 }  // namespace shard::client

@@ -13,9 +13,11 @@ namespace shard::client {
 absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view what);
 
 // For a call this client did not cancel: CANCELLED can then only come from
-// the coordinator stopping or replacing its server (a replica's failover),
-// so it is returned as UNAVAILABLE (retried, and the replica reported
-// failed) with the message saying so. Any other status is returned as is.
+// a coordinator process that stops (gRPC's server cancels the calls that
+// reach it once its shutdown began; a replica's change of role cancels
+// nothing), so it is returned as UNAVAILABLE (retried, and the replica
+// reported failed) with the message saying so. Any other status is
+// returned as is.
 absl::Status ServerCancelledAsUnavailable(absl::Status status);
 
 }  // namespace shard::client

@@ -68,14 +68,14 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
 
 }  // namespace
 
-CoordinatorServer::CoordinatorServer(CoordinatorService* service,
-                                     CoordinatorServerOptions options)
-    : service_(service), options_(std::move(options)) {}
+CoordinatorServer::CoordinatorServer(CoordinatorServerOptions options)
+    : options_(std::move(options)), slot_(options_.serving_gate) {}
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
-    CoordinatorService* service, CoordinatorServerOptions options) {
+    std::shared_ptr<CoordinatorService> service,
+    CoordinatorServerOptions options) {
   std::unique_ptr<CoordinatorServer> server(
-      new CoordinatorServer(service, std::move(options)));
+      new CoordinatorServer(std::move(options)));
   const CoordinatorServerOptions& opts = server->options_;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       Credentials(opts);
@@ -90,10 +90,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (!admin.ok()) return admin.status();
   server->admin_token_ = *std::move(admin);
   server->grpc_service_ =
-      std::make_unique<GrpcCoordinator>(service, server->GlueOptions());
+      std::make_unique<GrpcCoordinator>(&server->slot_, server->GlueOptions());
   if (absl::Status s = server->Listen(*credentials); !s.ok()) return s;
   if (absl::Status s = server->ListenForHealth(); !s.ok()) return s;
-  server->SetServing(opts.healthy);
+  if (service != nullptr) {
+    server->Serve(std::move(service));
+  } else {
+    server->SetServing(false);
+  }
   return server;
 }
 
@@ -110,7 +114,6 @@ GrpcCoordinatorOptions CoordinatorServer::GlueOptions() {
   GrpcCoordinatorOptions glue;
   glue.token = token_ ? &*token_ : nullptr;
   glue.admin_token = admin_token_ ? &*admin_token_ : nullptr;
-  glue.serving_gate = options_.serving_gate;
   if (options_.metrics != nullptr) {
     glue.stream_hooks.indices_streamed =
         [metrics = options_.metrics](uint64_t count) {
@@ -122,7 +125,7 @@ GrpcCoordinatorOptions CoordinatorServer::GlueOptions() {
   }
   if (options_.on_drain_requested) {
     glue.on_drain = [this] {
-      BeginDrain();
+      Vacate();
       bool first = false;
       {
         absl::MutexLock lock(&mu_);
@@ -201,9 +204,14 @@ void CoordinatorServer::SetServing(bool serving) {
   }
 }
 
-void CoordinatorServer::BeginDrain() {
+void CoordinatorServer::Serve(std::shared_ptr<CoordinatorService> service) {
+  slot_.Install(std::move(service));
+  SetServing(true);
+}
+
+std::shared_ptr<CoordinatorService> CoordinatorServer::Vacate() {
   SetServing(false);
-  service_->Drain();
+  return slot_.TakeOut();
 }
 
 void CoordinatorServer::Stop(absl::Duration grace) {
@@ -212,7 +220,7 @@ void CoordinatorServer::Stop(absl::Duration grace) {
     if (stopped_ || server_ == nullptr) return;  // Stopped, or never started.
     stopped_ = true;
   }
-  BeginDrain();
+  Vacate();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();
   if (health_server_ != nullptr) {

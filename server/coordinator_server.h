@@ -1,11 +1,15 @@
-// The gRPC server around a CoordinatorService: listening port, TLS or
-// mutual TLS, bearer-token authentication, request size limit, the gRPC
-// health service ("" and shard.v1.Coordinator: SERVING until draining,
-// then NOT_SERVING; "liveness": SERVING while the server runs), server
-// reflection, RPC metrics, and a graceful stop. Used by shardd and by tests.
+// The one gRPC server of a shardd process, for its whole life: listening
+// port, TLS or mutual TLS, bearer-token authentication, request size
+// limit, the gRPC health service ("" and shard.v1.Coordinator: SERVING
+// while a CoordinatorService serves, NOT_SERVING otherwise; "liveness":
+// SERVING while the server runs), server reflection, RPC metrics, and a
+// graceful stop. What it serves is a ServingSlot: a replica's role change
+// installs or takes out the service (Serve, Vacate), the server and its
+// port stay. Used by shardd and by tests.
 //
-// Thread-safety: Stop() and the drain hook may run on any thread; Stop() is
-// idempotent. Does not own the service or the metrics; both must outlive it.
+// Thread-safety: every method may run on any thread; Stop() is idempotent.
+// Shares the services it serves (see ServingSlot for who destroys them);
+// does not own the metrics, which must outlive it.
 #ifndef SERVER_COORDINATOR_SERVER_H_
 #define SERVER_COORDINATOR_SERVER_H_
 
@@ -22,6 +26,7 @@
 #include "server/grpc_coordinator.h"
 #include "server/metrics/server_metrics.h"
 #include "server/security/bearer_token.h"
+#include "server/serving_slot.h"
 
 namespace shard::server {
 
@@ -50,11 +55,13 @@ struct CoordinatorServerOptions {
   metrics::ServerMetrics* metrics = nullptr;
   // How long in-flight calls may run once a stop begins.
   absl::Duration shutdown_grace = absl::Seconds(10);
-  // Replicated coordinators: see GrpcCoordinatorOptions::serving_gate.
+  // Replicated coordinators: OK while this replica may serve (the leader
+  // with a live lease); otherwise its refusal (UNAVAILABLE naming the
+  // leader) answers every call but Drain, its payloads under
+  // kLeaderMetadataKey and kStandbyMetadataKey going back as those
+  // trailers. Unset: always open. Called on every call and before every
+  // streamed chunk: must be cheap and thread-safe.
   std::function<absl::Status()> serving_gate;
-  // Health at start: SERVING, or NOT_SERVING for a standby replica (a
-  // readiness probe then routes to the leader alone).
-  bool healthy = true;
   // Called (once) when a client sends the Drain RPC, after the server
   // turned NOT_SERVING; the owner then calls Stop(). Unset: Drain answers
   // UNIMPLEMENTED.
@@ -63,10 +70,12 @@ struct CoordinatorServerOptions {
 
 class CoordinatorServer {
  public:
-  // INVALID_ARGUMENT for unreadable or inconsistent TLS/token files,
-  // UNAVAILABLE when the address cannot be bound.
+  // Serves `service` (null: nothing yet, health NOT_SERVING, as a standby
+  // replica). INVALID_ARGUMENT for unreadable or inconsistent TLS/token
+  // files, UNAVAILABLE when the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<CoordinatorServer>> Start(
-      CoordinatorService* service, CoordinatorServerOptions options);
+      std::shared_ptr<CoordinatorService> service,
+      CoordinatorServerOptions options);
   ~CoordinatorServer();  // Stops with no grace if Stop() was not called.
 
   // "HOST:PORT" with the bound port.
@@ -75,18 +84,23 @@ class CoordinatorServer {
   const std::string& health_address() const { return health_address_; }
   bool tls() const { return tls_; }
 
-  // Health NOT_SERVING, the service drains (new and waiting calls answer
-  // UNAVAILABLE), in-flight calls get `grace`, then the server stops.
+  // Serves `service` from now on, health SERVING. Requires that nothing
+  // serves.
+  void Serve(std::shared_ptr<CoordinatorService> service);
+  // Health NOT_SERVING; takes out what serves, drained (new and waiting
+  // calls answer UNAVAILABLE, streams end UNAVAILABLE at their next
+  // chunk), and returns it (null if nothing served).
+  std::shared_ptr<CoordinatorService> Vacate();
+
+  // Vacate(), then calls still in flight (a stream whose client reads
+  // nothing) get `grace` before the server stops.
   void Stop(absl::Duration grace);
 
  private:
-  CoordinatorServer(CoordinatorService* service,
-                    CoordinatorServerOptions options);
+  explicit CoordinatorServer(CoordinatorServerOptions options);
   // Health status of the server and the Coordinator service, on every
   // listener.
   void SetServing(bool serving);
-  // Turns health NOT_SERVING and drains the service (no waiting).
-  void BeginDrain();
   // The bearer token in `path` (nullopt for no path); errors name `flag`.
   static absl::StatusOr<std::optional<security::BearerToken>> TokenOf(
       const std::string& path, absl::string_view flag);
@@ -98,8 +112,8 @@ class CoordinatorServer {
   // The extra plaintext health listener, when options_.health_listen asks.
   absl::Status ListenForHealth();
 
-  CoordinatorService* service_;
   CoordinatorServerOptions options_;
+  ServingSlot slot_;
   std::optional<security::BearerToken> token_;
   std::optional<security::BearerToken> admin_token_;
   std::unique_ptr<GrpcCoordinator> grpc_service_;

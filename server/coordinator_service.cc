@@ -562,6 +562,9 @@ void CoordinatorService::Drain() {
     parked_.WakeAll();
   }
   rendezvous_.Drain();
+  // Streams and previews waiting for order memory are answered now, and
+  // preparations of next epochs end.
+  orders_.Stop();
 }
 
 }  // namespace shard::server

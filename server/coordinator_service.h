@@ -179,7 +179,9 @@ class CoordinatorService {
   // The rendezvous key-value RPCs of each job's current generation.
   StoreService& store() { return store_service_; }
 
-  // From now on every call answers UNAVAILABLE; waiting joins wake up.
+  // From now on every call answers UNAVAILABLE; waiting joins and store
+  // waits wake up, calls waiting for order memory answer at once, and
+  // next epochs are no longer prepared.
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:

@@ -20,9 +20,9 @@ absl::Time DeadlineOf(const grpc::ServerContextBase* context) {
 
 }  // namespace
 
-GrpcCoordinator::GrpcCoordinator(CoordinatorService* service,
+GrpcCoordinator::GrpcCoordinator(const ServingSlot* slot,
                                  GrpcCoordinatorOptions options)
-    : service_(service), options_(std::move(options)) {}
+    : slot_(slot), options_(std::move(options)) {}
 
 absl::Status GrpcCoordinator::Authenticate(grpc::CallbackServerContext* context,
                                            Access access) const {
@@ -59,25 +59,14 @@ absl::Status GrpcCoordinator::Authenticate(grpc::CallbackServerContext* context,
   return member;
 }
 
-grpc::Status GrpcCoordinator::Admit(grpc::CallbackServerContext* context,
-                                    Scope scope, Access access) const {
+absl::StatusOr<ServingSlot::Claim> GrpcCoordinator::Admit(
+    grpc::CallbackServerContext* context, Access access) {
   if (absl::Status denied = Authenticate(context, access); !denied.ok()) {
-    return ToGrpcStatus(denied);
+    return denied;
   }
-  if (scope == Scope::kLeaderOnly && options_.serving_gate) {
-    if (absl::Status refused = options_.serving_gate(); !refused.ok()) {
-      if (absl::optional<absl::Cord> leader =
-              refused.GetPayload(kLeaderMetadataKey);
-          leader.has_value() && !leader->empty()) {
-        context->AddTrailingMetadata(kLeaderMetadataKey, std::string(*leader));
-      }
-      if (refused.GetPayload(kStandbyMetadataKey).has_value()) {
-        context->AddTrailingMetadata(kStandbyMetadataKey, "1");
-      }
-      return ToGrpcStatus(refused);
-    }
-  }
-  return grpc::Status::OK;
+  absl::StatusOr<ServingSlot::Claim> claim = slot_->Acquire();
+  if (!claim.ok()) AddRefusalTrailers(context, claim.status());
+  return claim;
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Finished(
@@ -90,23 +79,24 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Finished(
 template <typename Response, typename Call>
 grpc::ServerUnaryReactor* GrpcCoordinator::Serve(
     grpc::CallbackServerContext* context, Response* response, Call call,
-    Scope scope, Access access) {
-  if (grpc::Status denied = Admit(context, scope, access); !denied.ok()) {
-    return Finished(context, denied);
-  }
-  if constexpr (std::is_invocable_v<Call>) {
-    absl::StatusOr<Response> answer = call();
+    Access access) {
+  absl::StatusOr<ServingSlot::Claim> claim = Admit(context, access);
+  if (!claim.ok()) return Finished(context, ToGrpcStatus(claim.status()));
+  CoordinatorService& service = *claim->service;
+  if constexpr (std::is_invocable_v<Call, CoordinatorService&>) {
+    absl::StatusOr<Response> answer = call(service);
     if (answer.ok()) *response = *std::move(answer);
     return Finished(context, ToGrpcStatus(answer.status()));
   } else {
     return UnaryCallReactor<Response>::Run(
-        response, [&call](Reply<Response> reply) {
-          if constexpr (std::is_void_v<
-                            std::invoke_result_t<Call, Reply<Response>>>) {
-            call(std::move(reply));
+        response, std::move(claim->service),
+        [&call, &service](Reply<Response> reply) {
+          if constexpr (std::is_void_v<std::invoke_result_t<
+                            Call, CoordinatorService&, Reply<Response>>>) {
+            call(service, std::move(reply));
             return ParkedCalls::Handle();
           } else {
-            return call(std::move(reply));
+            return call(service, std::move(reply));
           }
         });
   }
@@ -118,41 +108,50 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Serve(
 grpc::ServerUnaryReactor* GrpcCoordinator::CreateJob(
     grpc::CallbackServerContext* context,
     const shard::v1::CreateJobRequest* request, shard::v1::Job* response) {
-  return Serve(context, response, [&](Reply<shard::v1::Job> reply) {
-    service_->StartCreateJob(*request, std::move(reply));
-  });
+  return Serve(context, response,
+               [&](CoordinatorService& service, Reply<shard::v1::Job> reply) {
+                 service.StartCreateJob(*request, std::move(reply));
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::GetJob(
     grpc::CallbackServerContext* context,
     const shard::v1::GetJobRequest* request, shard::v1::Job* response) {
-  return Serve(context, response, [&] { return service_->GetJob(*request); });
+  return Serve(context, response, [&](CoordinatorService& service) {
+    return service.GetJob(*request);
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::ListJobs(
     grpc::CallbackServerContext* context,
     const shard::v1::ListJobsRequest* request,
     shard::v1::ListJobsResponse* response) {
-  return Serve(context, response, [&] { return service_->ListJobs(*request); });
+  return Serve(context, response, [&](CoordinatorService& service) {
+    return service.ListJobs(*request);
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::JoinJob(
     grpc::CallbackServerContext* context,
     const shard::v1::JoinJobRequest* request,
     shard::v1::JoinJobResponse* response) {
-  return Serve(context, response, [&](Reply<shard::v1::JoinJobResponse> reply) {
-    return service_->StartJoinJob(*request, DeadlineOf(context),
-                                  std::move(reply));
-  });
+  return Serve(context, response,
+               [&](CoordinatorService& service,
+                   Reply<shard::v1::JoinJobResponse> reply) {
+                 return service.StartJoinJob(*request, DeadlineOf(context),
+                                             std::move(reply));
+               });
 }
 
 grpc::ServerWriteReactor<shard::v1::IndexChunk>* GrpcCoordinator::StreamShard(
     grpc::CallbackServerContext* context,
     const shard::v1::StreamShardRequest* request) {
-  if (grpc::Status denied = Admit(context, Scope::kLeaderOnly); !denied.ok()) {
-    return ShardStreamReactor::Refuse(denied);
+  absl::StatusOr<ServingSlot::Claim> claim = Admit(context);
+  if (!claim.ok()) {
+    return ShardStreamReactor::Refuse(ToGrpcStatus(claim.status()));
   }
-  return ShardStreamReactor::Serve(service_, *request, &options_.stream_hooks);
+  return ShardStreamReactor::Serve(*std::move(claim), slot_, context, *request,
+                                   &options_.stream_hooks);
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::PreviewShard(
@@ -162,9 +161,10 @@ grpc::ServerUnaryReactor* GrpcCoordinator::PreviewShard(
   // Waiting for the order (bounded by --max-wait) is not parked: the call
   // cannot be cancelled early, but holds no thread.
   return Serve(context, response,
-               [&](Reply<shard::v1::PreviewShardResponse> reply) {
-                 service_->StartPreviewShard(*request, DeadlineOf(context),
-                                             std::move(reply));
+               [&](CoordinatorService& service,
+                   Reply<shard::v1::PreviewShardResponse> reply) {
+                 service.StartPreviewShard(*request, DeadlineOf(context),
+                                           std::move(reply));
                });
 }
 
@@ -172,17 +172,20 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Heartbeat(
     grpc::CallbackServerContext* context,
     const shard::v1::HeartbeatRequest* request,
     shard::v1::HeartbeatResponse* response) {
-  return Serve(context, response,
-               [&] { return service_->Heartbeat(*request); });
+  return Serve(context, response, [&](CoordinatorService& service) {
+    return service.Heartbeat(*request);
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Leave(
     grpc::CallbackServerContext* context,
     const shard::v1::LeaveRequest* request,
     shard::v1::LeaveResponse* response) {
-  return Serve(context, response, [&](Reply<shard::v1::LeaveResponse> reply) {
-    service_->StartLeave(*request, std::move(reply));
-  });
+  return Serve(
+      context, response,
+      [&](CoordinatorService& service, Reply<shard::v1::LeaveResponse> reply) {
+        service.StartLeave(*request, std::move(reply));
+      });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::CommitProgress(
@@ -190,8 +193,9 @@ grpc::ServerUnaryReactor* GrpcCoordinator::CommitProgress(
     const shard::v1::CommitProgressRequest* request,
     shard::v1::CommitProgressResponse* response) {
   return Serve(context, response,
-               [&](Reply<shard::v1::CommitProgressResponse> reply) {
-                 service_->StartCommitProgress(*request, std::move(reply));
+               [&](CoordinatorService& service,
+                   Reply<shard::v1::CommitProgressResponse> reply) {
+                 service.StartCommitProgress(*request, std::move(reply));
                });
 }
 
@@ -199,8 +203,9 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreSet(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreSetRequest* request,
     shard::v1::StoreSetResponse* response) {
-  return Serve(context, response,
-               [&] { return service_->store().StoreSet(*request); });
+  return Serve(context, response, [&](CoordinatorService& service) {
+    return service.store().StoreSet(*request);
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreGet(
@@ -208,8 +213,9 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreGet(
     const shard::v1::StoreGetRequest* request,
     shard::v1::StoreGetResponse* response) {
   return Serve(context, response,
-               [&](Reply<shard::v1::StoreGetResponse> reply) {
-                 return service_->store().StartStoreGet(
+               [&](CoordinatorService& service,
+                   Reply<shard::v1::StoreGetResponse> reply) {
+                 return service.store().StartStoreGet(
                      *request, DeadlineOf(context), std::move(reply));
                });
 }
@@ -218,16 +224,18 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreAdd(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreAddRequest* request,
     shard::v1::StoreAddResponse* response) {
-  return Serve(context, response,
-               [&] { return service_->store().StoreAdd(*request); });
+  return Serve(context, response, [&](CoordinatorService& service) {
+    return service.store().StoreAdd(*request);
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreCompareSet(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreCompareSetRequest* request,
     shard::v1::StoreCompareSetResponse* response) {
-  return Serve(context, response,
-               [&] { return service_->store().StoreCompareSet(*request); });
+  return Serve(context, response, [&](CoordinatorService& service) {
+    return service.store().StoreCompareSet(*request);
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreWait(
@@ -235,8 +243,9 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreWait(
     const shard::v1::StoreWaitRequest* request,
     shard::v1::StoreWaitResponse* response) {
   return Serve(context, response,
-               [&](Reply<shard::v1::StoreWaitResponse> reply) {
-                 return service_->store().StartStoreWait(
+               [&](CoordinatorService& service,
+                   Reply<shard::v1::StoreWaitResponse> reply) {
+                 return service.store().StartStoreWait(
                      *request, DeadlineOf(context), std::move(reply));
                });
 }
@@ -245,16 +254,18 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreDelete(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreDeleteRequest* request,
     shard::v1::StoreDeleteResponse* response) {
-  return Serve(context, response,
-               [&] { return service_->store().StoreDelete(*request); });
+  return Serve(context, response, [&](CoordinatorService& service) {
+    return service.store().StoreDelete(*request);
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreCount(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreCountRequest* request,
     shard::v1::StoreCountResponse* response) {
-  return Serve(context, response,
-               [&] { return service_->store().StoreCount(*request); });
+  return Serve(context, response, [&](CoordinatorService& service) {
+    return service.store().StoreCount(*request);
+  });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::DeleteJob(
@@ -263,29 +274,30 @@ grpc::ServerUnaryReactor* GrpcCoordinator::DeleteJob(
     shard::v1::DeleteJobResponse* response) {
   return Serve(
       context, response,
-      [&](Reply<shard::v1::DeleteJobResponse> reply) {
-        service_->StartDeleteJob(*request, std::move(reply));
+      [&](CoordinatorService& service,
+          Reply<shard::v1::DeleteJobResponse> reply) {
+        service.StartDeleteJob(*request, std::move(reply));
       },
-      Scope::kLeaderOnly, Access::kAdmin);
+      Access::kAdmin);
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Drain(
     grpc::CallbackServerContext* context, const shard::v1::DrainRequest*,
     shard::v1::DrainResponse* response) {
-  return Serve(
-      context, response,
-      [&]() -> absl::StatusOr<shard::v1::DrainResponse> {
-        if (!options_.on_drain) {
-          return absl::UnimplementedError(
-              "this server cannot be drained remotely");
-        }
-        LogEvent("drain requested by " + context->peer());
-        shard::v1::DrainResponse drained;
-        drained.set_grace_ms(static_cast<uint64_t>(
-            absl::ToInt64Milliseconds(options_.on_drain())));
-        return drained;
-      },
-      Scope::kAnyReplica, Access::kAdmin);
+  // Any replica answers (no claim): a standby can be drained too.
+  if (absl::Status denied = Authenticate(context, Access::kAdmin);
+      !denied.ok()) {
+    return Finished(context, ToGrpcStatus(denied));
+  }
+  if (!options_.on_drain) {
+    return Finished(context,
+                    grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                 "this server cannot be drained remotely"));
+  }
+  LogEvent("drain requested by " + context->peer());
+  response->set_grace_ms(
+      static_cast<uint64_t>(absl::ToInt64Milliseconds(options_.on_drain())));
+  return Finished(context, grpc::Status::OK);
 }
 
 }  // namespace shard::server

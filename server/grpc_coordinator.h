@@ -1,7 +1,9 @@
 // gRPC glue for shard.v1.Coordinator: checks the bearer token (when one is
-// configured), translates each call to CoordinatorService and its
-// absl::Status to grpc::Status. No coordination logic here. Thread-safe (the
-// service is); owns neither the service nor the token.
+// configured), claims the service that serves now from the ServingSlot
+// (whose gate refuses calls a standby must not answer), translates each
+// call to that CoordinatorService and its absl::Status to grpc::Status. No
+// coordination logic here. Thread-safe (the slot and the service are);
+// owns neither the slot nor the token.
 #ifndef SERVER_GRPC_COORDINATOR_H_
 #define SERVER_GRPC_COORDINATOR_H_
 
@@ -14,6 +16,7 @@
 #include "server/coordinator_service.h"
 #include "server/grpc_status.h"
 #include "server/security/bearer_token.h"
+#include "server/serving_slot.h"
 #include "server/shard_stream_reactor.h"
 #include "server/unary_call_reactor.h"
 #include "shard/v1/shard.grpc.pb.h"
@@ -32,17 +35,12 @@ struct GrpcCoordinatorOptions {
   std::function<absl::Duration()> on_drain;
   // Stream events (metrics).
   StreamHooks stream_hooks;
-  // Replicated coordinators: OK while this replica may serve (the leader
-  // with a live lease); otherwise its error (UNAVAILABLE naming the
-  // leader) answers every call but Drain, and its payloads under
-  // kLeaderMetadataKey and kStandbyMetadataKey, when present, go back as
-  // those trailers. Unset:
-  // always serves. Called once per call: must be cheap and thread-safe.
-  std::function<absl::Status()> serving_gate;
 };
 
 // Every method runs on gRPC's callback API, and every unary call takes one
-// path (Serve): the token check, then the service call, answered on gRPC's
+// path (Serve): the token check, the claim of the service (a refusal of
+// the slot answers every call but Drain, its leader and standby payloads
+// as trailers), then the service call, answered on gRPC's
 // own thread when it returns its answer (reads, heartbeats, the store's
 // writes) or through a UnaryCallReactor when it replies later: mutations
 // once their journal records are durable (from the journal's writer
@@ -53,7 +51,7 @@ struct GrpcCoordinatorOptions {
 // disk delays only the calls that must wait for it.
 class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
  public:
-  explicit GrpcCoordinator(CoordinatorService* service,
+  explicit GrpcCoordinator(const ServingSlot* slot,
                            GrpcCoordinatorOptions options = {});
 
   grpc::ServerWriteReactor<shard::v1::IndexChunk>* StreamShard(
@@ -126,34 +124,32 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
                                   shard::v1::DrainResponse* response) override;
 
  private:
-  // Which calls a replica that is not serving still answers.
-  enum class Scope { kLeaderOnly, kAnyReplica };
   // Which token a call needs (see GrpcCoordinatorOptions).
   enum class Access { kMember, kAdmin };
-  // OK, or UNAUTHENTICATED when a token is configured and the call's
-  // authorization metadata does not carry it (PERMISSION_DENIED for an
-  // admin call carrying the member token), or the serving gate's refusal
-  // for a kLeaderOnly call (adding the leader trailer).
-  grpc::Status Admit(grpc::CallbackServerContext* context, Scope scope,
-                     Access access = Access::kMember) const;
-  // OK when the call carries a token its access accepts.
+  // OK when the call carries a token its access accepts; else
+  // UNAUTHENTICATED (a token is configured and the call's authorization
+  // metadata does not carry it) or PERMISSION_DENIED (an admin call
+  // carrying the member token).
   absl::Status Authenticate(grpc::CallbackServerContext* context,
                             Access access) const;
+  // Authenticate(), then the slot's claim; a refusal adds its trailers.
+  absl::StatusOr<ServingSlot::Claim> Admit(grpc::CallbackServerContext* context,
+                                           Access access = Access::kMember);
 
-  // The one unary path: Admit(), then `call`, which either returns
-  // the answer (absl::StatusOr<Response>, taking no argument) or takes the
-  // Reply<Response> that answers later (returning nothing, or the
-  // ParkedCalls::Handle that cancels its wait).
+  // The one unary path: Admit(), then `call` with the claimed service,
+  // which either returns the answer (absl::StatusOr<Response>) or also
+  // takes the Reply<Response> that answers later (returning nothing, or
+  // the ParkedCalls::Handle that cancels its wait). The call holds its
+  // claim until it is answered.
   template <typename Response, typename Call>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
                                   Response* response, Call call,
-                                  Scope scope = Scope::kLeaderOnly,
                                   Access access = Access::kMember);
   // A reactor finished with `status` (e.g. refused by Admit()).
   static grpc::ServerUnaryReactor* Finished(
       grpc::CallbackServerContext* context, const grpc::Status& status);
 
-  CoordinatorService* service_;
+  const ServingSlot* slot_;
   const GrpcCoordinatorOptions options_;
 };
 

@@ -3,12 +3,19 @@
 #define SERVER_GRPC_STATUS_H_
 
 #include "absl/status/status.h"
+#include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
 
 namespace shard::server {
 
 // The same code and message (absl and gRPC share the canonical codes).
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// A replica's refusal (common/leader_hint.h): its kLeaderMetadataKey and
+// kStandbyMetadataKey payloads, when present, become the call's trailers.
+// Call before the call finishes.
+void AddRefusalTrailers(grpc::ServerContextBase* context,
+                        const absl::Status& refused);
 
 }  // namespace shard::server
 

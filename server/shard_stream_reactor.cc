@@ -14,27 +14,44 @@ ShardStreamReactor* ShardStreamReactor::Refuse(const grpc::Status& status) {
 }
 
 ShardStreamReactor* ShardStreamReactor::Serve(
-    CoordinatorService* service, const shard::v1::StreamShardRequest& request,
-    const StreamHooks* hooks) {
+    ServingSlot::Claim claim, const ServingSlot* slot,
+    grpc::CallbackServerContext* context,
+    const shard::v1::StreamShardRequest& request, const StreamHooks* hooks) {
   auto* reactor = new ShardStreamReactor(hooks);
   if (hooks->active_changed) hooks->active_changed(+1);
+  reactor->slot_ = slot;
+  reactor->context_ = context;
+  reactor->term_ = claim.term;
+  reactor->opening_on_ = std::move(claim.service);
   reactor->opening_ = std::make_shared<Opening>();
   {
     absl::MutexLock lock(&reactor->opening_->mu);
     reactor->opening_->reactor = reactor;
   }
+  // A copy: the reply may run (and release opening_on_) within the call.
+  const std::shared_ptr<CoordinatorService> service = reactor->opening_on_;
   service->StartOpenShard(request, [opening = reactor->opening_](
                                        absl::StatusOr<ShardCursor> cursor) {
     ShardStreamReactor* reactor = opening->Take();
     if (reactor == nullptr) return;  // Cancelled and finished meanwhile.
-    if (!cursor.ok()) {
-      reactor->Finish(ToGrpcStatus(cursor.status()));
-      return;
-    }
-    reactor->cursor_.emplace(*std::move(cursor));
-    reactor->WriteNext();
+    reactor->Opened(std::move(cursor));
   });
   return reactor;
+}
+
+void ShardStreamReactor::Opened(absl::StatusOr<ShardCursor> cursor) {
+  opening_on_.reset();
+  if (!cursor.ok()) {
+    // An open that failed because the service was taken out meanwhile
+    // (RESOURCE_EXHAUSTED of a drained order wait) answers the refusal.
+    absl::Status refused = slot_->StillServes(term_);
+    if (refused.ok()) refused = cursor.status();
+    AddRefusalTrailers(context_, refused);
+    Finish(ToGrpcStatus(refused));
+    return;
+  }
+  cursor_.emplace(*std::move(cursor));
+  WriteNext();
 }
 
 void ShardStreamReactor::OnDone() {
@@ -51,6 +68,11 @@ void ShardStreamReactor::OnCancel() {
 }
 
 void ShardStreamReactor::WriteNext() {
+  if (absl::Status refused = slot_->StillServes(term_); !refused.ok()) {
+    AddRefusalTrailers(context_, refused);
+    Finish(ToGrpcStatus(refused));
+    return;
+  }
   if (!cursor_->Next(&chunk_)) {
     Finish(grpc::Status::OK);
     return;

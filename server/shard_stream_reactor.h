@@ -4,11 +4,16 @@
 // in OnWriteDone of the previous one, so a stream costs only its cursor and
 // one chunk buffer, and a slow reader simply receives its next chunk later
 // (HTTP/2 flow control). A client that goes away while the order is still
-// being computed gets its call finished at once.
+// being computed gets its call finished at once. Before each chunk the
+// stream checks that the term of the ServingSlot it opened in still serves;
+// when it does not (the coordinator drains, the replica stopped leading)
+// it ends with the refusal, UNAVAILABLE, and the client resumes elsewhere.
 //
 // Lifetime: created with new by the service method, deletes itself in
-// OnDone(). Finish() is called exactly once. The service and hook must
-// outlive every reactor (the server is shut down first).
+// OnDone(). Finish() is called exactly once. Holds the service it is served
+// by until the shard is open (the cursor holds its order); the slot, the
+// context and the hooks must outlive every reactor (the server is shut down
+// first).
 #ifndef SERVER_SHARD_STREAM_REACTOR_H_
 #define SERVER_SHARD_STREAM_REACTOR_H_
 
@@ -20,8 +25,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
 #include "server/coordinator_service.h"
+#include "server/serving_slot.h"
 #include "server/shard_cursor.h"
 #include "shard/v1/shard.pb.h"
 
@@ -41,8 +48,11 @@ class ShardStreamReactor
  public:
   // A reactor that answers `status` at once (e.g. UNAUTHENTICATED).
   static ShardStreamReactor* Refuse(const grpc::Status& status);
-  // Opens the shard, then streams it.
-  static ShardStreamReactor* Serve(CoordinatorService* service,
+  // Opens the shard on the claimed service, then streams it while the
+  // claim's term serves in `slot`.
+  static ShardStreamReactor* Serve(ServingSlot::Claim claim,
+                                   const ServingSlot* slot,
+                                   grpc::CallbackServerContext* context,
                                    const shard::v1::StreamShardRequest& request,
                                    const StreamHooks* hooks);
 
@@ -52,7 +62,10 @@ class ShardStreamReactor
 
  private:
   explicit ShardStreamReactor(const StreamHooks* hooks) : hooks_(hooks) {}
-  // Writes the next chunk, or finishes with OK at the end of the shard.
+  // The open's reply: streams from `cursor`, or finishes with its error.
+  void Opened(absl::StatusOr<ShardCursor> cursor);
+  // Writes the next chunk, finishes with OK at the end of the shard, or
+  // with the refusal once the term no longer serves.
   void WriteNext();
 
   // While the shard is opening, the reactor; taken (set to null) by
@@ -68,6 +81,11 @@ class ShardStreamReactor
   };
 
   const StreamHooks* hooks_;  // Null for a refused call.
+  const ServingSlot* slot_ = nullptr;
+  grpc::CallbackServerContext* context_ = nullptr;
+  uint64_t term_ = 0;
+  // The service the shard opens on; released once it is open.
+  std::shared_ptr<CoordinatorService> opening_on_;
   std::shared_ptr<Opening> opening_;
   std::optional<ShardCursor> cursor_;
   shard::v1::IndexChunk chunk_;

@@ -73,6 +73,12 @@ void AddReplicaOptions(CLI::App& app, DaemonFlags* f) {
       ->type_name("HOST:PORT")
       ->check(AddressCheck(net::AddressUse::kDial))
       ->group(replicas);
+  cli::AddOption(app, "--answer-log", f->answer_log,
+                 "append a line for every call and streamed chunk this "
+                 "replica admits as the leader (CLOCK_MONOTONIC ns, "
+                 "leadership revision), for fault checkers; empty: none")
+      ->type_name("FILE")
+      ->group(replicas);
 }
 
 // Leases, waits, snapshots and the memory and request limits.

@@ -22,6 +22,7 @@ struct DaemonFlags {
   std::string etcd_cert;
   std::string etcd_key;
   std::string advertise_address;
+  std::string answer_log;
   bool check_etcd = false;
   uint64_t snapshot_every = 10000;
   uint64_t max_order_bytes = uint64_t{4} << 30;

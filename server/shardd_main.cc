@@ -347,19 +347,22 @@ int RunStandalone(const shard::server::DaemonFlags& flags,
   absl::StatusOr<shard::storage::OpenedLog> opened =
       OpenJournal(flags, metrics.get(), data_dir_lock, &exit_code);
   if (!opened.ok()) return exit_code;
-  shard::server::CoordinatorService service(options, *std::move(opened));
+  // Destroyed here, after the server stopped (no call holds it then).
+  auto service = std::make_shared<shard::server::CoordinatorService>(
+      options, *std::move(opened));
 
   // The endpoint stops before the service is destroyed.
   std::optional<shard::metrics::MetricsEndpoint> endpoint;
   if (!StartMetrics(
           flags, *metrics,
-          [&service, options] { return ViewOf(service, options); }, endpoint)) {
+          [raw = service.get(), options] { return ViewOf(*raw, options); },
+          endpoint)) {
     return kExitRuntimeError;
   }
   const shard::server::CoordinatorServerOptions server_options =
       ServerOptionsFromFlags(flags, metrics.get());
   absl::StatusOr<std::unique_ptr<shard::server::CoordinatorServer>> server =
-      shard::server::CoordinatorServer::Start(&service, server_options);
+      shard::server::CoordinatorServer::Start(service, server_options);
   if (!server.ok()) {
     std::cerr << "shardd: " << server.status().message() << "\n";
     return absl::IsInvalidArgument(server.status()) ? kExitUsage
@@ -391,6 +394,7 @@ int RunReplicated(const shard::server::DaemonFlags& flags,
   shard::server::replication::ReplicaOptions replica_options;
   replica_options.etcd = EtcdOptionsFromFlags(flags);
   replica_options.advertise = flags.advertise_address;
+  replica_options.answer_log = flags.answer_log;
   replica_options.snapshot_every = flags.snapshot_every;
   replica_options.coordinator = options;
   replica_options.server = ServerOptionsFromFlags(flags, metrics.get());
@@ -470,6 +474,11 @@ int Run(const shard::server::DaemonFlags& flags) {
       return kExitUsage;
     }
     return CheckEtcd(flags);
+  }
+  if (!flags.answer_log.empty() && !etcd) {
+    std::cerr << "shardd: --answer-log needs --etcd-endpoints (it records "
+                 "a replica's admissions as the leader)\n";
+    return kExitUsage;
   }
   if (int{journal} + int{etcd} + int{in_memory} != 1) {
     std::cerr << "shardd: give exactly one of --data-dir DIR (durable state "

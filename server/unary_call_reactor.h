@@ -5,6 +5,7 @@
 #ifndef SERVER_UNARY_CALL_REACTOR_H_
 #define SERVER_UNARY_CALL_REACTOR_H_
 
+#include <memory>
 #include <utility>
 
 #include "absl/functional/function_ref.h"
@@ -21,12 +22,13 @@ class UnaryCallReactor final : public grpc::ServerUnaryReactor {
  public:
   // Runs `start` with the reply that finishes the call (into `response`,
   // which gRPC owns until OnDone); `start` returns the handle that cancels
-  // the call's wait (empty when it did not park). The reactor deletes
-  // itself when done.
+  // the call's wait (empty when it did not park). The call holds `held`
+  // (the service it is served by, see ServingSlot) until it is done. The
+  // reactor deletes itself when done.
   static grpc::ServerUnaryReactor* Run(
-      Response* response,
+      Response* response, std::shared_ptr<const void> held,
       absl::FunctionRef<ParkedCalls::Handle(Reply<Response>)> start) {
-    auto* reactor = new UnaryCallReactor(response);
+    auto* reactor = new UnaryCallReactor(response, std::move(held));
     // gRPC calls OnCancel and OnDone only after this handler returned the
     // reactor, so parked_ is set before either can read it.
     reactor->parked_ = start([reactor](absl::StatusOr<Response> answer) {
@@ -39,7 +41,8 @@ class UnaryCallReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { delete this; }
 
  private:
-  explicit UnaryCallReactor(Response* response) : response_(response) {}
+  UnaryCallReactor(Response* response, std::shared_ptr<const void> held)
+      : response_(response), held_(std::move(held)) {}
 
   void Answer(absl::StatusOr<Response> answer) {
     if (answer.ok()) *response_ = *std::move(answer);
@@ -47,6 +50,7 @@ class UnaryCallReactor final : public grpc::ServerUnaryReactor {
   }
 
   Response* const response_;
+  const std::shared_ptr<const void> held_;
   ParkedCalls::Handle parked_;
 };
 

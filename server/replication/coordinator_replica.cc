@@ -21,12 +21,6 @@
 namespace shard::server::replication {
 namespace {
 
-// How long a server being replaced gives its calls: those the gate refused
-// get their UNAVAILABLE out (else gRPC cancels them, and clients do not
-// retry CANCELLED); a deposed leader's other calls answer UNAVAILABLE as
-// soon as its state store or drain fails them.
-constexpr absl::Duration kRefusalGrace = absl::Seconds(1);
-
 // The least time between two lease renewals (after a failed one: the next
 // goes to the next etcd member, but not in a tight loop).
 constexpr absl::Duration kRenewalPause = absl::Milliseconds(20);
@@ -54,14 +48,19 @@ absl::StatusOr<std::unique_ptr<CoordinatorReplica>> CoordinatorReplica::Start(
     ReplicaOptions options) {
   std::unique_ptr<CoordinatorReplica> replica(
       new CoordinatorReplica(std::move(options)));
-  if (absl::Status s = replica->SwapServer(nullptr, absl::ZeroDuration());
-      !s.ok()) {
-    return s;
+  if (!replica->options_.answer_log.empty()) {
+    absl::StatusOr<std::unique_ptr<AnswerLog>> log =
+        AnswerLog::Open(replica->options_.answer_log);
+    if (!log.ok()) return log.status();
+    replica->answer_log_ = *std::move(log);
   }
-  {
-    absl::MutexLock lock(&replica->mu_);
-    replica->address_ = replica->server_->address();
-  }
+  CoordinatorServerOptions server_options = replica->options_.server;
+  server_options.serving_gate = [raw = replica.get()] { return raw->Gate(); };
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
+      CoordinatorServer::Start(nullptr, std::move(server_options));
+  if (!server.ok()) return server.status();
+  replica->server_ = *std::move(server);
+  replica->address_ = replica->server_->address();
   replica->identity_ = replica->options_.advertise.empty()
                            ? AdvertisedAddress(replica->address_)
                            : replica->options_.advertise;
@@ -82,15 +81,9 @@ void CoordinatorReplica::Stop(absl::Duration grace) {
     stop_grace_ = grace;
   }
   if (loop_.joinable()) loop_.join();
-  std::unique_ptr<CoordinatorServer> server;
-  {
-    absl::MutexLock lock(&mu_);
-    server = std::move(server_);
-  }
-  if (server != nullptr) server->Stop(kRefusalGrace);
-  server.reset();
-  absl::MutexLock lock(&mu_);
-  service_.reset();
+  if (server_ == nullptr) return;
+  server_->Stop(grace);
+  server_.reset();
 }
 
 absl::Status CoordinatorReplica::fatal() const {
@@ -105,8 +98,8 @@ bool CoordinatorReplica::leading() const {
 bool CoordinatorReplica::WithLeaderService(
     absl::FunctionRef<void(CoordinatorService&)> read) {
   absl::MutexLock lock(&mu_);
-  if (!service_leads_ || service_ == nullptr || !leading()) return false;
-  read(*service_);
+  if (leader_service_ == nullptr || !leading()) return false;
+  read(*leader_service_);
   return true;
 }
 
@@ -126,7 +119,14 @@ void CoordinatorReplica::Renewed(int64_t sent_ns) {
 }
 
 absl::Status CoordinatorReplica::Gate() const {
-  if (leading()) return absl::OkStatus();
+  // One reading of the clock decides and is recorded: an admission logged
+  // at t was decided at t, before the lease could lapse.
+  if (const int64_t now = SteadyNowNs(); now < leading_until_ns_.load()) {
+    if (answer_log_ != nullptr) {
+      answer_log_->Record(now, leading_revision_.load());
+    }
+    return absl::OkStatus();
+  }
   absl::Status refused = Refusal();
   refused.SetPayload(kStandbyMetadataKey, absl::Cord("1"));
   return refused;
@@ -190,43 +190,6 @@ void CoordinatorReplica::SetLeaderHint(std::string leader,
 bool CoordinatorReplica::KnowsNoLeader() const {
   absl::MutexLock lock(&hint_mu_);
   return leader_hint_.empty() && etcd_error_.empty();
-}
-
-absl::Status CoordinatorReplica::SwapServer(
-    std::unique_ptr<CoordinatorService> service, absl::Duration grace) {
-  const bool leads = service != nullptr;
-  if (!leads) {
-    // Never reached: the gate refuses every call of a standby.
-    CoordinatorOptions idle = options_.coordinator;
-    idle.expire_leases_in_background = false;
-    service = std::make_unique<CoordinatorService>(idle);
-  }
-  std::unique_ptr<CoordinatorServer> old_server;
-  std::unique_ptr<CoordinatorService> old_service;
-  std::string listen;
-  {
-    absl::MutexLock lock(&mu_);
-    old_server = std::move(server_);
-    old_service = std::move(service_);
-    service_leads_ = false;
-    listen = address_.empty() ? options_.server.listen : address_;
-  }
-  if (old_server != nullptr) old_server->Stop(grace);
-  old_server.reset();
-  old_service.reset();
-
-  CoordinatorServerOptions server_options = options_.server;
-  server_options.listen = listen;
-  server_options.healthy = leads;
-  server_options.serving_gate = [this] { return Gate(); };
-  absl::StatusOr<std::unique_ptr<CoordinatorServer>> started =
-      CoordinatorServer::Start(service.get(), server_options);
-  if (!started.ok()) return started.status();
-  absl::MutexLock lock(&mu_);
-  service_ = std::move(service);
-  server_ = *std::move(started);
-  service_leads_ = leads;
-  return absl::OkStatus();
 }
 
 void CoordinatorReplica::Loop() {
@@ -375,7 +338,7 @@ void CoordinatorReplica::Lead(EtcdSession& session,
   // The lease etcd granted, not the one asked: the gate must close before
   // etcd lets the lease (and the leader key) go.
   const absl::Duration ttl = session.granted_ttl();
-  // Renew now: the catch-up and the server swap below take a moment.
+  // Renew now: the catch-up below takes a moment.
   if (const int64_t sent = SteadyNowNs(); session.KeepAlive().ok()) {
     Renewed(sent);
   }
@@ -383,20 +346,15 @@ void CoordinatorReplica::Lead(EtcdSession& session,
       TakeOver(session, leadership, std::move(follower));
   if (!takeover) return;
   EtcdStateStore* const store = takeover->store;
+  {
+    absl::MutexLock lock(&mu_);
+    leader_service_ = takeover->service;
+  }
+  server_->Serve(std::move(takeover->service));
+  leading_revision_.store(leadership.revision);
   leading_until_ns_.store(renewed_sent_ns_.load() +
                           absl::ToInt64Nanoseconds(ttl - ttl / 10));
   SetLeaderHint(identity_, "", leadership.revision);
-  // The standby's calls are refusals, done at once; the grace only lets
-  // those being sent finish (a stop without one cancels them, and clients
-  // do not retry CANCELLED).
-  if (absl::Status s = SwapServer(std::move(takeover->service), kRefusalGrace);
-      !s.ok()) {
-    leading_until_ns_.store(0);
-    LogEvent(absl::StrCat("won the leadership but cannot serve (", s.message(),
-                          "); giving it up"));
-    SwapServer(nullptr, kRefusalGrace).IgnoreError();
-    return;
-  }
   const absl::Duration serving_after = absl::Now() - leaderless_since;
   if (metrics::ServerMetrics* metrics = options_.server.metrics) {
     metrics->SetLeader(true);
@@ -488,30 +446,21 @@ void CoordinatorReplica::StepDown(EtcdSession& session, EtcdStateStore& store,
   leading_until_ns_.store(0);  // Every call from now on is refused.
   SetLeaderHint("", absl::StrCat("it stopped leading: ", ended));
   const bool stop = stopping();
-  if (!stop) {
-    // Calls waiting for durability are answered now (UNAVAILABLE: the
-    // client retries on the new leader), not cancelled by the server's
-    // stop below while a Txn waits for an etcd that lost its quorum.
-    store.Abandon(absl::UnavailableError(
-        absl::StrCat("coordinator replica ", identity_, " stopped leading (",
-                     ended, "); retry on the leader")));
-  }
   if (metrics::ServerMetrics* metrics = options_.server.metrics) {
     metrics->SetLeader(false);
   }
   LogEvent(absl::StrCat("stopped leading: ", ended));
   if (stop) {
     HandOver(session, store);
-    return;
+  } else {
+    // Calls waiting for durability are answered now (UNAVAILABLE: the
+    // client retries on the new leader), not when a Txn waiting for an
+    // etcd that lost its quorum gives up.
+    store.Abandon(absl::UnavailableError(
+        absl::StrCat("coordinator replica ", identity_, " stopped leading (",
+                     ended, "); retry on the leader")));
   }
-  // Refuse with the closed gate for a moment before the server stops:
-  // calls that reached it but were not started yet (sent while it was
-  // paused, say) would be cancelled by the stop, and clients do not retry
-  // CANCELLED; refused, they move on to the leader.
-  WaitOrStop(kRefusalGrace);
-  if (absl::Status s = SwapServer(nullptr, kRefusalGrace); !s.ok()) {
-    LogEvent(absl::StrCat("cannot serve as a standby: ", s.message()));
-  }
+  RetireService();
 }
 
 void CoordinatorReplica::HandOver(EtcdSession& session, EtcdStateStore& store) {
@@ -532,17 +481,34 @@ void CoordinatorReplica::HandOver(EtcdSession& session, EtcdStateStore& store) {
                           revoked.message(),
                           "); a standby takes over when it lapses"));
   }
-  // Drain: in-flight calls (streams) finish on the state as it was; the
-  // closed gate refuses new ones.
-  std::unique_ptr<CoordinatorServer> server;
-  std::unique_ptr<CoordinatorService> drained;
+  // Writes that did not become durable in the grace: their outcome is
+  // unknown to this replica, retried by their clients on the leader.
+  store.Abandon(absl::UnavailableError(absl::StrCat(
+      "coordinator replica ", identity_, " stopped; retry on the leader")));
+}
+
+void CoordinatorReplica::RetireService() {
+  std::shared_ptr<CoordinatorService> retired;
   {
     absl::MutexLock lock(&mu_);
-    server = std::move(server_);
-    drained = std::move(service_);
-    service_leads_ = false;
+    retired = std::move(leader_service_);
   }
-  if (server != nullptr) server->Stop(grace);
+  // Drained (unless the Drain RPC took it out already), every waiting call
+  // has its answer; calls still running on it let go within moments (a
+  // stream once its shard is open).
+  server_->Vacate();
+  if (retired == nullptr) return;
+  const absl::Time began = absl::Now();
+  bool reported = false;
+  while (retired.use_count() > 1) {
+    if (!reported && absl::Now() - began > absl::Seconds(2)) {
+      LogEvent(absl::StrCat("waiting for ", retired.use_count() - 1,
+                            " calls to let go of the former leader's state"));
+      reported = true;
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  retired.reset();
 }
 
 }  // namespace shard::server::replication

@@ -11,25 +11,31 @@
 // third of the lease it also renews its own etcd lease and reads the key
 // (a watch on a member that stalls says nothing).
 //
-// Leading: the copy is caught up to the newest record in etcd, becomes a
-// CoordinatorService over an EtcdStateStore fenced by the won leadership
-// (every member gets a fresh lease, current epochs' orders are prepared),
-// and a server with health SERVING replaces the standby one on the same
-// address. The lease is renewed every lease / 3; the replica serves only
-// while its lease is certainly alive: until 9/10 of the lease after the
+// One gRPC server serves for the replica's whole life; a standby has no
+// CoordinatorService behind it. Leading: the copy is caught up to the
+// newest record in etcd, becomes a CoordinatorService over an
+// EtcdStateStore fenced by the won leadership (every member gets a fresh
+// lease, current epochs' orders are prepared), and the server serves it
+// (health SERVING). The lease is renewed every lease / 3; the replica serves
+// only while its lease is certainly alive: until 9/10 of the lease after the
 // last renewal was sent (checked on every call, so a paused replica that
 // wakes up refuses at once, before it notices anything). A renewal that
 // fails (an etcd member that does not answer within a quarter of the
 // lease) is tried again at once on the next member; the gate reopens when
 // one succeeds. Leadership ends when etcd says the lease is gone, when no
 // renewal succeeded for a lease plus the etcd timeout, or when a fenced
-// write fails: the server stops at once, the state in memory is dropped,
-// and the replica stands by again with a new session (re-reading etcd).
+// write fails: the gate closes at once, the calls waiting for durability
+// answer UNAVAILABLE, the server stops serving the service (its streams end
+// UNAVAILABLE at their next chunk), the service is destroyed once its last
+// call let go of it, and the replica stands by again with a new session
+// (re-reading etcd).
 //
 // Stop() (SIGTERM) hands a leader's role over at once: the gate closes,
 // the writes already accepted become durable (for up to the grace), the
 // lease is revoked (a standby watching the key takes over now, not when
-// the lease would lapse), then in-flight streams get the grace. A history
+// the lease would lapse), then the service is taken out as above and
+// calls still in flight (a stream whose client reads nothing) get the
+// grace before the server stops. A history
 // in etcd that cannot be recovered (DATA_LOSS) stops the loop and is
 // reported through on_fatal.
 //
@@ -54,6 +60,7 @@
 #include "server/coordinator_server.h"
 #include "server/coordinator_service.h"
 #include "server/metrics/server_metrics.h"
+#include "server/replication/answer_log.h"
 #include "server/replication/etcd_follower.h"
 #include "server/replication/etcd_session.h"
 #include "server/replication/etcd_state_store.h"
@@ -71,8 +78,11 @@ struct ReplicaOptions {
   uint64_t snapshot_every = 10000;
   CoordinatorOptions coordinator;
   // Listening, TLS, token, health listener, metrics, grace; serving_gate
-  // and healthy are the replica's.
+  // is the replica's.
   CoordinatorServerOptions server;
+  // Where every admission as leader is recorded (AnswerLog); empty: not
+  // recorded.
+  std::string answer_log;
   // Called once if the loop stops on its own (the history in etcd cannot
   // be recovered: DATA_LOSS); fatal() says why.
   std::function<void()> on_fatal;
@@ -80,9 +90,9 @@ struct ReplicaOptions {
 
 class CoordinatorReplica {
  public:
-  // Starts the standby server (so that a bad --listen fails at once:
-  // INVALID_ARGUMENT or UNAVAILABLE as CoordinatorServer::Start) and the
-  // replica's loop.
+  // Starts the server, serving nothing yet (so that a bad --listen fails at
+  // once: INVALID_ARGUMENT or UNAVAILABLE as CoordinatorServer::Start), and
+  // the replica's loop.
   static absl::StatusOr<std::unique_ptr<CoordinatorReplica>> Start(
       ReplicaOptions options);
   // Stop(0) if not stopped.
@@ -90,8 +100,7 @@ class CoordinatorReplica {
   CoordinatorReplica(const CoordinatorReplica&) = delete;
   CoordinatorReplica& operator=(const CoordinatorReplica&) = delete;
 
-  // HOST:PORT the server is bound to (the same while standing by and
-  // leading).
+  // HOST:PORT the server is bound to.
   const std::string& address() const { return address_; }
   // What the leader key names this replica as.
   const std::string& identity() const { return identity_; }
@@ -136,7 +145,7 @@ class CoordinatorReplica {
   // What a won campaign leads with: the service over the etcd store (which
   // the service owns), and what it took over.
   struct Takeover {
-    std::unique_ptr<CoordinatorService> service;
+    std::shared_ptr<CoordinatorService> service;
     EtcdStateStore* store = nullptr;
     size_t jobs = 0;
     uint64_t last_record = 0;
@@ -154,20 +163,19 @@ class CoordinatorReplica {
   // why it ended.
   std::string KeepLeading(EtcdSession& session, const EtcdStateStore& store)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Closes the gate, then hands over (on Stop()) or answers the calls
-  // waiting for durability and swaps in a standby server.
+  // Closes the gate, answers the calls waiting for durability (on Stop():
+  // after HandOver()), and retires the service.
   void StepDown(EtcdSession& session, EtcdStateStore& store,
                 const std::string& ended) ABSL_LOCKS_EXCLUDED(mu_);
-  // On Stop(): makes the accepted writes durable, revokes the lease, then
-  // drains the server for the stop grace.
+  // On Stop(): makes the accepted writes durable (for up to the stop
+  // grace), revokes the lease, answers the writes still waiting.
   void HandOver(EtcdSession& session, EtcdStateStore& store)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Replaces the running server: a standby one (no service given) or the
-  // leader's over `service`; the old one stops with `grace`.
-  absl::Status SwapServer(std::unique_ptr<CoordinatorService> service,
-                          absl::Duration grace) ABSL_LOCKS_EXCLUDED(mu_);
-  // The serving gate of both servers: OK while leading, else Refusal()
-  // with the kStandbyMetadataKey payload.
+  // Takes the leader's service out of the server and destroys it here once
+  // its last call let go of it (before the session its store uses ends).
+  void RetireService() ABSL_LOCKS_EXCLUDED(mu_);
+  // The serving gate: OK while leading (recorded in the answer log), else
+  // Refusal() with the kStandbyMetadataKey payload.
   absl::Status Gate() const ABSL_LOCKS_EXCLUDED(hint_mu_);
   // Why this replica does not serve (UNAVAILABLE), with the leader it
   // knows as the kLeaderMetadataKey payload.
@@ -194,6 +202,11 @@ class CoordinatorReplica {
   std::atomic<int64_t> leading_until_ns_{0};
   // When the lease was last renewed (steady-clock nanoseconds of sending).
   std::atomic<int64_t> renewed_sent_ns_{0};
+  // The etcd revision of the leadership being served (set before the gate
+  // opens).
+  std::atomic<int64_t> leading_revision_{0};
+  // Null without ReplicaOptions::answer_log.
+  std::unique_ptr<AnswerLog> answer_log_;
 
   mutable absl::Mutex hint_mu_;
   std::string leader_hint_ ABSL_GUARDED_BY(hint_mu_);
@@ -209,11 +222,11 @@ class CoordinatorReplica {
   bool leader_gone_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration stop_grace_ ABSL_GUARDED_BY(mu_);
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
-  // The running server and its service (the standby's is an empty one that
-  // the gate keeps from being reached).
-  std::unique_ptr<CoordinatorService> service_ ABSL_GUARDED_BY(mu_);
-  std::unique_ptr<CoordinatorServer> server_ ABSL_GUARDED_BY(mu_);
-  bool service_leads_ ABSL_GUARDED_BY(mu_) = false;
+  // The server, from Start() until Stop() stopped it.
+  std::unique_ptr<CoordinatorServer> server_;
+  // The service the server serves while this replica leads (null
+  // otherwise).
+  std::shared_ptr<CoordinatorService> leader_service_ ABSL_GUARDED_BY(mu_);
   std::thread loop_;
 };
 

@@ -49,8 +49,10 @@ bool MeasureCommitLatency(const std::string& dir, int commits) {
                  std::string(opened.status().message()).c_str());
     return false;
   }
-  testing::BlockingCoordinator service({}, *std::move(opened));
-  server::GrpcCoordinator glue(&service);
+  server::ServingSlot slot;
+  slot.Install(std::make_shared<testing::BlockingCoordinator>(
+      server::CoordinatorOptions{}, *std::move(opened)));
+  server::GrpcCoordinator glue(&slot);
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),

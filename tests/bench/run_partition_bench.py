@@ -20,8 +20,6 @@ how many cuts saw the old leader answer after the new one served (must be
 """
 import argparse
 import os
-import select
-import socket
 import statistics
 import sys
 import tempfile
@@ -36,51 +34,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 def progress(message):
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr,
           flush=True)
-
-
-class Proxy:
-    """Forwards 127.0.0.1:port to `target`; freeze() stops every byte (and
-    new connections wait in the kernel's backlog) until thaw()."""
-
-    def __init__(self, target):
-        host, port = target.rsplit(":", 1)
-        self._target = (host, int(port))
-        self._listener = socket.socket()
-        self._listener.bind(("127.0.0.1", 0))
-        self._listener.listen(64)
-        self.endpoint = f"127.0.0.1:{self._listener.getsockname()[1]}"
-        self._flowing = threading.Event()
-        self._flowing.set()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def freeze(self):
-        self._flowing.clear()
-
-    def thaw(self):
-        self._flowing.set()
-
-    def _accept(self):
-        while True:
-            self._flowing.wait()
-            client, _ = self._listener.accept()
-            upstream = socket.create_connection(self._target)
-            threading.Thread(target=self._pump, args=(client, upstream),
-                             daemon=True).start()
-
-    def _pump(self, a, b):
-        sockets = [a, b]
-        while True:
-            self._flowing.wait()
-            ready, _, _ = select.select(sockets, [], [], 0.05)
-            if not self._flowing.is_set():
-                continue  # Frozen while waiting: what arrived stays queued.
-            for sock in ready:
-                data = sock.recv(65536)
-                if not data:
-                    a.close()
-                    b.close()
-                    return
-                (b if sock is a else a).sendall(data)
 
 
 def answers(replicas, i):
@@ -138,11 +91,9 @@ def summary(values):
 
 
 def run_lease(bin_dir, lease_s, partitions, work):
-    from replicated_coordinator import EtcdCluster, Replicas
+    from replicated_coordinator import EtcdCluster, Replicas, proxies_to
     with EtcdCluster() as etcd:
-        proxies = [[Proxy(e) for e in etcd.endpoints.split(",")]
-                   for _ in range(3)]
-        endpoints = [",".join(p.endpoint for p in mine) for mine in proxies]
+        proxies, endpoints = proxies_to(etcd)
         with Replicas(bin_dir, etcd, work, lease=f"{lease_s:g}s",
                       etcd_endpoints=endpoints) as replicas:
             results = []

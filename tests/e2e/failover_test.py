@@ -10,7 +10,9 @@ leader lease 2 s) and the clients that ride through its failures.
    first call a new leader serves is at most the lease + 2 s.
 2. A paused leader: SIGSTOP past its lease; a new leader serves; a call
    sent to the paused one meanwhile is answered UNAVAILABLE after SIGCONT
-   (it answers nothing as leader), the job it named never exists, every
+   (it answers nothing as leader), a stream it served ends UNAVAILABLE at
+   its next chunk (not streamed on, nor cancelled), the job it named never
+   exists, every
    record in etcd was written exactly once (a deposed leader wrote
    nothing), and shardd --check-etcd finds the history sound and starting
    from a snapshot (replicas snapshot every 50 records).
@@ -141,13 +143,42 @@ def check_standby_trailers(replicas):
           f"shard-standby trailers ({code}, {trailers})")
 
 
+def open_raw_stream(address, membership):
+    """StreamShard of rank 0, epoch 0 on one replica, with no client library
+    in between (its own reading of codes included), after its first chunk:
+    (channel, call)."""
+    from shard.v1 import shard_pb2 as pb
+    from shard.v1 import shard_pb2_grpc as pb_grpc
+    channel = grpc.insecure_channel(address)
+    call = pb_grpc.CoordinatorStub(channel).StreamShard(
+        pb.StreamShardRequest(job_id=membership.job_id,
+                              generation=membership.generation, rank=0,
+                              epoch=0, max_chunk_indices=64), timeout=60)
+    next(call)
+    return channel, call
+
+
+def read_to_end(call):
+    """(the stream's final code, chunks received until then)."""
+    chunks = 0
+    try:
+        for _ in call:
+            chunks += 1
+        return grpc.StatusCode.OK, chunks
+    except grpc.RpcError as error:
+        return error.code(), chunks
+
+
 def paused_leader(bin_dir, replicas, etcd):
     import shard
     from shard.v1 import shard_pb2 as pb
     from shard.v1 import shard_pb2_grpc as pb_grpc
     client = shard.Client(replicas.coordinator, retry_deadline=30)
     client.create_job("before-pause", shard.job_spec(100, 2))
+    reader = client.join("held-across-pause", "reader", wait=30,
+                         spec=shard.job_spec(10**7, 1, shuffle=False))
     paused = replicas.leader()
+    channel, held = open_raw_stream(replicas.addresses[paused], reader)
     replicas.signal(paused, signal.SIGSTOP)
     outcome = {}
 
@@ -173,6 +204,14 @@ def paused_leader(bin_dir, replicas, etcd):
     client.create_job("during-pause", shard.job_spec(100, 2))
     time.sleep(LEASE_S)  # Well past the paused leader's lease.
     replicas.signal(paused, signal.SIGCONT)
+    # 156,250 chunks of 64 in all: read at once, the stream must end at the
+    # chunk after those already in flight, refused like any call.
+    code, chunks = read_to_end(held)
+    channel.close()
+    check(code == grpc.StatusCode.UNAVAILABLE and chunks < 20000,
+          f"pause: a stream the paused leader served ends {code.name} after "
+          f"{chunks} more chunks of 64 once it resumed (UNAVAILABLE, at "
+          "most those in flight)")
     sender.join(timeout=30)
     check(outcome.get("code") == grpc.StatusCode.UNAVAILABLE,
           f"pause: the call sent to the paused leader is refused after "

@@ -2,11 +2,13 @@
 """A fault checker for the replicated coordinator: a random schedule of the
 faults clusters have, under a workload, and the promises checked after.
 
-Cluster: 3 etcd members and 3 shardd replicas on loopback (lease 2 s).
-Faults, one at a time with a random pause between (the seed is printed;
---seed replays a schedule): kill -9 of the leader or of a standby (it
-restarts), SIGSTOP of the leader past its lease then SIGCONT, SIGTERM of
-the leader (a rolling restart), SIGSTOP of an etcd member for a few
+Cluster: 3 etcd members and 3 shardd replicas on loopback (lease 2 s),
+each replica reaching each member through its own TCP proxy. Faults, one
+at a time with a random pause between (the seed is printed; --seed
+replays a schedule): kill -9 of the leader or of a standby (it restarts),
+SIGSTOP of the leader past its lease then SIGCONT, SIGTERM of the leader
+(a rolling restart), the leader cut off from etcd (its proxies stop
+forwarding) until another leads, SIGSTOP of an etcd member for a few
 seconds, kill -9 of an etcd member (it restarts), quorum loss (2 etcd
 members killed) and its return.
 Workload, all through the address list: pairs of shard-train ranks (Gloo,
@@ -14,10 +16,11 @@ Workload, all through the address list: pairs of shard-train ranks (Gloo,
 one job after another; a Python writer creating and deleting jobs; a
 Python member committing its progress in a loop; a Python member setting
 and reading rendezvous keys.
-Checked after: no two replicas answered as leader at once (a prober asks
-each replica every 20 ms and records its answers; an answer of one
-between two of another whose log shows no change of its leadership in
-between is two leaders); every acknowledged create is present unless its
+Checked after: no two replicas admitted calls as leader at the same
+instant (each replica logs the CLOCK_MONOTONIC time and leadership
+revision of every call and streamed chunk it admits, shardd --answer-log;
+each leadership's first admission must come after the last of every
+earlier one, while a prober asks every replica every 20 ms); every acknowledged create is present unless its
 delete was acknowledged; no acknowledged commit was lost (the job's committed
 position is at least the last one acknowledged); every trainer exited 0
 and each rank trained exactly its planned indices of each epoch, once; no
@@ -29,11 +32,8 @@ failure.
       [--seconds 180] [--seed N]
 """
 import argparse
-import bisect
-import calendar
 import os
 import random
-import re
 import signal
 import sys
 import tempfile
@@ -59,8 +59,9 @@ class Faults:
     """The schedule's faults on `replicas` and `etcd`; each returns when
     the cluster has a leader again (or quorum is back)."""
 
-    def __init__(self, replicas, etcd, rng):
+    def __init__(self, replicas, etcd, proxies, rng):
         self.replicas, self.etcd, self.rng = replicas, etcd, rng
+        self.proxies = proxies  # Each replica's proxies to etcd.
         self.stopped = set()  # Replicas the schedule stopped on purpose.
         self.counts = {}
 
@@ -70,6 +71,7 @@ class Faults:
             ("kill standby", self.kill_standby),
             ("pause leader", self.pause_leader),
             ("SIGTERM leader", self.term_leader),
+            ("partition leader from etcd", self.partition_leader),
             ("pause etcd member", self.pause_etcd_member),
             ("kill etcd member", self.kill_etcd_member),
             ("etcd quorum loss", self.quorum_loss)])
@@ -117,6 +119,15 @@ class Faults:
         code = self.replicas.wait(leader)
         check(code == 0, f"a SIGTERMed leader exits 0 ({code})")
         self._restart(leader)
+
+    def partition_leader(self):
+        leader = self._leader()
+        for proxy in self.proxies[leader]:
+            proxy.freeze()
+        self.replicas.leader(deadline_s=60, skip=(leader,))
+        time.sleep(self.rng.uniform(0.0, LEASE_S))
+        for proxy in self.proxies[leader]:
+            proxy.thaw()
 
     def pause_etcd_member(self):
         member = self.rng.randrange(3)
@@ -221,19 +232,18 @@ class Workload:
 
 class LeaderProbe:
     """Asks each replica ListJobs every 20 ms (one thread and one channel
-    per replica, 200 ms deadline) and records each answer it gave as the
-    leader: replica -> [(sent, received)], wall-clock seconds, the clock of
-    the replicas' log lines."""
+    per replica, 200 ms deadline), so that a replica that should no longer
+    answer as the leader is asked all the time; counts the answers."""
 
     def __init__(self, addresses):
-        self.answered = {i: [] for i in range(len(addresses))}
+        self.answers = 0
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._ask, args=(i, a))
-                         for i, a in enumerate(addresses)]
+        self._threads = [threading.Thread(target=self._ask, args=(a,))
+                         for a in addresses]
         for thread in self._threads:
             thread.start()
 
-    def _ask(self, i, address):
+    def _ask(self, address):
         from shard.v1 import shard_pb2 as pb
         from shard.v1 import shard_pb2_grpc as pb_grpc
         options = [("grpc.initial_reconnect_backoff_ms", 100),
@@ -242,10 +252,9 @@ class LeaderProbe:
         with grpc.insecure_channel(address, options) as channel:
             stub = pb_grpc.CoordinatorStub(channel)
             while not self._stop.wait(0.02):
-                sent = time.time()
                 try:
                     stub.ListJobs(pb.ListJobsRequest(), timeout=0.2)
-                    self.answered[i].append((sent, time.time()))
+                    self.answers += 1
                 except grpc.RpcError:
                     pass
 
@@ -255,38 +264,34 @@ class LeaderProbe:
             thread.join()
 
 
-def leadership_changes(log_path):
-    """Wall-clock seconds of each line of a replica's log that says its
-    leadership began or ended."""
-    from replicated_coordinator import leadership_lines
-    times = []
-    for line in leadership_lines(log_path):
-        stamp = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z",
-                         line)
-        if stamp:
-            times.append(calendar.timegm(time.strptime(
-                stamp.group(1), "%Y-%m-%dT%H:%M:%S")) +
-                int(stamp.group(2)) / 1000)
-    return sorted(times)
+def leaderships(answer_logs):
+    """Each leadership's admissions from the replicas' --answer-log files:
+    [(revision, replica, first ns, last ns, admissions)] by revision."""
+    spans = {}
+    for replica, path in enumerate(answer_logs):
+        with open(path) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) != 2:
+                    continue  # A line cut short by kill -9.
+                ns, revision = int(fields[0]), int(fields[1])
+                first, last, count = spans.get((revision, replica),
+                                               (ns, ns, 0))
+                spans[(revision, replica)] = (min(first, ns), max(last, ns),
+                                              count + 1)
+    return sorted((revision, replica, *span)
+                  for (revision, replica), span in spans.items())
 
 
-def two_leaders(answered, changes):
-    """Instants where two replicas answered as leader: an answer of replica
-    B strictly between two answers of replica A with no change of A's
-    leadership logged between them (A served before and after, so also
-    when B did). A leadership only ends logged, or by a kill -9, after
-    which the replica serves again only once it logged a new one."""
+def two_leaders(spans):
+    """Pairs of leaderships that admitted calls at the same instant: a
+    later leadership (higher etcd revision) whose first admission is not
+    after the last admission of every earlier one, or one revision on two
+    replicas."""
     found = []
-    sent = {i: [s for s, _ in mine] for i, mine in answered.items()}
-    for a, mine in answered.items():
-        for (s1, r1), (s3, r3) in zip(mine, mine[1:]):
-            i = bisect.bisect_left(changes[a], s1)
-            if i < len(changes[a]) and changes[a][i] <= r3:
-                continue
-            for b, theirs in answered.items():
-                j = bisect.bisect_right(sent[b], r1)
-                if b != a and j < len(theirs) and theirs[j][1] < s3:
-                    found.append((a, b, theirs[j][0]))
+    for earlier, later in zip(spans, spans[1:]):
+        if earlier[0] == later[0] or later[2] <= earlier[3]:
+            found.append((earlier, later))
     return found
 
 
@@ -318,52 +323,62 @@ def main():
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
     sys.path.insert(0, args.python_dir)
-    from replicated_coordinator import EtcdCluster, Replicas
+    from replicated_coordinator import EtcdCluster, Replicas, proxies_to
     seed = args.seed if args.seed is not None else random.randrange(2**31)
     print(f"fault checker seed {seed} ({args.seconds:g} s; replay with "
           f"--seed {seed})", flush=True)
     rng = random.Random(seed)
     bin_dir = os.path.abspath(args.bin_dir)
     with tempfile.TemporaryDirectory() as work:
-        with EtcdCluster() as etcd, Replicas(
-                bin_dir, etcd, work, lease=f"{LEASE_S:g}s") as replicas:
-            replicas.leader(deadline_s=60)
-            workload = Workload(replicas.coordinator)
-            probe = LeaderProbe(replicas.addresses)
-            stop, runs = threading.Event(), []
-            trainer = threading.Thread(target=train_continuously, args=(
-                bin_dir, replicas.coordinator, work, stop, runs))
-            trainer.start()
-            faults = Faults(replicas, etcd, rng)
-            end = time.monotonic() + args.seconds
-            while time.monotonic() < end:
-                time.sleep(rng.uniform(1.0, 4.0))
-                faults.run_one()
-            stop.set()
-            trainer.join()
-            workload.stop()
-            probe.stop()
-            changes = {i: leadership_changes(
-                os.path.join(work, f"shardd-{i}.log")) for i in range(3)}
-            overlaps = two_leaders(probe.answered, changes)
-            check(not overlaps and all(probe.answered.values()),
-                  f"no two replicas answered as leader at once "
-                  f"({sum(map(len, probe.answered.values()))} answers "
-                  f"sampled; {overlaps[:3]})")
-            crashed = [i for i in range(3) if not replicas.running(i)
-                       and i not in faults.stopped]
-            check(not crashed, f"no replica exited on its own ({crashed})")
-            log(f"faults run: {faults.counts}")
-            verify(bin_dir, replicas.coordinator, workload, runs)
-            workload.client.close()
-            if RESULTS["failed"]:
-                for name in sorted(os.listdir(work)):
-                    if name.startswith("shardd-"):
-                        print(f"--- {name}")
-                        print(open(os.path.join(work, name)).read()[-4000:])
+        with EtcdCluster() as etcd:
+            proxies, endpoints = proxies_to(etcd)
+            with Replicas(bin_dir, etcd, work, lease=f"{LEASE_S:g}s",
+                          etcd_endpoints=endpoints,
+                          answer_logs=True) as replicas:
+                run_schedule(args.seconds, rng, bin_dir, work,
+                             Faults(replicas, etcd, proxies, rng))
+        if RESULTS["failed"]:
+            for name in sorted(os.listdir(work)):
+                if name.startswith("shardd-"):
+                    print(f"--- {name}")
+                    print(open(os.path.join(work, name)).read()[-4000:])
     print(f"seed {seed}: {RESULTS['passed']} passed, "
           f"{RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0
+
+
+def run_schedule(seconds, rng, bin_dir, work, faults):
+    """Faults for `seconds` under the workload, then every check."""
+    replicas = faults.replicas
+    replicas.leader(deadline_s=60)
+    workload = Workload(replicas.coordinator)
+    probe = LeaderProbe(replicas.addresses)
+    stop, runs = threading.Event(), []
+    trainer = threading.Thread(target=train_continuously, args=(
+        bin_dir, replicas.coordinator, work, stop, runs))
+    trainer.start()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(rng.uniform(1.0, 4.0))
+        faults.run_one()
+    stop.set()
+    trainer.join()
+    workload.stop()
+    probe.stop()
+    spans = leaderships([os.path.join(work, f"answers-{i}.log")
+                         for i in range(3)])
+    overlaps = two_leaders(spans)
+    check(len(spans) > 1 and not overlaps,
+          f"no two replicas admitted calls as leader at the same instant: "
+          f"{len(spans)} leaderships, "
+          f"{sum(span[4] for span in spans)} admissions logged "
+          f"({probe.answers} probe answers); overlaps: {overlaps[:3]}")
+    crashed = [i for i in range(3) if not replicas.running(i)
+               and i not in faults.stopped]
+    check(not crashed, f"no replica exited on its own ({crashed})")
+    log(f"faults run: {sum(faults.counts.values())} ({faults.counts})")
+    verify(bin_dir, replicas.coordinator, workload, runs)
+    workload.client.close()
 
 
 def verify(bin_dir, coordinator, workload, runs):

@@ -1,14 +1,17 @@
 """A replicated coordinator on loopback for end-to-end tests: a 3-member
 etcd cluster (real etcd processes in a temporary directory) and 3 shardd
 replicas keeping their state in it. Members and replicas can be killed,
-paused (SIGSTOP: a hung member) and restarted on the same addresses."""
+paused (SIGSTOP: a hung member) and restarted on the same addresses; a
+replica can reach etcd through proxies that cut it off (a partition)."""
 import json
 import os
+import select
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 import grpc
@@ -39,6 +42,68 @@ def leadership_lines(log_path, offset=0):
         f.seek(offset)
         return [line.strip() for line in f
                 if any(marker in line for marker in LEADERSHIP_MARKERS)]
+
+
+class Proxy:
+    """Forwards 127.0.0.1:port to `target`; freeze() stops every byte (and
+    new connections wait in the kernel's backlog) until thaw(), as when a
+    network drops packets. A target that refuses (an etcd member down)
+    closes the connection, as the member itself would."""
+
+    def __init__(self, target):
+        host, port = target.rsplit(":", 1)
+        self._target = (host, int(port))
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.endpoint = f"127.0.0.1:{self._listener.getsockname()[1]}"
+        self._flowing = threading.Event()
+        self._flowing.set()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def freeze(self):
+        self._flowing.clear()
+
+    def thaw(self):
+        self._flowing.set()
+
+    def _accept(self):
+        while True:
+            self._flowing.wait()
+            client, _ = self._listener.accept()
+            try:
+                upstream = socket.create_connection(self._target, timeout=1)
+            except OSError:
+                client.close()
+                continue
+            threading.Thread(target=self._pump, args=(client, upstream),
+                             daemon=True).start()
+
+    def _pump(self, a, b):
+        sockets = [a, b]
+        while True:
+            self._flowing.wait()
+            ready, _, _ = select.select(sockets, [], [], 0.05)
+            if not self._flowing.is_set():
+                continue  # Frozen while waiting: what arrived stays queued.
+            try:
+                for sock in ready:
+                    data = sock.recv(65536)
+                    if not data:
+                        raise ConnectionError("closed")
+                    (b if sock is a else a).sendall(data)
+            except OSError:
+                a.close()
+                b.close()
+                return
+
+
+def proxies_to(etcd, replicas=3):
+    """For each of `replicas` replicas, a Proxy to each etcd member, and
+    the --etcd-endpoints each replica is then given."""
+    proxies = [[Proxy(e) for e in etcd.endpoints.split(",")]
+               for _ in range(replicas)]
+    return proxies, [",".join(p.endpoint for p in mine) for mine in proxies]
 
 
 class EtcdCluster:
@@ -132,9 +197,12 @@ class Replicas:
 
     def __init__(self, bin_dir, etcd, work, lease="2s", size=3,
                  snapshot_every=50, extra_args=(), shutdown_grace="1s",
-                 etcd_endpoints=None):
+                 etcd_endpoints=None, answer_logs=False):
         """`etcd_endpoints`: each replica's --etcd-endpoints (default: the
-        cluster's for all), e.g. through proxies that cut one off."""
+        cluster's for all), e.g. through proxies that cut one off.
+        `answer_logs`: replica i records its admissions as leader in
+        `work`/answers-i.log (--answer-log)."""
+        self._answer_logs = answer_logs
         self.snapshot_every = snapshot_every
         self._etcd_endpoints = etcd_endpoints or [etcd.endpoints] * size
         self._shutdown_grace = shutdown_grace
@@ -148,12 +216,15 @@ class Replicas:
 
     def start(self, i):
         log = open(os.path.join(self._work, f"shardd-{i}.log"), "a")
+        answer_log = (["--answer-log",
+                       os.path.join(self._work, f"answers-{i}.log")]
+                      if self._answer_logs else [])
         proc = subprocess.Popen(
             [f"{self._bin_dir}/shardd", "--listen", self.addresses[i],
              "--etcd-endpoints", self._etcd_endpoints[i], "--leader-lease",
              self.lease, "--shutdown-grace", self._shutdown_grace,
              "--snapshot-every",
-             str(self.snapshot_every), *self._extra_args],
+             str(self.snapshot_every), *answer_log, *self._extra_args],
             stdout=subprocess.PIPE, stderr=log, text=True)
         log.close()
         line = proc.stdout.readline()

@@ -1,10 +1,12 @@
 // The client library against an in-process coordinator: joins from several
 // threads, streamed shards equal the preview, resume from a position, and
-// the prefetch window bounds what is buffered.
+// the prefetch window bounds what is buffered, a coordinator that freezes.
 #include <future>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "shard/client/coordinator_channel.h"
+#include "tests/support/tcp_proxy.h"
 #include "tests/support/test_cluster.h"
 
 namespace shard {
@@ -213,6 +215,37 @@ TEST(ClientStreamTest, AStalledReaderDoesNotBlockOthers) {
   EXPECT_TRUE(client->GetJob("job").ok());
   EXPECT_TRUE(client->CreateJob("other", Spec(10, 1)).ok());
   stalled_context.TryCancel();
+}
+
+// A coordinator that freezes (SIGSTOP, a frozen VM: its connection silent,
+// not closed) while a stream is open: the clients' keepalive ends the call
+// UNAVAILABLE (retried elsewhere), not as a code the clients do not retry.
+TEST(ClientStreamTest, AStreamFromACoordinatorThatFreezesEndsUnavailable) {
+  testing::TestCluster cluster;
+  auto proxy = *testing::TcpProxy::Start(cluster.address());
+  auto channel =
+      *client::NewCoordinatorChannel(proxy->endpoint(), {}, 64 << 20);
+  auto stub = shard::v1::Coordinator::NewStub(channel);
+  shard::v1::JoinJobRequest join;
+  join.set_job_id("frozen");
+  join.set_member_id("reader");
+  *join.mutable_spec() = Spec(10000000, 1);
+  const shard::v1::JoinJobResponse joined =
+      *cluster.service().JoinJob(join, absl::InfiniteFuture());
+  grpc::ClientContext context;
+  shard::v1::StreamShardRequest open;
+  open.set_job_id("frozen");
+  open.set_generation(joined.generation());
+  open.set_max_chunk_indices(64);
+  auto stream = stub->StreamShard(&context, open);
+  shard::v1::IndexChunk chunk;
+  ASSERT_TRUE(stream->Read(&chunk));
+  proxy->Freeze();
+  while (stream->Read(&chunk)) {
+  }
+  const grpc::Status ended = stream->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::UNAVAILABLE) << ended.error_message();
+  proxy->Thaw();
 }
 
 }  // namespace

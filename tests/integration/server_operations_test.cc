@@ -1,14 +1,17 @@
 // The server's operational surface through real gRPC channels: TLS and
-// mutual TLS, bearer tokens, the health service across a drain, the request
-// size limit and the admin RPCs (DeleteJob, Drain).
+// mutual TLS, bearer tokens, the health service across a drain, a role
+// change (the service taken out, another installed), the request size
+// limit and the admin RPCs (DeleteJob, Drain).
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "shard/client/coordinator_channel.h"
 #include "shard/client/coordinator_client.h"
@@ -106,17 +109,17 @@ TEST(ServerOperationsTest, MutualTlsRefusesClientsWithoutCertificate) {
 TEST(ServerOperationsTest, InconsistentTlsFilesAreRefusedUpFront) {
   server::CoordinatorServerOptions options;
   options.tls_cert_file = TestSecrets().Path("server.pem");
-  BlockingCoordinator service;
+  auto service = std::make_shared<BlockingCoordinator>();
   EXPECT_TRUE(absl::IsInvalidArgument(
-      server::CoordinatorServer::Start(&service, options).status()));
+      server::CoordinatorServer::Start(service, options).status()));
   options.tls_key_file = TestSecrets().Path("token");  // Not PEM.
   EXPECT_TRUE(absl::IsInvalidArgument(
-      server::CoordinatorServer::Start(&service, options).status()));
+      server::CoordinatorServer::Start(service, options).status()));
   // A key of another certificate: a bad flag naming both files, not a
   // listener that fails to start (shardd exits 2 on INVALID_ARGUMENT).
   options.tls_key_file = TestSecrets().Path("client.key");
   const absl::Status mismatched =
-      server::CoordinatorServer::Start(&service, options).status();
+      server::CoordinatorServer::Start(service, options).status();
   EXPECT_TRUE(absl::IsInvalidArgument(mismatched)) << mismatched;
   EXPECT_NE(mismatched.message().find("client.key is not the key of the "
                                       "certificate in --tls-cert"),
@@ -243,6 +246,75 @@ TEST(ServerOperationsTest, HealthTurnsNotServingOnDrain) {
   shard::v1::ListJobsResponse jobs;
   EXPECT_EQ(health_only->ListJobs(&context, {}, &jobs).error_code(),
             grpc::UNIMPLEMENTED);
+}
+
+// A replica's role change: the one server stays on its port while what it
+// serves is taken out and another installed. The service taken out answers
+// its waiting call and its stream UNAVAILABLE (the stream at its next
+// chunk, not at the end of its shard), is let go by every call, and the
+// next one serves on the same address.
+TEST(ServerOperationsTest, AServiceTakenOutEndsItsCallsAndTheNextServes) {
+  server::CoordinatorServerOptions options;
+  options.listen = "127.0.0.1:0";
+  auto server = *server::CoordinatorServer::Start(nullptr, options);
+  auto channel = grpc::CreateChannel(server->address(),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = shard::v1::Coordinator::NewStub(channel);
+  const auto list_jobs = [&stub] {
+    grpc::ClientContext context;
+    shard::v1::ListJobsResponse jobs;
+    const grpc::Status status = stub->ListJobs(&context, {}, &jobs);
+    return status.ok() ? jobs.jobs_size() : -status.error_code();
+  };
+  EXPECT_EQ(list_jobs(), -grpc::UNAVAILABLE);  // Nothing serves yet.
+  EXPECT_EQ(*CheckHealth(channel, ""), Health::kNotServing);
+
+  auto first = std::make_shared<BlockingCoordinator>();
+  server->Serve(first);
+  EXPECT_EQ(*CheckHealth(channel, ""), Health::kServing);
+  shard::v1::JoinJobRequest join;
+  join.set_job_id("streamed");
+  join.set_member_id("reader");
+  join.mutable_spec()->set_dataset_size(1000000);
+  join.mutable_spec()->set_world_size(1);
+  join.set_wait_for_world_ms(10000);
+  const shard::v1::JoinJobResponse joined =
+      *first->JoinJob(join, absl::InfiniteFuture());
+  grpc::ClientContext stream_context;
+  shard::v1::StreamShardRequest open;
+  open.set_job_id("streamed");
+  open.set_generation(joined.generation());
+  open.set_max_chunk_indices(64);  // 15,625 chunks in all.
+  auto stream = stub->StreamShard(&stream_context, open);
+  shard::v1::IndexChunk chunk;
+  ASSERT_TRUE(stream->Read(&chunk));
+  // A join that waits for a second member, sent over the wire.
+  join.set_job_id("waiting");
+  join.mutable_spec()->set_world_size(2);
+  grpc::ClientContext join_context;
+  shard::v1::JoinJobResponse never;
+  grpc::Status waited;
+  std::thread waiter(
+      [&] { waited = stub->JoinJob(&join_context, join, &never); });
+  while (first->waiting_calls(server::WaitingCalls::Kind::kJoin) == 0) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+
+  EXPECT_EQ(server->Vacate(), first);
+  waiter.join();
+  EXPECT_EQ(waited.error_code(), grpc::UNAVAILABLE) << waited.error_message();
+  int chunks = 1;
+  while (stream->Read(&chunk)) ++chunks;
+  const grpc::Status ended = stream->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::UNAVAILABLE) << ended.error_message();
+  EXPECT_LT(chunks, 15625);
+  EXPECT_EQ(*CheckHealth(channel, ""), Health::kNotServing);
+  EXPECT_EQ(list_jobs(), -grpc::UNAVAILABLE);
+  while (first.use_count() > 1) absl::SleepFor(absl::Milliseconds(5));
+
+  server->Serve(std::make_shared<BlockingCoordinator>());
+  EXPECT_EQ(list_jobs(), 0);  // The next one's state, on the same port.
+  server->Stop(absl::Seconds(1));
 }
 
 TEST(ServerOperationsTest, ReflectionListsTheServices) {

@@ -4,8 +4,8 @@
 A fake shard.v1.Coordinator (grpcio, in this process) answers every call
 with a chosen status code and counts the calls per method. For every RPC of
 the table, the C++ client (through shard-client-probe) and the Python
-client (where it has the call) face UNAVAILABLE, then CANCELLED (what a
-replica stopping or replacing its server answers): a "retry" call (a
+client (where it has the call) face UNAVAILABLE, then CANCELLED (what
+gRPC's server answers a call that reaches a coordinator process stopping): a "retry" call (a
 stream's reconnection included) is sent again, a "once" call exactly once,
 and both clients report UNAVAILABLE. DeleteJob answered UNAVAILABLE and
 then NOT_FOUND is OK in both (the first attempt may have deleted the job),

@@ -10,9 +10,9 @@ namespace shard::testing {
 
 TestCluster::TestCluster(server::CoordinatorOptions options,
                          server::CoordinatorServerOptions server_options)
-    : service_(options) {
+    : service_(std::make_shared<BlockingCoordinator>(options)) {
   server_options.listen = "127.0.0.1:0";
-  auto server = server::CoordinatorServer::Start(&service_, server_options);
+  auto server = server::CoordinatorServer::Start(service_, server_options);
   if (!server.ok()) {
     std::fprintf(stderr, "TestCluster: %s\n",
                  server.status().ToString().c_str());

@@ -21,7 +21,7 @@ class TestCluster {
   ~TestCluster();
 
   const std::string& address() const { return address_; }
-  BlockingCoordinator& service() { return service_; }
+  BlockingCoordinator& service() { return *service_; }
   server::CoordinatorServer& server() { return *server_; }
   // A raw stub, for requests the client library would never send.
   std::unique_ptr<shard::v1::Coordinator::Stub> NewStub() const;
@@ -29,7 +29,7 @@ class TestCluster {
   std::shared_ptr<client::CoordinatorClient> NewClient() const;
 
  private:
-  BlockingCoordinator service_;
+  std::shared_ptr<BlockingCoordinator> service_;
   std::unique_ptr<server::CoordinatorServer> server_;
   std::string address_;
 };

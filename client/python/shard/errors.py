@@ -51,15 +51,15 @@ class ShardError(Exception):
     def from_server_rpc_error(cls, method: str,
                               error: grpc.RpcError) -> "ShardError":
         """For a call this client did not cancel: CANCELLED can then only
-        come from the coordinator stopping or replacing its server (a
-        replica's failover), so it becomes UNAVAILABLE (retried, the replica
-        reported failed) with the message saying so."""
+        come from a coordinator process that stops (gRPC's server cancels
+        the calls that reach it once its shutdown began; a replica's change
+        of role cancels nothing), so it becomes UNAVAILABLE (retried, the
+        replica reported failed) with the message saying so."""
         if error.code() != grpc.StatusCode.CANCELLED:
             return cls.from_rpc_error(method, error)
         return ShardError(method, grpc.StatusCode.UNAVAILABLE,
                           f"{error.details() or 'CANCELLED'} (the coordinator "
-                          "cancelled the call: it was stopping or replacing "
-                          "its server)")
+                          "cancelled the call: it was stopping)")
 
 
 def _subclass(code: grpc.StatusCode) -> Type[ShardError]:
