@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/security/client_credentials.h"
 #include "common/security/secret_files.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -44,46 +45,16 @@ class BearerTokenFactory
   const std::string header_;  // Lives as long as the channel.
 };
 
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
-    const ChannelSecurity& security) {
-  const bool has_cert = !security.tls_cert_file.empty();
-  if (has_cert != !security.tls_key_file.empty()) {
-    return absl::InvalidArgumentError(
-        "--tls-cert and --tls-key go together (mutual TLS)");
-  }
-  if (security.tls_ca_file.empty()) {
-    if (has_cert) {
-      return absl::InvalidArgumentError(
-          "--tls-cert needs --tls-ca (the CA of the coordinator's "
-          "certificate)");
-    }
-    return grpc::InsecureChannelCredentials();
-  }
-  grpc::SslCredentialsOptions ssl;
-  absl::StatusOr<std::string> ca =
-      security::ReadPemFile(security.tls_ca_file, "--tls-ca");
-  if (!ca.ok()) return ca.status();
-  ssl.pem_root_certs = *std::move(ca);
-  if (has_cert) {
-    absl::StatusOr<std::string> cert =
-        security::ReadPemFile(security.tls_cert_file, "--tls-cert");
-    if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key =
-        security::ReadPrivateKeyFile(security.tls_key_file, "--tls-key");
-    if (!key.ok()) return key.status();
-    ssl.pem_cert_chain = *std::move(cert);
-    ssl.pem_private_key = *std::move(key);
-  }
-  return grpc::SslCredentials(ssl);
-}
-
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> NewCoordinatorChannel(
     const std::string& address, const ChannelSecurity& security,
     int max_receive_bytes) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      Credentials(security);
+      shard::security::ClientCredentials(
+          {security.tls_ca_file, security.tls_cert_file, security.tls_key_file,
+           "--tls-ca", "--tls-cert", "--tls-key",
+           "the coordinator's certificate"});
   if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(max_receive_bytes);

@@ -51,32 +51,19 @@ shard::v1::StoreScope ScopeOf(const Membership& membership) {
   return scope;
 }
 
-// A policy that makes exactly one attempt.
-RetryPolicy NoRetry() {
-  RetryPolicy policy;
-  policy.deadline = absl::ZeroDuration();
-  return policy;
-}
-
 // A store call that waits (StoreGet, StoreWait). The coordinator bounds
-// each wait a call asks for (shardd --max-wait): repeats the call with the
-// time left until `done` holds for its answer, it fails, or `wait` is
-// spent, so that the caller's own timeout is what counts.
-template <typename Request, typename Response, typename Done>
-absl::StatusOr<Response> WaitInRounds(
-    CoordinatorReplicas& replicas,
-    grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
-                                 Response*),
-    const char* name, Request request, absl::Duration wait,
-    absl::Duration rpc_timeout, const RetryPolicy& retry, Done done) {
+// each wait a call asks for (shardd --max-wait): repeats `call(request,
+// left)` with the time left until `done` holds for its answer, it fails,
+// or `wait` is spent, so that the caller's own timeout is what counts.
+template <typename Request, typename Call, typename Done>
+auto WaitInRounds(Request request, absl::Duration wait, Call call, Done done) {
   const absl::Time until = absl::Now() + wait;
   while (true) {
     const absl::Duration left =
         std::max(absl::ZeroDuration(), until - absl::Now());
     request.set_wait_ms(static_cast<uint32_t>(
         std::clamp<int64_t>(absl::ToInt64Milliseconds(left), 0, UINT32_MAX)));
-    absl::StatusOr<Response> response = CallWithRetry(
-        replicas, method, name, request, rpc_timeout + left, retry);
+    auto response = call(request, left);
     if (!response.ok() || done(*response) || absl::Now() >= until) {
       return response;
     }
@@ -84,6 +71,18 @@ absl::StatusOr<Response> WaitInRounds(
 }
 
 }  // namespace
+
+template <typename Request, typename Response>
+absl::StatusOr<Response> CoordinatorClient::Call(
+    grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                 Response*),
+    const char* name, const Request& request, Attempts attempts,
+    absl::Duration extra) {
+  RetryPolicy retry = options_.retry;
+  if (attempts == Attempts::kOnce) retry.deadline = absl::ZeroDuration();
+  return CallWithRetry(*replicas_, method, name, request,
+                       options_.rpc_timeout + extra, retry);
+}
 
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(
     const ClientOptions& options) {
@@ -107,22 +106,19 @@ absl::StatusOr<shard::v1::Job> CoordinatorClient::CreateJob(
   shard::v1::CreateJobRequest request;
   request.set_job_id(job_id);
   *request.mutable_spec() = spec;
-  return CallWithRetry(*replicas_, &Stub::CreateJob, "CreateJob", request,
-                       options_.rpc_timeout, options_.retry);
+  return Call(&Stub::CreateJob, "CreateJob", request);
 }
 
 absl::StatusOr<shard::v1::Job> CoordinatorClient::GetJob(
     const std::string& job_id) {
   shard::v1::GetJobRequest request;
   request.set_job_id(job_id);
-  return CallWithRetry(*replicas_, &Stub::GetJob, "GetJob", request,
-                       options_.rpc_timeout, options_.retry);
+  return Call(&Stub::GetJob, "GetJob", request);
 }
 
 absl::StatusOr<std::vector<shard::v1::Job>> CoordinatorClient::ListJobs() {
-  absl::StatusOr<shard::v1::ListJobsResponse> response = CallWithRetry(
-      *replicas_, &Stub::ListJobs, "ListJobs", shard::v1::ListJobsRequest(),
-      options_.rpc_timeout, options_.retry);
+  absl::StatusOr<shard::v1::ListJobsResponse> response =
+      Call(&Stub::ListJobs, "ListJobs", shard::v1::ListJobsRequest());
   if (!response.ok()) return response.status();
   return std::vector<shard::v1::Job>(response->jobs().begin(),
                                      response->jobs().end());
@@ -161,8 +157,8 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
             : left;
     request.set_wait_for_world_ms(static_cast<uint32_t>(
         std::min<int64_t>(absl::ToInt64Milliseconds(round), UINT32_MAX)));
-    response = CallWithRetry(*replicas_, &Stub::JoinJob, "JoinJob", request,
-                             options_.rpc_timeout + round, options_.retry);
+    response =
+        Call(&Stub::JoinJob, "JoinJob", request, Attempts::kRetried, round);
     // A round the coordinator answered without waiting (its wait was 0
     // because `wait` ran out) is not a formed world.
     const bool waiting_goes_on =
@@ -200,8 +196,7 @@ void CoordinatorClient::ReportWaiting(const std::string& job_id,
   shard::v1::GetJobRequest request;
   request.set_job_id(job_id);
   absl::StatusOr<shard::v1::Job> job =
-      CallWithRetry(*replicas_, &Stub::GetJob, "GetJob", request,
-                    options_.rpc_timeout, NoRetry());
+      Call(&Stub::GetJob, "GetJob", request, Attempts::kOnce);
   if (!job.ok()) return;  // The next round's JoinJob reports what matters.
   const uint64_t needed = job->spec().min_world_size() > 0
                               ? job->spec().min_world_size()
@@ -237,8 +232,7 @@ absl::StatusOr<shard::v1::PreviewShardResponse> CoordinatorClient::Preview(
   request.set_epoch(epoch);
   request.set_offset(offset);
   request.set_limit(limit);
-  return CallWithRetry(*replicas_, &Stub::PreviewShard, "PreviewShard", request,
-                       options_.rpc_timeout, options_.retry);
+  return Call(&Stub::PreviewShard, "PreviewShard", request);
 }
 
 absl::Status CoordinatorClient::Heartbeat(const Membership& membership) {
@@ -247,9 +241,7 @@ absl::Status CoordinatorClient::Heartbeat(const Membership& membership) {
   request.set_member_id(membership.member_id);
   request.set_generation(membership.generation);
   request.set_incarnation(incarnation_);
-  return CallWithRetry(*replicas_, &Stub::Heartbeat, "Heartbeat", request,
-                       options_.rpc_timeout, NoRetry())
-      .status();
+  return Call(&Stub::Heartbeat, "Heartbeat", request, Attempts::kOnce).status();
 }
 
 absl::Status CoordinatorClient::Leave(const Membership& membership) {
@@ -261,9 +253,7 @@ absl::Status CoordinatorClient::Leave(const Membership& membership) {
     absl::MutexLock lock(&joined_mu_);
     joined_incarnations_.erase(membership.job_id);
   }
-  return CallWithRetry(*replicas_, &Stub::Leave, "Leave", request,
-                       options_.rpc_timeout, options_.retry)
-      .status();
+  return Call(&Stub::Leave, "Leave", request).status();
 }
 
 absl::Status CoordinatorClient::DeleteJob(const std::string& job_id,
@@ -272,22 +262,17 @@ absl::Status CoordinatorClient::DeleteJob(const std::string& job_id,
   request.set_job_id(job_id);
   request.set_force(force);
   const absl::Status first =
-      CallWithRetry(*replicas_, &Stub::DeleteJob, "DeleteJob", request,
-                    options_.rpc_timeout, NoRetry())
-          .status();
+      Call(&Stub::DeleteJob, "DeleteJob", request, Attempts::kOnce).status();
   if (!absl::IsUnavailable(first)) return first;
   const absl::Status retried =
-      CallWithRetry(*replicas_, &Stub::DeleteJob, "DeleteJob", request,
-                    options_.rpc_timeout, options_.retry)
-          .status();
+      Call(&Stub::DeleteJob, "DeleteJob", request).status();
   // The first attempt may have deleted the job: gone is what was asked.
   return absl::IsNotFound(retried) ? absl::OkStatus() : retried;
 }
 
 absl::StatusOr<absl::Duration> CoordinatorClient::Drain() {
   absl::StatusOr<shard::v1::DrainResponse> response =
-      CallWithRetry(*replicas_, &Stub::Drain, "Drain",
-                    shard::v1::DrainRequest(), options_.rpc_timeout, NoRetry());
+      Call(&Stub::Drain, "Drain", shard::v1::DrainRequest(), Attempts::kOnce);
   if (!response.ok()) return response.status();
   return absl::Milliseconds(response->grace_ms());
 }
@@ -300,8 +285,7 @@ CoordinatorClient::CommitProgress(const Membership& membership, uint64_t epoch,
   request.set_generation(membership.generation);
   request.set_epoch(epoch);
   request.set_position(position);
-  return CallWithRetry(*replicas_, &Stub::CommitProgress, "CommitProgress",
-                       request, options_.rpc_timeout, options_.retry);
+  return Call(&Stub::CommitProgress, "CommitProgress", request);
 }
 
 absl::Status CoordinatorClient::StoreSet(const Membership& membership,
@@ -311,9 +295,7 @@ absl::Status CoordinatorClient::StoreSet(const Membership& membership,
   *request.mutable_scope() = ScopeOf(membership);
   request.set_key(key);
   request.set_value(value);
-  return CallWithRetry(*replicas_, &Stub::StoreSet, "StoreSet", request,
-                       options_.rpc_timeout, options_.retry)
-      .status();
+  return Call(&Stub::StoreSet, "StoreSet", request).status();
 }
 
 absl::StatusOr<std::optional<std::string>> CoordinatorClient::StoreGet(
@@ -322,8 +304,11 @@ absl::StatusOr<std::optional<std::string>> CoordinatorClient::StoreGet(
   *request.mutable_scope() = ScopeOf(membership);
   request.set_key(key);
   absl::StatusOr<shard::v1::StoreGetResponse> response = WaitInRounds(
-      *replicas_, &Stub::StoreGet, "StoreGet", request, wait,
-      options_.rpc_timeout, options_.retry,
+      request, wait,
+      [this](const shard::v1::StoreGetRequest& round, absl::Duration left) {
+        return Call(&Stub::StoreGet, "StoreGet", round, Attempts::kRetried,
+                    left);
+      },
       [](const shard::v1::StoreGetResponse& r) { return r.found(); });
   if (!response.ok()) return response.status();
   if (!response->found()) return std::optional<std::string>();
@@ -337,8 +322,7 @@ absl::StatusOr<int64_t> CoordinatorClient::StoreAdd(
   request.set_key(key);
   request.set_delta(delta);
   absl::StatusOr<shard::v1::StoreAddResponse> response =
-      CallWithRetry(*replicas_, &Stub::StoreAdd, "StoreAdd", request,
-                    options_.rpc_timeout, NoRetry());
+      Call(&Stub::StoreAdd, "StoreAdd", request, Attempts::kOnce);
   if (!response.ok()) return response.status();
   return response->value();
 }
@@ -352,8 +336,7 @@ absl::StatusOr<std::string> CoordinatorClient::StoreCompareSet(
   request.set_expected(expected);
   request.set_desired(desired);
   absl::StatusOr<shard::v1::StoreCompareSetResponse> response =
-      CallWithRetry(*replicas_, &Stub::StoreCompareSet, "StoreCompareSet",
-                    request, options_.rpc_timeout, options_.retry);
+      Call(&Stub::StoreCompareSet, "StoreCompareSet", request);
   if (!response.ok()) return response.status();
   return response->value();
 }
@@ -365,8 +348,11 @@ absl::StatusOr<bool> CoordinatorClient::StoreWait(
   *request.mutable_scope() = ScopeOf(membership);
   for (const std::string& key : keys) request.add_keys(key);
   absl::StatusOr<shard::v1::StoreWaitResponse> response = WaitInRounds(
-      *replicas_, &Stub::StoreWait, "StoreWait", request, wait,
-      options_.rpc_timeout, options_.retry,
+      request, wait,
+      [this](const shard::v1::StoreWaitRequest& round, absl::Duration left) {
+        return Call(&Stub::StoreWait, "StoreWait", round, Attempts::kRetried,
+                    left);
+      },
       [](const shard::v1::StoreWaitResponse& r) { return r.ready(); });
   if (!response.ok()) return response.status();
   return response->ready();
@@ -378,8 +364,7 @@ absl::StatusOr<bool> CoordinatorClient::StoreDelete(
   *request.mutable_scope() = ScopeOf(membership);
   request.set_key(key);
   absl::StatusOr<shard::v1::StoreDeleteResponse> response =
-      CallWithRetry(*replicas_, &Stub::StoreDelete, "StoreDelete", request,
-                    options_.rpc_timeout, options_.retry);
+      Call(&Stub::StoreDelete, "StoreDelete", request);
   if (!response.ok()) return response.status();
   return response->deleted();
 }
@@ -389,8 +374,7 @@ absl::StatusOr<int64_t> CoordinatorClient::StoreCount(
   shard::v1::StoreCountRequest request;
   *request.mutable_scope() = ScopeOf(membership);
   absl::StatusOr<shard::v1::StoreCountResponse> response =
-      CallWithRetry(*replicas_, &Stub::StoreCount, "StoreCount", request,
-                    options_.rpc_timeout, options_.retry);
+      Call(&Stub::StoreCount, "StoreCount", request);
   if (!response.ok()) return response.status();
   return response->count();
 }

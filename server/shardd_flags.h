@@ -1,5 +1,5 @@
 // shardd's command line: every option, its default and its help text.
-// The README's "shardd" table documents the same options.
+// The "shardd" table of docs/reference.md documents the same options.
 #ifndef SERVER_SHARDD_FLAGS_H_
 #define SERVER_SHARDD_FLAGS_H_
 

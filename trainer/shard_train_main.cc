@@ -1,5 +1,5 @@
 // shard-train: a libtorch DDP trainer that joins a job knowing only the
-// coordinator's address. See README "shard-train" for the flags.
+// coordinator's address. See docs/reference.md "shard-train" for the flags.
 #include <unistd.h>
 
 #include <cstdio>
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
   const std::string heap = shard::trainer::KeepFreedTensorMemory();
   CLI::App app(
       "A libtorch DDP trainer that joins a job knowing only the "
-      "coordinator's address; see README \"shard-train\".");
+      "coordinator's address; see docs/reference.md \"shard-train\".");
   shard::cli::Configure(app, "shard-train");
   Flags flags;
   shard::trainer::TrainerOptions options;

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "common/security/secret_files.h"
+#include "common/security/client_credentials.h"
 #include "grpcpp/grpcpp.h"
 
 namespace shard::server::replication {
@@ -23,38 +23,6 @@ constexpr absl::Duration kRetryPause = absl::Milliseconds(20);
 bool Retryable(const grpc::Status& status) {
   return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-}
-
-// Plaintext, or TLS with the options' CA (and client certificate).
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> EtcdCredentials(
-    const EtcdSession::Options& options) {
-  const bool has_cert = !options.tls_cert_file.empty();
-  if (has_cert != !options.tls_key_file.empty()) {
-    return absl::InvalidArgumentError("--etcd-cert and --etcd-key go together");
-  }
-  if (options.tls_ca_file.empty()) {
-    if (has_cert) {
-      return absl::InvalidArgumentError(
-          "--etcd-cert needs --etcd-ca (the CA of etcd's certificates)");
-    }
-    return grpc::InsecureChannelCredentials();
-  }
-  grpc::SslCredentialsOptions ssl;
-  absl::StatusOr<std::string> ca =
-      security::ReadPemFile(options.tls_ca_file, "--etcd-ca");
-  if (!ca.ok()) return ca.status();
-  ssl.pem_root_certs = *std::move(ca);
-  if (has_cert) {
-    absl::StatusOr<std::string> cert =
-        security::ReadPemFile(options.tls_cert_file, "--etcd-cert");
-    if (!cert.ok()) return cert.status();
-    absl::StatusOr<std::string> key =
-        security::ReadPrivateKeyFile(options.tls_key_file, "--etcd-key");
-    if (!key.ok()) return key.status();
-    ssl.pem_cert_chain = *std::move(cert);
-    ssl.pem_private_key = *std::move(key);
-  }
-  return grpc::SslCredentials(ssl);
 }
 
 }  // namespace
@@ -82,7 +50,9 @@ absl::StatusOr<std::unique_ptr<EtcdSession>> EtcdSession::Start(
   }
   if (absl::Status s = CheckLeaseTtl(options.lease_ttl); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      EtcdCredentials(options);
+      shard::security::ClientCredentials(
+          {options.tls_ca_file, options.tls_cert_file, options.tls_key_file,
+           "--etcd-ca", "--etcd-cert", "--etcd-key", "etcd's certificates"});
   if (!credentials.ok()) return credentials.status();
   std::unique_ptr<EtcdSession> session(new EtcdSession(std::move(options)));
   for (const std::string& endpoint : session->options_.endpoints) {

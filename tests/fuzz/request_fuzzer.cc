@@ -7,7 +7,7 @@
 // in-memory service lives across inputs, so sequences of requests
 // (create, join, commit, store, delete) build up real state. Any crash,
 // sanitizer report or hang is a finding. Build with -DSHARD_FUZZ=ON and
-// clang (see README "Fuzzing").
+// clang (see docs/operations.md "Fuzzing").
 #include <cstddef>
 #include <cstdint>
 #include <memory>

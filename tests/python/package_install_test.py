@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The Python package as a user installs it, without PyPI (README "Python
+"""The Python package as a user installs it, without PyPI (docs/user-guide.md "Python
 client"): a wheel built from a copy of client/python with pip
 (--no-build-isolation: Debian's setuptools, protoc and grpc_python_plugin
 generate the stubs), named by the distribution name `shard-coordinator-

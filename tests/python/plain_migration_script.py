@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """A torchrun training script written for torch's DistributedSampler, with
-only the README's two-line migration: DistributedSampler ->
+only the user guide's two-line migration: DistributedSampler ->
 shard.torch.DistributedShardSampler, DataLoader -> shard.torch.DataLoader.
 
 It is shaped like pytorch/examples' minGPT-ddp trainer: it calls

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """client/python/examples/train_ddp.py under torchrun, over a real shardd.
 
-torchrun is started as README "torchrun" says (Debian's torch 1.13 needs
+torchrun is started as docs/user-guide.md "torchrun" says (Debian's torch 1.13 needs
 --redirects 2 --tee 2), with no MASTER_ADDR/MASTER_PORT of the user's:
 1. Two workers (--standalone --nproc_per_node 2): each sampler's rank is
    torchrun's RANK (the coordinator granted the requested rank), nobody is
@@ -13,7 +13,7 @@ torchrun is started as README "torchrun" says (Debian's torch 1.13 needs
    committed position, torchrun exits 0, and the committed history (the
    first attempt up to the commit, then the restarted one) holds every
    index of every epoch exactly once.
-3. A script written for torch's DistributedSampler with only the README's
+3. A script written for torch's DistributedSampler with only the user guide's
    two-line migration (plain_migration_script.py: its own
    dist.init_process_group, DataLoader worker processes, set_epoch, a
    snapshot per epoch, no commits): one worker SIGKILLed mid-epoch, torchrun

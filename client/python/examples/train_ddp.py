@@ -7,7 +7,7 @@ Start N copies (any machines, any order, no MASTER_ADDR/MASTER_PORT):
     python3 train_ddp.py --coordinator shardd:7070 --job demo \\
         --world-size 3 --checkpoint-dir /shared/ckpt
 
-or let torchrun start them (README "torchrun"): the sampler then asks for
+or let torchrun start them (docs/user-guide.md "torchrun"): the sampler then asks for
 torchrun's RANK, takes WORLD_SIZE as the world size and LOCAL_RANK for its
 member id, and torchrun --max_restarts restarts the world after a crash.
 

@@ -175,6 +175,22 @@ class CoordinatorClient {
   // job cannot be read).
   void ReportWaiting(const std::string& job_id, absl::Time until);
 
+  // How a call is attempted: as proto/shard/v1/client_retries.json says
+  // for it ("retry": options().retry; "once": one attempt).
+  enum class Attempts { kRetried, kOnce };
+  // Every unary call's one shape: through the replicas (each UNAVAILABLE
+  // moving on to the one that leads), each attempt with rpc_timeout +
+  // `extra` (the time the coordinator may wait before answering).
+  // Defined in coordinator_client.cc, its only user.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(
+      grpc::Status (shard::v1::Coordinator::Stub::*method)(grpc::ClientContext*,
+                                                           const Request&,
+                                                           Response*),
+      const char* name, const Request& request,
+      Attempts attempts = Attempts::kRetried,
+      absl::Duration extra = absl::ZeroDuration());
+
   ClientOptions options_;
   std::shared_ptr<CoordinatorReplicas> replicas_;
   uint64_t incarnation_;

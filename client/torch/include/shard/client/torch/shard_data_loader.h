@@ -142,7 +142,7 @@ class ShardDataLoader {
   std::unique_ptr<Inner> inner_;
 };
 
-// make_data_loader for a ShardSampler: the loader the README's loop uses.
+// make_data_loader for a ShardSampler: the loader the user guide's loop uses.
 template <typename Dataset>
 std::unique_ptr<ShardDataLoader<Dataset>> MakeShardDataLoader(
     Dataset dataset, ShardSampler sampler,
