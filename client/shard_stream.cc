@@ -93,18 +93,8 @@ absl::Status ShardStream::ReadOnce() {
       answered = true;
     }
     absl::MutexLock lock(&mu_);
-    if (!first_offset_) first_offset_ = chunk.rank_offset();
-    if (chunk.rank_offset() != *first_offset_ + received_) {
-      status = absl::DataLossError(absl::StrCat(
-          "StreamShard: chunk at rank offset ", chunk.rank_offset(),
-          " does not follow the ", received_, " indices already received"));
-      context.TryCancel();
-      break;
-    }
-    if (!wire::ChunkWellFormed(chunk)) {
-      status = absl::DataLossError(absl::StrCat(
-          "StreamShard: malformed chunk (index_width ", chunk.index_width(),
-          ", ", chunk.packed_indices().size(), " packed bytes)"));
+    status = CheckChunk(chunk);
+    if (!status.ok()) {
       context.TryCancel();
       break;
     }
@@ -113,16 +103,7 @@ absl::Status ShardStream::ReadOnce() {
     };
     mu_.Await(absl::Condition(&has_room));
     if (cancelled_) break;
-    shard_size_ = chunk.rank_shard_size();
-    if (chunk.epoch_positions() != 0) {
-      epoch_positions_ = chunk.epoch_positions();
-    }
-    const size_t count = wire::ChunkIndexCount(chunk);
-    if (count == 0) continue;
-    received_ += count;
-    queued_indices_ += count;
-    queued_bytes_ += wire::ChunkPayloadBytes(chunk);
-    queue_.push_back(std::move(chunk));
+    Enqueue(std::move(chunk));
     chunk = shard::v1::IndexChunk();
   }
   grpc::Status finish = reader->Finish();
@@ -137,6 +118,32 @@ absl::Status ShardStream::ReadOnce() {
     return MarkedRetrySoon(ended);
   }
   return ended;
+}
+
+absl::Status ShardStream::CheckChunk(const shard::v1::IndexChunk& chunk) {
+  if (!first_offset_) first_offset_ = chunk.rank_offset();
+  if (chunk.rank_offset() != *first_offset_ + received_) {
+    return absl::DataLossError(absl::StrCat(
+        "StreamShard: chunk at rank offset ", chunk.rank_offset(),
+        " does not follow the ", received_, " indices already received"));
+  }
+  if (!wire::ChunkWellFormed(chunk)) {
+    return absl::DataLossError(absl::StrCat(
+        "StreamShard: malformed chunk (index_width ", chunk.index_width(), ", ",
+        chunk.packed_indices().size(), " packed bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+void ShardStream::Enqueue(shard::v1::IndexChunk chunk) {
+  shard_size_ = chunk.rank_shard_size();
+  if (chunk.epoch_positions() != 0) epoch_positions_ = chunk.epoch_positions();
+  const size_t count = wire::ChunkIndexCount(chunk);
+  if (count == 0) return;
+  received_ += count;
+  queued_indices_ += count;
+  queued_bytes_ += wire::ChunkPayloadBytes(chunk);
+  queue_.push_back(std::move(chunk));
 }
 
 absl::StatusOr<size_t> ShardStream::Next(absl::Span<uint64_t> out) {

@@ -73,6 +73,12 @@ class ShardStream {
   // Runs one StreamShard call from the first index not yet received; returns
   // its final status.
   absl::Status ReadOnce() ABSL_LOCKS_EXCLUDED(mu_);
+  // DATA_LOSS for a chunk that does not follow what was received or is
+  // malformed; notes the first chunk's offset.
+  absl::Status CheckChunk(const shard::v1::IndexChunk& chunk)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues a checked chunk for Next() and counts it as received.
+  void Enqueue(shard::v1::IndexChunk chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<CoordinatorReplicas> replicas_;
   const shard::v1::StreamShardRequest request_;
