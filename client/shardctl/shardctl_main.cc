@@ -36,6 +36,24 @@ int Exit(const absl::Status& status) {
               absl::IsInvalidArgument(status) ? shard::cli::kExitUsage : 1);
 }
 
+// `shardctl help [COMMAND]`: the options of the app or of one command.
+int PrintHelp(const CLI::App& app, const std::string& topic,
+              const std::vector<shard::shardctl::Command>& commands) {
+  if (topic.empty()) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  }
+  for (const shard::shardctl::Command& command : commands) {
+    if (command.app->get_name() == topic) {
+      std::fputs(command.app->help("shardctl").c_str(), stdout);
+      return 0;
+    }
+  }
+  return Fail("unknown command \"" + topic +
+                  "\"; run 'shardctl --help' for the commands",
+              shard::cli::kExitUsage);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,21 +97,7 @@ int main(int argc, char** argv) {
     std::printf("shardctl %s\n", shard::Version().c_str());
     return 0;
   }
-  if (help->parsed()) {
-    if (help_topic.empty()) {
-      std::fputs(app.help().c_str(), stdout);
-      return 0;
-    }
-    for (const shard::shardctl::Command& command : commands) {
-      if (command.app->get_name() == help_topic) {
-        std::fputs(command.app->help("shardctl").c_str(), stdout);
-        return 0;
-      }
-    }
-    return Fail("unknown command \"" + help_topic +
-                    "\"; run 'shardctl --help' for the commands",
-                shard::cli::kExitUsage);
-  }
+  if (help->parsed()) return PrintHelp(app, help_topic, commands);
   options.retry.on_retrying =
       shard::client::RetryReporter("shardctl", options.address);
   options.on_waiting = shard::client::WaitingReporter("shardctl");

@@ -25,6 +25,10 @@ namespace {
 // goes to the next etcd member, but not in a tight loop).
 constexpr absl::Duration kRenewalPause = absl::Milliseconds(20);
 
+// leading_until_ns_ once etcd deleted this replica's leader key: the gate
+// stays closed whatever renewals succeed afterwards.
+constexpr int64_t kLeaderKeyLost = -1;
+
 int64_t SteadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -116,6 +120,19 @@ bool CoordinatorReplica::WaitOrStop(absl::Duration timeout) {
 
 void CoordinatorReplica::Renewed(int64_t sent_ns) {
   renewed_sent_ns_.store(sent_ns);
+}
+
+void CoordinatorReplica::ExtendGate(int64_t until_ns) {
+  int64_t current = leading_until_ns_.load();
+  while (current != kLeaderKeyLost &&
+         !leading_until_ns_.compare_exchange_weak(current, until_ns)) {
+  }
+}
+
+void CoordinatorReplica::LoseLeaderKey() {
+  leading_until_ns_.store(kLeaderKeyLost);
+  absl::MutexLock lock(&mu_);
+  leader_gone_ = true;
 }
 
 absl::Status CoordinatorReplica::Gate() const {
@@ -366,7 +383,18 @@ void CoordinatorReplica::Lead(EtcdSession& session,
                         takeover->jobs, " jobs, record ", takeover->last_record,
                         "), serving ", absl::FormatDuration(serving_after),
                         " after the leader key was found gone"));
-  StepDown(session, *store, KeepLeading(session, *store));
+  std::string ended;
+  {
+    // etcd may delete the key before the lease could lapse (a raft leader
+    // resuming from a pause revokes leases early, etcd-io/etcd#15247): the
+    // gate closes the moment the deletion is seen.
+    LeaderWatch own_key(&session, leadership.revision + 1,
+                        [this](const std::string& identity, int64_t) {
+                          if (identity != identity_) LoseLeaderKey();
+                        });
+    ended = KeepLeading(session, *store);
+  }
+  StepDown(session, *store, ended);
 }
 
 std::optional<CoordinatorReplica::Takeover> CoordinatorReplica::TakeOver(
@@ -413,8 +441,12 @@ std::string CoordinatorReplica::KeepLeading(EtcdSession& session,
     // some of that time).
     const absl::Duration since_renewal =
         absl::Nanoseconds(SteadyNowNs() - renewed_sent_ns_.load());
-    if (WaitOrStop(std::max(kRenewalPause, ttl / 3 - since_renewal))) {
+    if (WaitForLeaderGoneOrStop(
+            std::max(kRenewalPause, ttl / 3 - since_renewal))) {
       return "stopping";
+    }
+    if (leading_until_ns_.load() == kLeaderKeyLost) {
+      return "etcd deleted its leader key before its lease could lapse";
     }
     if (absl::Status broken = store.broken(); !broken.ok()) {
       return std::string(broken.message());
@@ -425,7 +457,7 @@ std::string CoordinatorReplica::KeepLeading(EtcdSession& session,
       // Also after the gate closed by time: etcd says the lease, and so
       // the leader key, lives (a raft election extends every lease).
       Renewed(sent);
-      leading_until_ns_.store(sent + absl::ToInt64Nanoseconds(ttl - ttl / 10));
+      ExtendGate(sent + absl::ToInt64Nanoseconds(ttl - ttl / 10));
       continue;
     }
     // The failed member was left for the next: try again at once, until

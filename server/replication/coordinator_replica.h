@@ -23,8 +23,10 @@
 // fails (an etcd member that does not answer within a quarter of the
 // lease) is tried again at once on the next member; the gate reopens when
 // one succeeds. Leadership ends when etcd says the lease is gone, when no
-// renewal succeeded for a lease plus the etcd timeout, or when a fenced
-// write fails: the gate closes at once, the calls waiting for durability
+// renewal succeeded for a lease plus the etcd timeout, when a fenced
+// write fails, or when the leader's watch of its own key sees it deleted
+// (etcd may revoke a lease early: etcd-io/etcd#15247; the gate closes at
+// once): the gate closes at once, the calls waiting for durability
 // answer UNAVAILABLE, the server stops serving the service (its streams end
 // UNAVAILABLE at their next chunk), the service is destroyed once its last
 // call let go of it, and the replica stands by again with a new session
@@ -192,6 +194,12 @@ class CoordinatorReplica {
   bool stopping() const ABSL_LOCKS_EXCLUDED(mu_);
   // The lease was renewed by a call sent at `sent_ns` (steady clock).
   void Renewed(int64_t sent_ns);
+  // Keeps the gate open until `until_ns` (steady clock), unless the leader
+  // key was lost.
+  void ExtendGate(int64_t until_ns);
+  // The leader's watch of its own key saw it deleted or replaced: the gate
+  // closes for good and KeepLeading wakes up.
+  void LoseLeaderKey() ABSL_LOCKS_EXCLUDED(mu_);
 
   const ReplicaOptions options_;
   std::string address_;
@@ -218,7 +226,8 @@ class CoordinatorReplica {
 
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // The LeaderWatch saw the key gone; WaitForLeaderGoneOrStop() resets it.
+  // A LeaderWatch saw the key gone (a standby's) or this leader's key lost;
+  // WaitForLeaderGoneOrStop() resets it.
   bool leader_gone_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration stop_grace_ ABSL_GUARDED_BY(mu_);
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);

@@ -31,6 +31,10 @@ leader lease 2 s) and the clients that ride through its failures.
 7. A graceful stop: the leader SIGTERMed while a stream it serves is held
    open (its drain lasts the 3 s shutdown grace); another replica serves
    while it still drains (it gave its leadership up first) and it exits 0.
+8. The leader key deleted behind the leader's back (as etcd does when it
+   revokes a lease early, etcd-io/etcd#15247: the lease renews fine): the
+   leader stops answering at once and another leads; the old one answers
+   nothing as leader.
 Prints "N passed, N failed".
 """
 import argparse
@@ -341,6 +345,16 @@ def graceful_stop(replicas, work):
     client.close()
 
 
+def deleted_leader_key(replicas, etcd):
+    old = replicas.leader()
+    etcd.etcdctl("del", "/shard/leader")
+    new = replicas.leader(deadline_s=30, skip=(old,))
+    served, _ = replicas.answer(old)
+    check(new is not None and not served,
+          f"deleted leader key: replica {new} leads, the old leader {old} "
+          f"answers nothing as leader (answered: {served})")
+
+
 def etcd_quorum(bin_dir, replicas, etcd, work):
     import shard
     job, size, epochs = "quorum", 200000, 1
@@ -445,6 +459,7 @@ def main():
             python_stream(reps)
             hung_etcd_member(reps, etcd, work)
             graceful_stop(reps, work)
+            deleted_leader_key(reps, etcd)
             etcd_quorum(bin_dir, reps, etcd, os.path.join(work, "quorum"))
         if RESULTS["failed"]:
             for name in sorted(os.listdir(work)):

@@ -37,6 +37,35 @@ class IndexDataset : public torch::data::datasets::Dataset<IndexDataset> {
   size_t size_;
 };
 
+// Barrier: the last rank to finish sets "done"; everyone waits for it, then
+// leaves. The exit code.
+int MeetAndLeave(shard::client::CoordinatorClient& client,
+                 const shard::client::Membership& membership) {
+  auto finished = client.StoreAdd(membership, "finished", 1);
+  if (!finished.ok()) {
+    std::cerr << "barrier: " << finished.status() << "\n";
+    return 1;
+  }
+  if (*finished == membership.world_size) {
+    absl::Status done = client.StoreSet(membership, "done", "1");
+    if (!done.ok()) std::cerr << "barrier: " << done << "\n";
+  }
+  auto all_done = client.StoreWait(membership, {"done"}, absl::Minutes(1));
+  if (absl::IsAborted(all_done.status())) {
+    // The generation ended: a rank that saw "done" left (by then every rank
+    // had streamed all its epochs), or a rank was lost. Either way this
+    // rank's epochs are complete.
+    return 0;
+  }
+  if (!all_done.ok() || !*all_done) {
+    std::cerr << "barrier: the other ranks did not finish\n";
+    return 1;
+  }
+  absl::Status left = client.Leave(membership);
+  if (!left.ok()) std::cerr << "leave: " << left << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,29 +110,5 @@ int main(int argc, char** argv) {
     std::cout << "\n";
   }
   std::cout.flush();
-
-  // Barrier: the last rank to finish sets "done"; everyone waits for it.
-  auto finished = shared->StoreAdd(*membership, "finished", 1);
-  if (!finished.ok()) {
-    std::cerr << "barrier: " << finished.status() << "\n";
-    return 1;
-  }
-  if (*finished == membership->world_size) {
-    absl::Status done = shared->StoreSet(*membership, "done", "1");
-    if (!done.ok()) std::cerr << "barrier: " << done << "\n";
-  }
-  auto all_done = shared->StoreWait(*membership, {"done"}, absl::Minutes(1));
-  if (absl::IsAborted(all_done.status())) {
-    // The generation ended: a rank that saw "done" left (by then every rank
-    // had streamed all its epochs), or a rank was lost. Either way this
-    // rank's epochs are complete.
-    return 0;
-  }
-  if (!all_done.ok() || !*all_done) {
-    std::cerr << "barrier: the other ranks did not finish\n";
-    return 1;
-  }
-  absl::Status left = shared->Leave(*membership);
-  if (!left.ok()) std::cerr << "leave: " << left << "\n";
-  return 0;
+  return MeetAndLeave(*shared, *membership);
 }
