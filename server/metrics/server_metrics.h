@@ -1,4 +1,5 @@
-// Prometheus metrics of one shardd (see docs/operations.md "Metrics" for every name).
+// Prometheus metrics of one shardd (see docs/operations.md "Metrics" for every
+// name).
 //
 // ServerMetrics owns the registry and the event metrics (RPC latency by
 // service, method and code; indices streamed; journal write/fsync latency
