@@ -43,7 +43,6 @@ std::shared_ptr<CoordinatorService> ServingSlot::TakeOut() {
   {
     absl::MutexLock lock(&mu_);
     taken = std::move(service_);
-    service_ = nullptr;
     term_.fetch_add(1);
   }
   if (taken != nullptr) taken->Drain();

@@ -482,16 +482,14 @@ void CoordinatorReplica::StepDown(EtcdSession& session, EtcdStateStore& store,
     metrics->SetLeader(false);
   }
   LogEvent(absl::StrCat("stopped leading: ", ended));
-  if (stop) {
-    HandOver(session, store);
-  } else {
-    // Calls waiting for durability are answered now (UNAVAILABLE: the
-    // client retries on the new leader), not when a Txn waiting for an
-    // etcd that lost its quorum gives up.
-    store.Abandon(absl::UnavailableError(
-        absl::StrCat("coordinator replica ", identity_, " stopped leading (",
-                     ended, "); retry on the leader")));
-  }
+  if (stop) HandOver(session, store);
+  // Calls still waiting for durability are answered now (UNAVAILABLE: the
+  // client retries on the leader), not when a Txn waiting for an etcd that
+  // lost its quorum gives up; on a stop, those the grace did not make
+  // durable (their outcome is unknown here).
+  store.Abandon(absl::UnavailableError(
+      absl::StrCat("coordinator replica ", identity_, " stopped leading (",
+                   ended, "); retry on the leader")));
   RetireService();
 }
 
@@ -513,10 +511,6 @@ void CoordinatorReplica::HandOver(EtcdSession& session, EtcdStateStore& store) {
                           revoked.message(),
                           "); a standby takes over when it lapses"));
   }
-  // Writes that did not become durable in the grace: their outcome is
-  // unknown to this replica, retried by their clients on the leader.
-  store.Abandon(absl::UnavailableError(absl::StrCat(
-      "coordinator replica ", identity_, " stopped; retry on the leader")));
 }
 
 void CoordinatorReplica::RetireService() {

@@ -165,12 +165,12 @@ class CoordinatorReplica {
   // why it ended.
   std::string KeepLeading(EtcdSession& session, const EtcdStateStore& store)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Closes the gate, answers the calls waiting for durability (on Stop():
-  // after HandOver()), and retires the service.
+  // Closes the gate, hands over on Stop(), answers the calls still waiting
+  // for durability, and retires the service.
   void StepDown(EtcdSession& session, EtcdStateStore& store,
                 const std::string& ended) ABSL_LOCKS_EXCLUDED(mu_);
   // On Stop(): makes the accepted writes durable (for up to the stop
-  // grace), revokes the lease, answers the writes still waiting.
+  // grace), then revokes the lease.
   void HandOver(EtcdSession& session, EtcdStateStore& store)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Takes the leader's service out of the server and destroys it here once
