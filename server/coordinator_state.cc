@@ -62,8 +62,7 @@ absl::Status CheckWorld(const JobState& job,
                                 "\", which is not a joined member"));
     }
   }
-  const uint32_t min =
-      job.generation == 0 ? job.spec.world_size() : job.spec.min_world_size();
+  const uint32_t min = job.MinWorldSize();
   if (world.size() < min) {
     return Unfit(absl::StrCat("a world of ", world.size(),
                               " members is below the minimum of ", min));
@@ -77,14 +76,9 @@ absl::Status CheckWorld(const JobState& job,
 absl::Status CheckProgress(const JobState& job, uint64_t epoch,
                            uint64_t position) {
   if (absl::Status s = plan::ValidateEpoch(epoch); !s.ok()) return s;
-  if (epoch < job.generation_epoch) {
-    return Unfit(absl::StrCat("progress in epoch ", epoch,
-                              " precedes the world's first epoch ",
-                              job.generation_epoch));
-  }
-  const plan::ShardLayout layout =
-      plan::LayoutOf(job.spec, job.world_size(),
-                     epoch == job.generation_epoch ? job.generation_base : 0);
+  absl::StatusOr<plan::ShardLayout> world_layout = job.WorldLayout(epoch);
+  if (!world_layout.ok()) return Unfit(world_layout.status().message());
+  const plan::ShardLayout& layout = *world_layout;
   if (!layout.IsRoundBoundary(position) ||
       (position == layout.total() && epoch != plan::kMaxEpoch &&
        position != layout.base())) {
@@ -265,6 +259,26 @@ void JobState::RemoveMember(const std::string& member_id) {
   SetWorld({});
 }
 
+absl::Status JobState::CheckNotFromEarlierJob(uint64_t generation) const {
+  if (!PredatesJob(generation)) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat(
+      "generation ", generation, " belongs to an earlier job \"", job_id,
+      "\" that was deleted; the job of that id now was created after it "
+      "(incarnation ",
+      incarnation, "): this process must stop, not re-join"));
+}
+
+absl::StatusOr<plan::ShardLayout> JobState::WorldLayout(uint64_t epoch) const {
+  if (epoch < generation_epoch) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("epoch ", epoch, " of job \"", job_id,
+                     "\" was complete before generation ", generation,
+                     " formed (it starts at epoch ", generation_epoch, ")"));
+  }
+  return plan::LayoutOf(spec, world_size(),
+                        epoch == generation_epoch ? generation_base : 0);
+}
+
 void JobState::SetWorld(std::vector<std::string> new_world) {
   world = std::move(new_world);
   ranks.clear();
@@ -409,49 +423,22 @@ absl::Status CoordinatorState::CheckProgressCommitted(
 absl::Status CoordinatorState::Apply(const StateUpdate& update) {
   if (absl::Status s = Check(update); !s.ok()) return s;
   switch (update.update_case()) {
-    case StateUpdate::kJobCreated: {
-      const auto& created = update.job_created();
-      JobState& job = jobs_[created.job_id()];
-      job.job_id = created.job_id();
-      job.spec = created.spec();
-      job.incarnation = ++last_incarnation_;
-      job.generation_floor = last_generation_;
+    case StateUpdate::kJobCreated:
+      ApplyJobCreated(update.job_created());
       break;
-    }
-    case StateUpdate::kMemberJoined: {
-      const auto& joined = update.member_joined();
-      JobState& job = jobs_.find(joined.job_id())->second;
-      const std::optional<uint32_t> requested_rank =
-          joined.has_requested_rank()
-              ? std::optional<uint32_t>(joined.requested_rank())
-              : std::nullopt;
-      if (job.IsMember(joined.member_id())) {
-        job.Rejoin(joined.member_id(), requested_rank);
-      } else {
-        job.AddMember(joined.member_id(), joined.incarnation(), requested_rank);
-      }
+    case StateUpdate::kMemberJoined:
+      ApplyMemberJoined(update.member_joined());
       break;
-    }
     case StateUpdate::kMemberRemoved:
-      jobs_.find(update.member_removed().job_id())
-          ->second.RemoveMember(update.member_removed().member_id());
+      MutableJob(update.member_removed().job_id())
+          .RemoveMember(update.member_removed().member_id());
       break;
-    case StateUpdate::kGenerationFormed: {
-      const auto& formed = update.generation_formed();
-      JobState& job = jobs_.find(formed.job_id())->second;
-      job.SetWorld({formed.members().begin(), formed.members().end()});
-      job.generation = formed.generation();
-      job.generation_epoch = formed.epoch();
-      job.generation_base = formed.base_position();
-      last_generation_ = formed.generation();
+    case StateUpdate::kGenerationFormed:
+      ApplyGenerationFormed(update.generation_formed());
       break;
-    }
-    case StateUpdate::kProgressCommitted: {
-      JobState& job = jobs_.find(update.progress_committed().job_id())->second;
-      job.committed_epoch = update.progress_committed().epoch();
-      job.committed_position = update.progress_committed().position();
+    case StateUpdate::kProgressCommitted:
+      ApplyProgressCommitted(update.progress_committed());
       break;
-    }
     case StateUpdate::kJobDeleted:
       jobs_.erase(jobs_.find(update.job_deleted().job_id()));
       break;
@@ -461,9 +448,59 @@ absl::Status CoordinatorState::Apply(const StateUpdate& update) {
   return absl::OkStatus();
 }
 
+JobState& CoordinatorState::MutableJob(absl::string_view job_id) {
+  std::shared_ptr<const JobState>& job = jobs_.find(job_id)->second;
+  // Shared with a copy of the state (a snapshot being written): copy it
+  // first. Only copies of this state share it, and they are made under the
+  // owner's lock, so a count of 1 means nobody else can see it.
+  if (job.use_count() != 1) job = std::make_shared<JobState>(*job);
+  return const_cast<JobState&>(*job);
+}
+
+void CoordinatorState::ApplyJobCreated(
+    const shard::state::v1::JobCreated& created) {
+  auto job = std::make_shared<JobState>();
+  job->job_id = created.job_id();
+  job->spec = created.spec();
+  job->incarnation = ++last_incarnation_;
+  job->generation_floor = last_generation_;
+  jobs_[created.job_id()] = std::move(job);
+}
+
+void CoordinatorState::ApplyMemberJoined(
+    const shard::state::v1::MemberJoined& joined) {
+  JobState& job = MutableJob(joined.job_id());
+  const std::optional<uint32_t> requested_rank =
+      joined.has_requested_rank()
+          ? std::optional<uint32_t>(joined.requested_rank())
+          : std::nullopt;
+  if (job.IsMember(joined.member_id())) {
+    job.Rejoin(joined.member_id(), requested_rank);
+  } else {
+    job.AddMember(joined.member_id(), joined.incarnation(), requested_rank);
+  }
+}
+
+void CoordinatorState::ApplyGenerationFormed(
+    const shard::state::v1::GenerationFormed& formed) {
+  JobState& job = MutableJob(formed.job_id());
+  job.SetWorld({formed.members().begin(), formed.members().end()});
+  job.generation = formed.generation();
+  job.generation_epoch = formed.epoch();
+  job.generation_base = formed.base_position();
+  last_generation_ = formed.generation();
+}
+
+void CoordinatorState::ApplyProgressCommitted(
+    const shard::state::v1::ProgressCommitted& committed) {
+  JobState& job = MutableJob(committed.job_id());
+  job.committed_epoch = committed.epoch();
+  job.committed_position = committed.position();
+}
+
 const JobState* CoordinatorState::FindJob(absl::string_view job_id) const {
   auto it = jobs_.find(job_id);
-  return it == jobs_.end() ? nullptr : &it->second;
+  return it == jobs_.end() ? nullptr : it->second.get();
 }
 
 shard::state::v1::StateSnapshot CoordinatorState::ToSnapshot(
@@ -472,7 +509,8 @@ shard::state::v1::StateSnapshot CoordinatorState::ToSnapshot(
   snapshot.set_sequence(sequence);
   snapshot.set_last_generation(last_generation_);
   snapshot.set_last_incarnation(last_incarnation_);
-  for (const auto& [id, job] : jobs_) {
+  for (const auto& [id, shared_job] : jobs_) {
+    const JobState& job = *shared_job;
     shard::state::v1::JobRecord* record = snapshot.add_jobs();
     record->set_job_id(id);
     record->set_incarnation(job.incarnation);
@@ -541,7 +579,9 @@ absl::StatusOr<CoordinatorState> CoordinatorState::FromSnapshot(
           ") does not fit the last generation given out (",
           state.last_generation_, ")")));
     }
-    state.jobs_.emplace(job->job_id, *std::move(job));
+    std::string job_id = job->job_id;
+    state.jobs_.emplace(std::move(job_id),
+                        std::make_shared<JobState>(*std::move(job)));
   }
   return state;
 }

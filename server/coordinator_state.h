@@ -8,12 +8,15 @@
 // fails Check changes nothing. Replaying the same updates always rebuilds
 // the same state, including the incarnation and generation numbers, which
 // are coordinator-wide and never reused. No locks, I/O or RPC here; the
-// owner serialises access (not thread-safe on its own).
+// owner serialises access (not thread-safe on its own). A copy shares the
+// jobs that have not changed since, which are never changed in place: a
+// copy may be read on another thread while the original changes.
 #ifndef SERVER_COORDINATOR_STATE_H_
 #define SERVER_COORDINATOR_STATE_H_
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -23,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/plan/shard_layout.h"
 #include "shard/state/v1/updates.pb.h"
 #include "shard/v1/shard.pb.h"
 
@@ -105,6 +109,17 @@ struct JobState {
   bool PredatesJob(uint64_t generation) const {
     return generation != 0 && generation <= generation_floor;
   }
+  // NOT_FOUND if PredatesJob(generation): the caller belongs to a deleted
+  // job that had the same id and must stop, not re-join.
+  absl::Status CheckNotFromEarlierJob(uint64_t generation) const;
+  // Members the next world needs at least: world_size for the job's first
+  // world, min_world_size after.
+  uint32_t MinWorldSize() const {
+    return generation == 0 ? spec.world_size() : spec.min_world_size();
+  }
+  // The current generation's layout of `epoch`: FAILED_PRECONDITION for an
+  // epoch completed before the generation formed.
+  absl::StatusOr<plan::ShardLayout> WorldLayout(uint64_t epoch) const;
 };
 
 class CoordinatorState {
@@ -129,10 +144,12 @@ class CoordinatorState {
   static absl::StatusOr<CoordinatorState> FromSnapshot(
       const shard::state::v1::StateSnapshot& snapshot);
 
-  // All jobs by id.
-  const std::map<std::string, JobState, std::less<>>& jobs() const {
-    return jobs_;
-  }
+  // Jobs by id. Each job is shared with the copies of this state made
+  // before its last change (copy-on-write), so a copy costs a pointer per
+  // job, not the jobs' members.
+  using Jobs =
+      std::map<std::string, std::shared_ptr<const JobState>, std::less<>>;
+  const Jobs& jobs() const { return jobs_; }
 
  private:
   absl::StatusOr<const JobState*> CheckedJob(absl::string_view job_id,
@@ -149,7 +166,16 @@ class CoordinatorState {
   absl::Status CheckProgressCommitted(
       const shard::state::v1::ProgressCommitted& committed) const;
 
-  std::map<std::string, JobState, std::less<>> jobs_;
+  // Apply() of each update type (after Check).
+  void ApplyJobCreated(const shard::state::v1::JobCreated& created);
+  void ApplyMemberJoined(const shard::state::v1::MemberJoined& joined);
+  void ApplyGenerationFormed(const shard::state::v1::GenerationFormed& formed);
+  void ApplyProgressCommitted(
+      const shard::state::v1::ProgressCommitted& committed);
+  // The job to change, copied first if a copy of the state shares it.
+  JobState& MutableJob(absl::string_view job_id);
+
+  Jobs jobs_;
   uint64_t last_generation_ = 0;
   uint64_t last_incarnation_ = 0;
 };

@@ -279,8 +279,8 @@ void EpochOrderCache::ReleaseBefore(const JobIncarnation& job,
 
 void EpochOrderCache::Forget(uint64_t incarnation) {
   absl::MutexLock lock(&mu_);
-  slots_.erase(slots_.lower_bound(Key(incarnation, 0)),
-               slots_.upper_bound(Key(incarnation, UINT64_MAX)));
+  Retire(slots_.lower_bound(Key(incarnation, 0)),
+         slots_.upper_bound(Key(incarnation, UINT64_MAX)));
   prefetch_queue_.erase(
       std::remove_if(prefetch_queue_.begin(), prefetch_queue_.end(),
                      [incarnation](const Prefetch& prefetch) {
@@ -300,8 +300,15 @@ size_t EpochOrderCache::queued() const {
 }
 
 void EpochOrderCache::EvictOlderThan(uint64_t incarnation, uint64_t epoch) {
-  slots_.erase(slots_.lower_bound(Key(incarnation, 0)),
-               slots_.lower_bound(Key(incarnation, epoch)));
+  Retire(slots_.lower_bound(Key(incarnation, 0)),
+         slots_.lower_bound(Key(incarnation, epoch)));
+}
+
+void EpochOrderCache::Retire(Slots::iterator first, Slots::iterator last) {
+  if (first == last) return;
+  for (auto it = first; it != last; ++it) retired_.push_back(it->second);
+  slots_.erase(first, last);
+  budget_->Poke();  // Wakes the background thread, which frees them.
 }
 
 void EpochOrderCache::PrefetchLoop() {
@@ -309,10 +316,12 @@ void EpochOrderCache::PrefetchLoop() {
     Prefetch next;
     std::shared_ptr<Slot> slot;
     std::vector<std::pair<OrderCallback, absl::StatusOr<Order>>> answers;
+    std::vector<std::shared_ptr<Slot>> freeing;
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !prefetch_queue_.empty() || new_memory_waiter_;
+        return stopping_ || !prefetch_queue_.empty() || new_memory_waiter_ ||
+               !retired_.empty();
       };
       if (memory_waiters_.empty()) {
         mu_.Await(absl::Condition(&has_work));
@@ -331,6 +340,7 @@ void EpochOrderCache::PrefetchLoop() {
         mu_.Lock();
       }
       if (stopping_) return;
+      freeing.swap(retired_);
       new_memory_waiter_ = false;
       answers = ServeMemoryWaiters();
       if (!prefetch_queue_.empty()) {
@@ -344,6 +354,9 @@ void EpochOrderCache::PrefetchLoop() {
         }
       }
     }
+    // Orders only the cache held are freed here, outside every lock; their
+    // bytes go back to the budget, which wakes claims waiting for memory.
+    freeing.clear();
     for (auto& [done, outcome] : answers) std::move(done)(std::move(outcome));
     if (slot != nullptr) {
       Fill(Key(next.job.incarnation, next.epoch), slot, next.spec,

@@ -19,7 +19,10 @@
 // epoch - 1) are dropped, and ReleaseBefore() (a commit reached a new epoch)
 // drops all older ones and prepares what follows. Streams still reading a
 // dropped order keep it alive through their shared_ptr. Forget() drops a
-// deleted job's orders and its queued preparations.
+// deleted job's orders and its queued preparations. A dropped order nobody
+// holds is freed by the background thread, outside every lock (the
+// caller's included); only an eviction to make room for a claim frees its
+// order at once, as the claim needs the bytes.
 //
 // Memory budget: every order counts against `budget_bytes` from the moment
 // its computation is reserved until its last holder (the cache or a stream)
@@ -246,13 +249,21 @@ class EpochOrderCache {
       ABSL_LOCKS_EXCLUDED(mu_);
   // The slot's outcome once computed (the order or RESOURCE_EXHAUSTED).
   absl::StatusOr<Order> Outcome(const Claim& claim, const Slot& slot) const;
+  using Slots = std::map<Key, std::shared_ptr<Slot>>;
   void EvictOlderThan(uint64_t incarnation, uint64_t epoch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the slots in [first, last) out of the cache; the background
+  // thread frees their orders (up to gigabytes each, when nothing else
+  // holds them) outside every lock, the caller's included.
+  void Retire(Slots::iterator first, Slots::iterator last)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PrefetchLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
   mutable absl::Mutex mu_;
   // Slot contents are guarded by mu_ as well.
-  std::map<Key, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
+  Slots slots_ ABSL_GUARDED_BY(mu_);
+  // Slots taken out of the cache, for the background thread to free.
+  std::vector<std::shared_ptr<Slot>> retired_ ABSL_GUARDED_BY(mu_);
   std::deque<Prefetch> prefetch_queue_ ABSL_GUARDED_BY(mu_);
   std::deque<MemoryWaiter> memory_waiters_ ABSL_GUARDED_BY(mu_);
   bool new_memory_waiter_ ABSL_GUARDED_BY(mu_) = false;

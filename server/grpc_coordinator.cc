@@ -91,13 +91,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Serve(
     return UnaryCallReactor<Response>::Run(
         response, std::move(claim->service),
         [&call, &service](Reply<Response> reply) {
-          if constexpr (std::is_void_v<std::invoke_result_t<
-                            Call, CoordinatorService&, Reply<Response>>>) {
-            call(service, std::move(reply));
-            return ParkedCalls::Handle();
-          } else {
-            return call(service, std::move(reply));
-          }
+          call(service, std::move(reply));
         });
   }
 }
@@ -110,7 +104,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::CreateJob(
     const shard::v1::CreateJobRequest* request, shard::v1::Job* response) {
   return Serve(context, response,
                [&](CoordinatorService& service, Reply<shard::v1::Job> reply) {
-                 service.StartCreateJob(*request, std::move(reply));
+                 service.jobs().StartCreateJob(*request, std::move(reply));
                });
 }
 
@@ -118,7 +112,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::GetJob(
     grpc::CallbackServerContext* context,
     const shard::v1::GetJobRequest* request, shard::v1::Job* response) {
   return Serve(context, response, [&](CoordinatorService& service) {
-    return service.GetJob(*request);
+    return service.jobs().GetJob(*request);
   });
 }
 
@@ -127,7 +121,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::ListJobs(
     const shard::v1::ListJobsRequest* request,
     shard::v1::ListJobsResponse* response) {
   return Serve(context, response, [&](CoordinatorService& service) {
-    return service.ListJobs(*request);
+    return service.jobs().ListJobs(*request);
   });
 }
 
@@ -138,8 +132,8 @@ grpc::ServerUnaryReactor* GrpcCoordinator::JoinJob(
   return Serve(context, response,
                [&](CoordinatorService& service,
                    Reply<shard::v1::JoinJobResponse> reply) {
-                 return service.StartJoinJob(*request, DeadlineOf(context),
-                                             std::move(reply));
+                 service.membership().StartJoinJob(
+                     *request, DeadlineOf(context), std::move(reply));
                });
 }
 
@@ -163,8 +157,8 @@ grpc::ServerUnaryReactor* GrpcCoordinator::PreviewShard(
   return Serve(context, response,
                [&](CoordinatorService& service,
                    Reply<shard::v1::PreviewShardResponse> reply) {
-                 service.StartPreviewShard(*request, DeadlineOf(context),
-                                           std::move(reply));
+                 service.shards().StartPreviewShard(
+                     *request, DeadlineOf(context), std::move(reply));
                });
 }
 
@@ -173,7 +167,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Heartbeat(
     const shard::v1::HeartbeatRequest* request,
     shard::v1::HeartbeatResponse* response) {
   return Serve(context, response, [&](CoordinatorService& service) {
-    return service.Heartbeat(*request);
+    return service.membership().Heartbeat(*request);
   });
 }
 
@@ -184,7 +178,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Leave(
   return Serve(
       context, response,
       [&](CoordinatorService& service, Reply<shard::v1::LeaveResponse> reply) {
-        service.StartLeave(*request, std::move(reply));
+        service.membership().StartLeave(*request, std::move(reply));
       });
 }
 
@@ -195,7 +189,8 @@ grpc::ServerUnaryReactor* GrpcCoordinator::CommitProgress(
   return Serve(context, response,
                [&](CoordinatorService& service,
                    Reply<shard::v1::CommitProgressResponse> reply) {
-                 service.StartCommitProgress(*request, std::move(reply));
+                 service.progress().StartCommitProgress(*request,
+                                                        std::move(reply));
                });
 }
 
@@ -215,8 +210,8 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreGet(
   return Serve(context, response,
                [&](CoordinatorService& service,
                    Reply<shard::v1::StoreGetResponse> reply) {
-                 return service.store().StartStoreGet(
-                     *request, DeadlineOf(context), std::move(reply));
+                 service.store().StartStoreGet(*request, DeadlineOf(context),
+                                               std::move(reply));
                });
 }
 
@@ -245,8 +240,8 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreWait(
   return Serve(context, response,
                [&](CoordinatorService& service,
                    Reply<shard::v1::StoreWaitResponse> reply) {
-                 return service.store().StartStoreWait(
-                     *request, DeadlineOf(context), std::move(reply));
+                 service.store().StartStoreWait(*request, DeadlineOf(context),
+                                                std::move(reply));
                });
 }
 
@@ -276,7 +271,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::DeleteJob(
       context, response,
       [&](CoordinatorService& service,
           Reply<shard::v1::DeleteJobResponse> reply) {
-        service.StartDeleteJob(*request, std::move(reply));
+        service.jobs().StartDeleteJob(*request, std::move(reply));
       },
       Access::kAdmin);
 }

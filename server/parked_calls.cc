@@ -20,17 +20,21 @@ ParkedCalls::~ParkedCalls() {
   timer_.join();
 }
 
-ParkedCalls::Handle ParkedCalls::Park(const std::string& topic,
-                                      absl::Time deadline, Decision decision) {
+void ParkedCalls::Park(const std::string& topic, absl::Time deadline,
+                       Decision decision,
+                       const std::shared_ptr<Cancellation>& cancellation) {
   absl::MutexLock lock(&mu_);
   const Id id = next_id_++;
   const bool earliest =
       by_deadline_.empty() || deadline < by_deadline_.begin()->first;
-  calls_.emplace(id, Call{topic, deadline, std::move(decision)});
+  auto call = calls_.emplace(id, Call{topic, deadline, std::move(decision)});
   by_topic_[topic].insert(id);
   by_deadline_.emplace(deadline, id);
   if (earliest) timer_cv_.Signal();
-  return Handle(this, id);
+  if (cancellation != nullptr &&
+      !cancellation->OnCancel([this, id]() { Cancel(id); })) {
+    Decide(call.first, Why::kCancelled);  // The client left before.
+  }
 }
 
 bool ParkedCalls::Decide(std::map<Id, Call>::iterator call, Why why) {

@@ -3,20 +3,22 @@
 // callback API). The owner parks a call with a decision function and, after
 // changing the state of a topic (a job, a store space), wakes that topic:
 // only its calls are examined again, nothing else is. A timer thread ends
-// each call at its deadline and Cancel() ends one at once; the completions
-// the decisions return run on a small pool of threads, never under a lock.
+// each call at its deadline and its Cancellation (reply.h) ends it at once;
+// the completions the decisions return run on a small pool of threads,
+// never under a lock.
 //
 // Locking: Park(), Wake(), WakeAll(), EndAll() and parked() must be called
-// with the owner's mutex held; Cancel() and the destructor without it (they
-// and the timer thread take it). Decisions run with the owner's mutex held
-// and must not call back into this object. The owner calls EndAll() before
-// destroying it; the destructor then runs every completion already
+// with the owner's mutex held; the destructor without it (it, a
+// cancellation and the timer thread take it). Decisions run with the owner's
+// mutex held and must not call back into this object. The owner calls EndAll()
+// before destroying it; the destructor then runs every completion already
 // returned.
 #ifndef SERVER_PARKED_CALLS_H_
 #define SERVER_PARKED_CALLS_H_
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,34 +30,17 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/reply.h"
 #include "server/work_pool.h"
 
 namespace shard::server {
 
 class ParkedCalls {
  public:
-  using Id = uint64_t;  // 0 is never a parked call.
-
-  // What cancels one parked call; empty for a call answered without being
-  // parked. Copyable; the ParkedCalls must outlive it.
-  class Handle {
-   public:
-    Handle() = default;
-    Handle(ParkedCalls* calls, Id id) : calls_(calls), id_(id) {}
-    // Ends the call now (Why::kCancelled) if it is still parked.
-    void Cancel() const {
-      if (calls_ != nullptr) calls_->Cancel(id_);
-    }
-    bool parked() const { return calls_ != nullptr; }
-
-   private:
-    ParkedCalls* calls_ = nullptr;
-    Id id_ = 0;
-  };
   enum class Why {
     kWoken,      // Its topic changed; the decision may keep it waiting.
     kDeadline,   // Its deadline passed.
-    kCancelled,  // Cancel(): the client went away.
+    kCancelled,  // Its Cancellation: the client went away.
     kEnded,      // EndAll(): the owner shuts down.
   };
   using Completion = absl::AnyInvocable<void() &&>;
@@ -68,18 +53,21 @@ class ParkedCalls {
   ParkedCalls(const ParkedCalls&) = delete;
   ParkedCalls& operator=(const ParkedCalls&) = delete;
 
-  Handle Park(const std::string& topic, absl::Time deadline, Decision decision)
+  // Parks a call on `topic` until `decision` answers it. A `cancellation`
+  // (may be null) ends it when the client goes away, at once if it did
+  // already. The ParkedCalls must outlive the cancellation.
+  void Park(const std::string& topic, absl::Time deadline, Decision decision,
+            const std::shared_ptr<Cancellation>& cancellation)
       ABSL_LOCKS_EXCLUDED(mu_);
   void Wake(const std::string& topic) ABSL_LOCKS_EXCLUDED(mu_);
   void WakeAll() ABSL_LOCKS_EXCLUDED(mu_);
   void EndAll() ABSL_LOCKS_EXCLUDED(mu_);
-  // Ends the call if it is still parked.
-  void Cancel(Id id) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs `completion` on the completion pool.
   void Complete(Completion completion);
   size_t parked() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  using Id = uint64_t;
   struct Call {
     std::string topic;
     absl::Time deadline;
@@ -90,6 +78,8 @@ class ParkedCalls {
   // keeps waiting. Returns whether it finished.
   bool Decide(std::map<Id, Call>::iterator call, Why why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the call if it is still parked (its client went away).
+  void Cancel(Id id) ABSL_LOCKS_EXCLUDED(mu_);
   void TimerLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::Mutex* const owner_mu_;

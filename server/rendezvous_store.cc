@@ -199,38 +199,41 @@ ParkedCalls::Completion RendezvousStore::Deliver(Reply<T> reply,
 }
 
 template <typename T>
-ParkedCalls::Handle RendezvousStore::Park(
-    const Scope& scope, std::vector<std::string> keys, absl::Time deadline,
-    T (*answer)(const Space&, const std::vector<std::string>&),
-    Reply<T> reply) {
+void RendezvousStore::Park(const Scope& scope, std::vector<std::string> keys,
+                           absl::Time deadline,
+                           T (*answer)(const Space&,
+                                       const std::vector<std::string>&),
+                           Reply<T> reply) {
   for (const std::string& key : keys) {
     if (absl::Status s = CheckKey(key); !s.ok()) {
       parked_.Complete(Deliver<T>(std::move(reply), s));
-      return {};
+      return;
     }
   }
   absl::MutexLock lock(&mu_);
   if (Settled(scope, keys) || deadline <= absl::Now()) {
     parked_.Complete(
         Deliver<T>(std::move(reply), AnswerNow<T>(scope, keys, answer)));
-    return {};
+    return;
   }
-  return parked_.Park(
+  std::shared_ptr<Cancellation> cancellation = reply.cancellation();
+  parked_.Park(
       TopicOf(scope), deadline,
-      ParkedKeys<T>{this, scope, std::move(keys), answer, std::move(reply)});
+      ParkedKeys<T>{this, scope, std::move(keys), answer, std::move(reply)},
+      cancellation);
 }
 
-ParkedCalls::Handle RendezvousStore::StartGet(
-    const Scope& scope, const std::string& key, absl::Time deadline,
-    Reply<std::optional<std::string>> reply) {
-  return Park<std::optional<std::string>>(scope, {key}, deadline,
-                                          &ValueOfFirstKey, std::move(reply));
+void RendezvousStore::StartGet(const Scope& scope, const std::string& key,
+                               absl::Time deadline,
+                               Reply<std::optional<std::string>> reply) {
+  Park<std::optional<std::string>>(scope, {key}, deadline, &ValueOfFirstKey,
+                                   std::move(reply));
 }
 
-ParkedCalls::Handle RendezvousStore::StartWait(
-    const Scope& scope, const std::vector<std::string>& keys,
-    absl::Time deadline, Reply<bool> reply) {
-  return Park<bool>(scope, keys, deadline, &AllSet, std::move(reply));
+void RendezvousStore::StartWait(const Scope& scope,
+                                const std::vector<std::string>& keys,
+                                absl::Time deadline, Reply<bool> reply) {
+  Park<bool>(scope, keys, deadline, &AllSet, std::move(reply));
 }
 
 absl::Status RendezvousStore::Set(const Scope& scope, const std::string& key,

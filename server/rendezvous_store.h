@@ -72,9 +72,8 @@ class RendezvousStore {
                    std::string value) ABSL_LOCKS_EXCLUDED(mu_);
   // Answers the value, or nullopt if the key was not set by `deadline`;
   // parks the call until then. `reply` runs once, never under a lock.
-  ParkedCalls::Handle StartGet(const Scope& scope, const std::string& key,
-                               absl::Time deadline,
-                               Reply<std::optional<std::string>> reply)
+  void StartGet(const Scope& scope, const std::string& key, absl::Time deadline,
+                Reply<std::optional<std::string>> reply)
       ABSL_LOCKS_EXCLUDED(mu_);
   // FAILED_PRECONDITION if the stored value is not a decimal integer;
   // OUT_OF_RANGE if the sum overflows int64 (the value is unchanged).
@@ -87,9 +86,8 @@ class RendezvousStore {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Answers true once all keys are set, false if not by `deadline`; parks
   // the call until then. `reply` runs once, never under a lock.
-  ParkedCalls::Handle StartWait(const Scope& scope,
-                                const std::vector<std::string>& keys,
-                                absl::Time deadline, Reply<bool> reply)
+  void StartWait(const Scope& scope, const std::vector<std::string>& keys,
+                 absl::Time deadline, Reply<bool> reply)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<bool> Delete(const Scope& scope, const std::string& key)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -125,11 +123,10 @@ class RendezvousStore {
   // set or the space is not live): `answer` computes the reply from the
   // live space when the keys are set or the deadline passed.
   template <typename T>
-  ParkedCalls::Handle Park(const Scope& scope, std::vector<std::string> keys,
-                           absl::Time deadline,
-                           T (*answer)(const Space&,
-                                       const std::vector<std::string>&),
-                           Reply<T> reply) ABSL_LOCKS_EXCLUDED(mu_);
+  void Park(const Scope& scope, std::vector<std::string> keys,
+            absl::Time deadline,
+            T (*answer)(const Space&, const std::vector<std::string>&),
+            Reply<T> reply) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether a call for `keys` has its answer: all set, or the space is not
   // live (ended, draining).
   bool Settled(const Scope& scope, const std::vector<std::string>& keys)

@@ -30,12 +30,13 @@ ShardStreamReactor* ShardStreamReactor::Serve(
   }
   // A copy: the reply may run (and release opening_on_) within the call.
   const std::shared_ptr<CoordinatorService> service = reactor->opening_on_;
-  service->StartOpenShard(request, [opening = reactor->opening_](
-                                       absl::StatusOr<ShardCursor> cursor) {
-    ShardStreamReactor* reactor = opening->Take();
-    if (reactor == nullptr) return;  // Cancelled and finished meanwhile.
-    reactor->Opened(std::move(cursor));
-  });
+  service->shards().StartOpenShard(
+      request,
+      [opening = reactor->opening_](absl::StatusOr<ShardCursor> cursor) {
+        ShardStreamReactor* reactor = opening->Take();
+        if (reactor == nullptr) return;  // Cancelled and finished meanwhile.
+        reactor->Opened(std::move(cursor));
+      });
   return reactor;
 }
 

@@ -1,6 +1,6 @@
 // Serves one StreamShard call on gRPC's callback API: no thread is held per
 // stream. Opening the shard waits for the epoch order without a thread
-// (CoordinatorService::StartOpenShard); after that each chunk is produced
+// (ShardService::StartOpenShard); after that each chunk is produced
 // in OnWriteDone of the previous one, so a stream costs only its cursor and
 // one chunk buffer, and a slow reader simply receives its next chunk later
 // (HTTP/2 flow control). A client that goes away while the order is still

@@ -173,21 +173,20 @@ shard::metrics::CoordinatorView ViewOf(
     const shard::server::CoordinatorOptions& options) {
   using Kind = shard::server::WaitingCalls::Kind;
   shard::metrics::CoordinatorView view;
-  if (absl::StatusOr<shard::v1::ListJobsResponse> jobs = service.ListJobs({});
-      jobs.ok()) {
-    view.jobs.assign(jobs->jobs().begin(), jobs->jobs().end());
-  }
+  shard::server::CoordinatorFigures figures = service.Figures();
+  view.jobs = std::move(figures.jobs);
+  view.core_lock_holds = figures.core_lock_holds;
   for (Kind kind : {Kind::kJoin, Kind::kStoreGet, Kind::kStoreWait}) {
     view.waiting_calls.emplace_back(shard::server::WaitingCalls::KindName(kind),
-                                    service.waiting_calls(kind));
+                                    figures.waiting(kind));
   }
   view.max_waiting_calls = options.max_waiting_calls;
-  view.store_bytes = service.rendezvous_bytes();
+  view.store_bytes = figures.rendezvous_bytes;
   view.store_max_bytes = options.rendezvous.max_total_bytes;
-  view.order_bytes = service.order_bytes();
+  view.order_bytes = figures.order_bytes;
   view.order_bytes_limit = options.order_cache_bytes;
-  view.order_evictions = service.order_evictions();
-  view.idle_jobs_expired = service.idle_jobs_expired();
+  view.order_evictions = figures.order_evictions;
+  view.idle_jobs_expired = figures.idle_jobs_expired;
   return view;
 }
 

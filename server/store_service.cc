@@ -43,27 +43,26 @@ absl::StatusOr<StoreService::StoreWaitStart> StoreService::StartStoreWaiting(
   return start;
 }
 
-ParkedCalls::Handle StoreService::StartStoreGet(
-    const shard::v1::StoreGetRequest& request, absl::Time call_deadline,
-    Reply<shard::v1::StoreGetResponse> reply) {
+void StoreService::StartStoreGet(const shard::v1::StoreGetRequest& request,
+                                 absl::Time call_deadline,
+                                 Reply<shard::v1::StoreGetResponse> reply) {
   absl::StatusOr<StoreWaitStart> start =
       StartStoreWaiting(request.scope(), request.wait_ms(),
                         WaitingCalls::Kind::kStoreGet, call_deadline);
-  if (!start.ok()) {
-    std::move(reply)(start.status());
-    return {};
-  }
-  return store_->StartGet(
+  if (!start.ok()) return std::move(reply)(start.status());
+  std::shared_ptr<Cancellation> cancellation = reply.cancellation();
+  store_->StartGet(
       start->scope, request.key(), start->deadline,
-      [slot = std::move(start->slot), reply = std::move(reply)](
-          absl::StatusOr<std::optional<std::string>> value) mutable {
-        slot.reset();  // Free before answering: the caller may wait again.
-        if (!value.ok()) return std::move(reply)(value.status());
-        shard::v1::StoreGetResponse response;
-        response.set_found(value->has_value());
-        if (value->has_value()) response.set_value(**value);
-        std::move(reply)(std::move(response));
-      });
+      {[slot = std::move(start->slot), reply = std::move(reply)](
+           absl::StatusOr<std::optional<std::string>> value) mutable {
+         slot.reset();  // Free before answering: the caller may wait again.
+         if (!value.ok()) return std::move(reply)(value.status());
+         shard::v1::StoreGetResponse response;
+         response.set_found(value->has_value());
+         if (value->has_value()) response.set_value(**value);
+         std::move(reply)(std::move(response));
+       },
+       std::move(cancellation)});
 }
 
 absl::StatusOr<shard::v1::StoreAddResponse> StoreService::StoreAdd(
@@ -91,27 +90,26 @@ StoreService::StoreCompareSet(
   return response;
 }
 
-ParkedCalls::Handle StoreService::StartStoreWait(
-    const shard::v1::StoreWaitRequest& request, absl::Time call_deadline,
-    Reply<shard::v1::StoreWaitResponse> reply) {
+void StoreService::StartStoreWait(const shard::v1::StoreWaitRequest& request,
+                                  absl::Time call_deadline,
+                                  Reply<shard::v1::StoreWaitResponse> reply) {
   absl::StatusOr<StoreWaitStart> start =
       StartStoreWaiting(request.scope(), request.wait_ms(),
                         WaitingCalls::Kind::kStoreWait, call_deadline);
-  if (!start.ok()) {
-    std::move(reply)(start.status());
-    return {};
-  }
-  return store_->StartWait(
+  if (!start.ok()) return std::move(reply)(start.status());
+  std::shared_ptr<Cancellation> cancellation = reply.cancellation();
+  store_->StartWait(
       start->scope, {request.keys().begin(), request.keys().end()},
       start->deadline,
-      [slot = std::move(start->slot),
-       reply = std::move(reply)](absl::StatusOr<bool> ready) mutable {
-        slot.reset();  // Free before answering: the caller may wait again.
-        if (!ready.ok()) return std::move(reply)(ready.status());
-        shard::v1::StoreWaitResponse response;
-        response.set_ready(*ready);
-        std::move(reply)(std::move(response));
-      });
+      {[slot = std::move(start->slot),
+        reply = std::move(reply)](absl::StatusOr<bool> ready) mutable {
+         slot.reset();  // Free before answering: the caller may wait again.
+         if (!ready.ok()) return std::move(reply)(ready.status());
+         shard::v1::StoreWaitResponse response;
+         response.set_ready(*ready);
+         std::move(reply)(std::move(response));
+       },
+       std::move(cancellation)});
 }
 
 absl::StatusOr<shard::v1::StoreDeleteResponse> StoreService::StoreDelete(

@@ -39,18 +39,19 @@ class StoreService {
   absl::StatusOr<shard::v1::StoreSetResponse> StoreSet(
       const shard::v1::StoreSetRequest& request);
   // Parks the call when it asks to wait (wait_ms > 0) and the key is not
-  // set; `reply` runs once, never under a lock.
-  ParkedCalls::Handle StartStoreGet(const shard::v1::StoreGetRequest& request,
-                                    absl::Time call_deadline,
-                                    Reply<shard::v1::StoreGetResponse> reply);
+  // set; `reply` runs once, never under a lock; its cancellation ends the
+  // wait.
+  void StartStoreGet(const shard::v1::StoreGetRequest& request,
+                     absl::Time call_deadline,
+                     Reply<shard::v1::StoreGetResponse> reply);
   absl::StatusOr<shard::v1::StoreAddResponse> StoreAdd(
       const shard::v1::StoreAddRequest& request);
   absl::StatusOr<shard::v1::StoreCompareSetResponse> StoreCompareSet(
       const shard::v1::StoreCompareSetRequest& request);
   // Like StartStoreGet, for all of the request's keys.
-  ParkedCalls::Handle StartStoreWait(const shard::v1::StoreWaitRequest& request,
-                                     absl::Time call_deadline,
-                                     Reply<shard::v1::StoreWaitResponse> reply);
+  void StartStoreWait(const shard::v1::StoreWaitRequest& request,
+                      absl::Time call_deadline,
+                      Reply<shard::v1::StoreWaitResponse> reply);
   absl::StatusOr<shard::v1::StoreDeleteResponse> StoreDelete(
       const shard::v1::StoreDeleteRequest& request);
   absl::StatusOr<shard::v1::StoreCountResponse> StoreCount(

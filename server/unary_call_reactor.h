@@ -1,7 +1,7 @@
 // A unary gRPC call answered through the callback API by a service call
-// that replies later (CoordinatorService::StartX): no thread waits for the
-// answer, and when the call parked (joins, store gets and waits), the
-// client cancelling it ends the wait at once.
+// that replies later (StartX of a service): no thread waits for the answer.
+// The Reply carries the call's Cancellation, so the client cancelling a
+// call that waits (joins, store gets and waits) ends the wait at once.
 #ifndef SERVER_UNARY_CALL_REACTOR_H_
 #define SERVER_UNARY_CALL_REACTOR_H_
 
@@ -12,7 +12,6 @@
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 #include "server/grpc_status.h"
-#include "server/parked_calls.h"
 #include "server/reply.h"
 
 namespace shard::server {
@@ -21,23 +20,22 @@ template <typename Response>
 class UnaryCallReactor final : public grpc::ServerUnaryReactor {
  public:
   // Runs `start` with the reply that finishes the call (into `response`,
-  // which gRPC owns until OnDone); `start` returns the handle that cancels
-  // the call's wait (empty when it did not park). The call holds `held`
-  // (the service it is served by, see ServingSlot) until it is done. The
-  // reactor deletes itself when done.
+  // which gRPC owns until OnDone) and carries its cancellation. The call
+  // holds `held` (the service it is served by, see ServingSlot) until it
+  // is done. The reactor deletes itself when done.
   static grpc::ServerUnaryReactor* Run(
       Response* response, std::shared_ptr<const void> held,
-      absl::FunctionRef<ParkedCalls::Handle(Reply<Response>)> start) {
+      absl::FunctionRef<void(Reply<Response>)> start) {
     auto* reactor = new UnaryCallReactor(response, std::move(held));
-    // gRPC calls OnCancel and OnDone only after this handler returned the
-    // reactor, so parked_ is set before either can read it.
-    reactor->parked_ = start([reactor](absl::StatusOr<Response> answer) {
-      reactor->Answer(std::move(answer));
-    });
+    start(Reply<Response>(
+        [reactor](absl::StatusOr<Response> answer) {
+          reactor->Answer(std::move(answer));
+        },
+        reactor->cancellation_));
     return reactor;
   }
 
-  void OnCancel() override { parked_.Cancel(); }
+  void OnCancel() override { cancellation_->Cancel(); }
   void OnDone() override { delete this; }
 
  private:
@@ -51,7 +49,8 @@ class UnaryCallReactor final : public grpc::ServerUnaryReactor {
 
   Response* const response_;
   const std::shared_ptr<const void> held_;
-  ParkedCalls::Handle parked_;
+  const std::shared_ptr<Cancellation> cancellation_ =
+      std::make_shared<Cancellation>();
 };
 
 }  // namespace shard::server

@@ -1,5 +1,7 @@
 #include "server/metrics/server_metrics.h"
 
+#include <limits>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -18,6 +20,35 @@
 
 namespace shard::metrics {
 namespace {
+
+// One unlabelled series (or one with `labels`) of a new family.
+prometheus::Counter& Counter(prometheus::Registry& registry,
+                             const std::string& name, const std::string& help) {
+  return prometheus::BuildCounter()
+      .Name(name)
+      .Help(help)
+      .Register(registry)
+      .Add({});
+}
+
+prometheus::Gauge& Gauge(
+    prometheus::Registry& registry, const std::string& name,
+    const std::string& help,
+    const std::map<std::string, std::string>& labels = {}) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add(
+      labels);
+}
+
+prometheus::Histogram& Histogram(
+    prometheus::Registry& registry, const std::string& name,
+    const std::string& help,
+    const prometheus::Histogram::BucketBoundaries& buckets) {
+  return prometheus::BuildHistogram()
+      .Name(name)
+      .Help(help)
+      .Register(registry)
+      .Add({}, buckets);
+}
 
 // 100 us .. ~100 s, x ~3.16 per bucket: unary calls are sub-millisecond,
 // joins and streams can last minutes (they land in +Inf).
@@ -101,6 +132,61 @@ std::vector<prometheus::MetricFamily> EndpointIndex() {
   return {family};
 }
 
+// The job gauges, one series per job.
+std::vector<prometheus::MetricFamily> JobFamilies(const CoordinatorView& view) {
+  std::vector<prometheus::MetricFamily> families = {
+      SingleGauge("shard_jobs", "Jobs the coordinator holds.",
+                  static_cast<double>(view.jobs.size())),
+      GaugeFamily("shard_job_members", "Members joined to the job."),
+      GaugeFamily("shard_job_world_size",
+                  "Ranks of the job's current generation (0 while "
+                  "forming)."),
+      GaugeFamily("shard_job_generation", "The job's membership generation."),
+      GaugeFamily("shard_job_committed_epoch",
+                  "Epoch of the job's last committed progress."),
+      GaugeFamily("shard_job_committed_position",
+                  "Global position within the committed epoch.")};
+  for (const server::JobFigures& job : view.jobs) {
+    const std::vector<prometheus::ClientMetric::Label> labels = {
+        {"job_id", job.job_id}};
+    families[1].metric.push_back(GaugeValue(labels, job.members));
+    families[2].metric.push_back(GaugeValue(labels, job.world_size));
+    families[3].metric.push_back(
+        GaugeValue(labels, static_cast<double>(job.generation)));
+    families[4].metric.push_back(
+        GaugeValue(labels, static_cast<double>(job.committed_epoch)));
+    families[5].metric.push_back(
+        GaugeValue(labels, static_cast<double>(job.committed_position)));
+  }
+  return families;
+}
+
+// How long the coordinator's core held its lock per call, as a histogram.
+prometheus::MetricFamily CoreLockHolds(
+    const server::LockHoldTimes::Summary& holds) {
+  prometheus::MetricFamily family;
+  family.name = "shard_core_lock_hold_seconds";
+  family.help =
+      "How long each call (and each lease check) held the coordinator "
+      "core's lock.";
+  family.type = prometheus::MetricType::Histogram;
+  prometheus::ClientMetric metric;
+  metric.histogram.sample_count = holds.count;
+  metric.histogram.sample_sum = holds.sum_seconds;
+  uint64_t cumulative = 0;
+  const auto& bounds = server::LockHoldTimes::BoundsSeconds();
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    cumulative += holds.counts[i];
+    prometheus::ClientMetric::Bucket bucket;
+    bucket.cumulative_count = cumulative;
+    bucket.upper_bound =
+        i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity();
+    metric.histogram.bucket.push_back(bucket);
+  }
+  family.metric.push_back(metric);
+  return family;
+}
+
 // Job and coordinator gauges, built from the coordinator at scrape time.
 class CoordinatorGauges : public prometheus::Collectable {
  public:
@@ -109,31 +195,8 @@ class CoordinatorGauges : public prometheus::Collectable {
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     const CoordinatorView view = view_();
-    std::vector<prometheus::MetricFamily> families = {
-        SingleGauge("shard_jobs", "Jobs the coordinator holds.",
-                    static_cast<double>(view.jobs.size())),
-        GaugeFamily("shard_job_members", "Members joined to the job."),
-        GaugeFamily("shard_job_world_size",
-                    "Ranks of the job's current generation (0 while "
-                    "forming)."),
-        GaugeFamily("shard_job_generation", "The job's membership generation."),
-        GaugeFamily("shard_job_committed_epoch",
-                    "Epoch of the job's last committed progress."),
-        GaugeFamily("shard_job_committed_position",
-                    "Global position within the committed epoch.")};
-    for (const shard::v1::Job& job : view.jobs) {
-      const std::vector<prometheus::ClientMetric::Label> labels = {
-          {"job_id", job.job_id()}};
-      families[1].metric.push_back(GaugeValue(labels, job.joined_members()));
-      families[2].metric.push_back(
-          GaugeValue(labels, job.current_world_size()));
-      families[3].metric.push_back(
-          GaugeValue(labels, static_cast<double>(job.generation())));
-      families[4].metric.push_back(
-          GaugeValue(labels, static_cast<double>(job.committed_epoch())));
-      families[5].metric.push_back(
-          GaugeValue(labels, static_cast<double>(job.committed_position())));
-    }
+    std::vector<prometheus::MetricFamily> families = JobFamilies(view);
+    families.push_back(CoreLockHolds(view.core_lock_holds));
     prometheus::MetricFamily waiting = GaugeFamily(
         "shard_waiting_calls",
         "Calls blocked waiting right now (joins for their world, store "
@@ -168,6 +231,11 @@ class CoordinatorGauges : public prometheus::Collectable {
         "shard_order_cache_evictions_total",
         "Cached epoch orders nobody read that were evicted to make room.",
         static_cast<double>(view.order_evictions)));
+    families.push_back(SingleGauge(
+        "shard_core_lock_hold_max_seconds",
+        "The longest the coordinator core's lock was held by one call "
+        "since the coordinator started.",
+        view.core_lock_holds.max_seconds));
     families.push_back(
         SingleCounter("shard_jobs_expired_total",
                       "Jobs deleted because they had no member and no call for "
@@ -225,73 +293,47 @@ ServerMetrics::ServerMetrics()
                               "code: time from start to status (streams: "
                               "the whole stream). _count counts calls.")
                         .Register(*registry_)),
-      indices_streamed_(prometheus::BuildCounter()
-                            .Name("shard_indices_streamed_total")
-                            .Help("Sample indices sent to trainers over "
-                                  "StreamShard.")
-                            .Register(*registry_)
-                            .Add({})),
-      active_streams_(prometheus::BuildGauge()
-                          .Name("shard_active_streams")
-                          .Help("StreamShard calls in progress (opening or "
-                                "streaming).")
-                          .Register(*registry_)
-                          .Add({})),
-      journal_write_(prometheus::BuildHistogram()
-                         .Name("shard_journal_write_duration_seconds")
-                         .Help("Writing one group of records to the "
-                               "journal, before fsync.")
-                         .Register(*registry_)
-                         .Add({}, JournalBuckets())),
-      journal_sync_(prometheus::BuildHistogram()
-                        .Name("shard_journal_fsync_duration_seconds")
-                        .Help("fsync of the journal after one group of "
-                              "records.")
-                        .Register(*registry_)
-                        .Add({}, JournalBuckets())),
-      journal_group_(prometheus::BuildHistogram()
-                         .Name("shard_journal_group_records")
-                         .Help("Records made durable by one fsync (group "
-                               "commit of the updates queued meanwhile).")
-                         .Register(*registry_)
-                         .Add({}, GroupBuckets())),
-      leader_(prometheus::BuildGauge()
-                  .Name("shard_leader")
-                  .Help("1 while this shardd serves: the leader of its "
-                        "coordinator cluster (etcd mode) or a shardd with a "
-                        "local journal; 0 while it stands by.")
-                  .Register(*registry_)
-                  .Add({})),
-      leadership_changes_(prometheus::BuildCounter()
-                              .Name("shard_leadership_changes_total")
-                              .Help("Times this replica became the leader "
-                                    "or stopped leading.")
-                              .Register(*registry_)
-                              .Add({})),
-      takeover_(prometheus::BuildHistogram()
-                    .Name("shard_takeover_seconds")
-                    .Help("From finding the leader key gone (the old "
+      indices_streamed_(
+          Counter(*registry_, "shard_indices_streamed_total",
+                  "Sample indices sent to trainers over StreamShard.")),
+      active_streams_(
+          Gauge(*registry_, "shard_active_streams",
+                "StreamShard calls in progress (opening or streaming).")),
+      journal_write_(Histogram(
+          *registry_, "shard_journal_write_duration_seconds",
+          "Writing one group of records to the journal, before fsync.",
+          JournalBuckets())),
+      journal_sync_(
+          Histogram(*registry_, "shard_journal_fsync_duration_seconds",
+                    "fsync of the journal after one group of records.",
+                    JournalBuckets())),
+      journal_group_(Histogram(*registry_, "shard_journal_group_records",
+                               "Records made durable by one fsync (group "
+                               "commit of the updates queued meanwhile).",
+                               GroupBuckets())),
+      leader_(Gauge(*registry_, "shard_leader",
+                    "1 while this shardd serves: the leader of its "
+                    "coordinator cluster (etcd mode) or a shardd with a "
+                    "local journal; 0 while it stands by.")),
+      leadership_changes_(
+          Counter(*registry_, "shard_leadership_changes_total",
+                  "Times this replica became the leader or stopped leading.")),
+      takeover_(Histogram(*registry_, "shard_takeover_seconds",
+                          "From finding the leader key gone (the old "
                           "leader's lease lapsed or was revoked) to serving "
-                          "as the new leader.")
-                    .Register(*registry_)
-                    .Add({}, LatencyBuckets())),
-      etcd_txn_(prometheus::BuildHistogram()
-                    .Name("shard_etcd_txn_duration_seconds")
-                    .Help("One fenced etcd Txn writing a group of state "
-                          "records.")
-                    .Register(*registry_)
-                    .Add({}, LatencyBuckets())),
-      etcd_txn_records_(prometheus::BuildHistogram()
-                            .Name("shard_etcd_txn_records")
-                            .Help("State records written by one fenced etcd "
-                                  "Txn (group commit).")
-                            .Register(*registry_)
-                            .Add({}, GroupBuckets())) {
-  prometheus::BuildGauge()
-      .Name("shard_build_info")
-      .Help("Always 1; the labels describe the running shardd.")
-      .Register(*registry_)
-      .Add({{"version", shard::Version()}})
+                          "as the new leader.",
+                          LatencyBuckets())),
+      etcd_txn_(
+          Histogram(*registry_, "shard_etcd_txn_duration_seconds",
+                    "One fenced etcd Txn writing a group of state records.",
+                    LatencyBuckets())),
+      etcd_txn_records_(Histogram(
+          *registry_, "shard_etcd_txn_records",
+          "State records written by one fenced etcd Txn (group commit).",
+          GroupBuckets())) {
+  Gauge(*registry_, "shard_build_info",
+        "Always 1; the labels describe the running shardd.",
+        {{"version", shard::Version()}})
       .Set(1);
 }
 

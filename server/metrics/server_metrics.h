@@ -28,6 +28,8 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "server/job_figures.h"
+#include "server/lock_hold_times.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::metrics {
@@ -80,7 +82,10 @@ class ServerMetrics {
 
 // What the coordinator reports at scrape time.
 struct CoordinatorView {
-  std::vector<shard::v1::Job> jobs;  // Empty when unavailable (draining).
+  // Empty when unavailable (draining).
+  std::vector<server::JobFigures> jobs;
+  // How long each call held the coordinator core's lock.
+  server::LockHoldTimes::Summary core_lock_holds;
   // Calls waiting right now, by method name, and their common limit.
   std::vector<std::pair<std::string, size_t>> waiting_calls;
   size_t max_waiting_calls = 0;

@@ -159,7 +159,7 @@ int Run(const std::string& address, int pid, int members,
   const std::string load_heartbeats = (*heartbeats)->TakeJson("load");
   absl::MutexLock lock(&tally.mu);
   while (tally.stopped < members) tally.changed.Wait(&tally.mu);
-  const std::vector<double>& ms = tally.commit_ms;
+  const std::vector<double> ms = tally.commit_ms;
   std::printf(
       "{\"members\":%d,\"seconds\":%.2f,\"commits\":%zu,"
       "\"commits_per_s\":%.0f,\"commit_p50_ms\":%.2f,\"commit_p99_ms\":%.2f,"

@@ -6,7 +6,9 @@ shard-join-storm-bench: W members join a job of world size W at once (time
 until the world formed), then W joins park on a job that never fills
 (coordinator threads and RSS while they wait, then all cancelled), while an
 unrelated job heartbeats every 100 ms (p50/p99/max of its latency in each
-phase). Prints a Markdown table.
+phase). Prints a Markdown table, with how long each call held the
+coordinator core's lock (p50 and p99 as the bound of their histogram
+bucket, and the max).
 
   tests/bench/run_join_storm_bench.py --bin-dir build/bin
       [--joins 1000,2000,4000,8000] [--shardd-dir DIR]
@@ -29,8 +31,8 @@ def main():
     print("\n| W | world formed in | heartbeat p50 / p99 / max during the "
           "storm | W joins parked: heartbeat p50 / p99 / max | coordinator "
           "threads idle -> W parked -> 1 s after cancelling them | coordinator "
-          "RSS, W parked |")
-    print("| --- | --- | --- | --- | --- | --- |")
+          "RSS, W parked | core lock held per call p50 / p99 / max |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['joins']} | {r['form_s']:.2f} s ({r['formed']} ok) | "
               f"{r['storm_hb_p50_ms']:.1f} / {r['storm_hb_p99_ms']:.1f} / "
@@ -39,7 +41,9 @@ def main():
               f"{r['waiting_hb_max_ms']:.1f} ms | "
               f"{r['threads_before']:.0f} -> {r['threads_waiting']:.0f} -> "
               f"{r['threads_after_cancel']:.0f} | "
-              f"{r['rss_waiting_mib']:.0f} MiB |")
+              f"{r['rss_waiting_mib']:.0f} MiB | "
+              f"<= {r['lock_p50_ms']:.3f} / <= {r['lock_p99_ms']:.3f} / "
+              f"{r['lock_max_ms']:.2f} ms |")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 import grpc
 
@@ -335,8 +336,12 @@ def main():
             with Replicas(bin_dir, etcd, work, lease=f"{LEASE_S:g}s",
                           etcd_endpoints=endpoints,
                           answer_logs=True) as replicas:
-                run_schedule(args.seconds, rng, bin_dir, work,
-                             Faults(replicas, etcd, proxies, rng))
+                try:
+                    run_schedule(args.seconds, rng, bin_dir, work,
+                                 Faults(replicas, etcd, proxies, rng))
+                except Exception as error:  # reported with the logs below
+                    traceback.print_exc()
+                    check(False, f"the schedule ran to its end ({error!r})")
         if RESULTS["failed"]:
             for name in sorted(os.listdir(work)):
                 if name.startswith("shardd-"):
@@ -354,8 +359,10 @@ def run_schedule(seconds, rng, bin_dir, work, faults):
     workload = Workload(replicas.coordinator)
     probe = LeaderProbe(replicas.addresses)
     stop, runs = threading.Event(), []
+    # A daemon: a schedule that fails part-way must not wait for trainers
+    # of a coordinator that is gone.
     trainer = threading.Thread(target=train_continuously, args=(
-        bin_dir, replicas.coordinator, work, stop, runs))
+        bin_dir, replicas.coordinator, work, stop, runs), daemon=True)
     trainer.start()
     end = time.monotonic() + seconds
     while time.monotonic() < end:

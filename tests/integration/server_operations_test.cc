@@ -296,7 +296,7 @@ TEST(ServerOperationsTest, AServiceTakenOutEndsItsCallsAndTheNextServes) {
   grpc::Status waited;
   std::thread waiter(
       [&] { waited = stub->JoinJob(&join_context, join, &never); });
-  while (first->waiting_calls(server::WaitingCalls::Kind::kJoin) == 0) {
+  while (first->Figures().waiting(server::WaitingCalls::Kind::kJoin) == 0) {
     absl::SleepFor(absl::Milliseconds(5));
   }
 

@@ -53,14 +53,15 @@ TEST(WaitingCallsTest, WaitingJoinsHoldNoThreadAndCancellingEndsThem) {
   const int threads_before = ProcessThreads();
   constexpr int kJoins = 200;
   AsyncJoins joins({stub.get()}, "big", "m", kJoins, /*wait_ms=*/600000);
-  ASSERT_TRUE(Eventually(
-      [&] { return cluster.service().waiting_calls(Kind::kJoin) == kJoins; }));
+  ASSERT_TRUE(Eventually([&] {
+    return cluster.service().Figures().waiting(Kind::kJoin) == kJoins;
+  }));
   // A thread per waiting call would add 200.
   EXPECT_LT(ProcessThreads() - threads_before, kJoins / 4);
 
   joins.CancelAll();
   ASSERT_TRUE(Eventually([&] {
-    return cluster.service().waiting_calls(Kind::kJoin) == 0 &&
+    return cluster.service().Figures().waiting(Kind::kJoin) == 0 &&
            joins.finished() == kJoins;
   })) << "cancelled joins kept waiting";
   EXPECT_EQ(joins.status(0).error_code(), grpc::StatusCode::CANCELLED);
@@ -86,7 +87,7 @@ TEST(WaitingCallsTest, WaitingJoinsAreAnsweredWhenTheWorldForms) {
     ranks.at(joins.response(i).rank()) = true;
   }
   EXPECT_EQ(std::count(ranks.begin(), ranks.end(), true), kWorld);
-  EXPECT_EQ(cluster.service().waiting_calls(Kind::kJoin), 0u);
+  EXPECT_EQ(cluster.service().Figures().waiting(Kind::kJoin), 0u);
 }
 
 }  // namespace

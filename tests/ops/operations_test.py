@@ -189,6 +189,13 @@ def main():
               and sample(after, "shard_order_cache_evictions_total") == 0,
               "epoch order bytes, their budget (half the memory by default) "
               "and evictions are exported")
+        holds = sample(after, "shard_core_lock_hold_seconds_count") or 0
+        longest = sample(after, "shard_core_lock_hold_max_seconds") or 0
+        check(holds >= 6 and 0 < longest < 10 and
+              sample(after, "shard_core_lock_hold_seconds_bucket",
+                     le="+Inf") == holds,
+              "the core's lock hold times are exported (a histogram of "
+              f"{holds:.0f} holds, the longest {longest * 1000:.2f} ms)")
         check((sample(after, "shard_journal_group_records_sum") or 0) >= 4,
               "journal groups account for the job, 2 joins and the world")
         # Idle connections that never send a request must not hold off a

@@ -1,6 +1,7 @@
-// A CoordinatorService with blocking forms of its asynchronous calls, for
-// tests: each starts the call and waits for its reply (a mutation's once
-// its journal records are durable). Thread-safe like the service.
+// A CoordinatorService with the calls of all its services in one place and
+// blocking forms of the asynchronous ones, for tests: each starts the call
+// and waits for its reply (a mutation's once its journal records are
+// durable). Thread-safe like the service.
 #ifndef TESTS_SUPPORT_BLOCKING_COORDINATOR_H_
 #define TESTS_SUPPORT_BLOCKING_COORDINATOR_H_
 
@@ -22,39 +23,57 @@ class BlockingCoordinator : public server::CoordinatorService {
   absl::StatusOr<shard::v1::Job> CreateJob(
       const shard::v1::CreateJobRequest& request) {
     return AwaitReply<shard::v1::Job>(
-        [&](auto reply) { StartCreateJob(request, std::move(reply)); });
+        [&](auto reply) { jobs().StartCreateJob(request, std::move(reply)); });
   }
   absl::StatusOr<shard::v1::DeleteJobResponse> DeleteJob(
       const shard::v1::DeleteJobRequest& request) {
     return AwaitReply<shard::v1::DeleteJobResponse>(
-        [&](auto reply) { StartDeleteJob(request, std::move(reply)); });
+        [&](auto reply) { jobs().StartDeleteJob(request, std::move(reply)); });
   }
   absl::StatusOr<shard::v1::JoinJobResponse> JoinJob(
       const shard::v1::JoinJobRequest& request, absl::Time call_deadline) {
     return AwaitReply<shard::v1::JoinJobResponse>([&](auto reply) {
-      StartJoinJob(request, call_deadline, std::move(reply));
+      membership().StartJoinJob(request, call_deadline, std::move(reply));
     });
   }
   absl::StatusOr<shard::v1::LeaveResponse> Leave(
       const shard::v1::LeaveRequest& request) {
-    return AwaitReply<shard::v1::LeaveResponse>(
-        [&](auto reply) { StartLeave(request, std::move(reply)); });
+    return AwaitReply<shard::v1::LeaveResponse>([&](auto reply) {
+      membership().StartLeave(request, std::move(reply));
+    });
   }
   absl::StatusOr<shard::v1::CommitProgressResponse> CommitProgress(
       const shard::v1::CommitProgressRequest& request) {
-    return AwaitReply<shard::v1::CommitProgressResponse>(
-        [&](auto reply) { StartCommitProgress(request, std::move(reply)); });
+    return AwaitReply<shard::v1::CommitProgressResponse>([&](auto reply) {
+      progress().StartCommitProgress(request, std::move(reply));
+    });
   }
   absl::StatusOr<server::ShardCursor> OpenShard(
       const shard::v1::StreamShardRequest& request) {
-    return AwaitReply<server::ShardCursor>(
-        [&](auto reply) { StartOpenShard(request, std::move(reply)); });
+    return AwaitReply<server::ShardCursor>([&](auto reply) {
+      shards().StartOpenShard(request, std::move(reply));
+    });
   }
   absl::StatusOr<shard::v1::PreviewShardResponse> PreviewShard(
       const shard::v1::PreviewShardRequest& request, absl::Time call_deadline) {
     return AwaitReply<shard::v1::PreviewShardResponse>([&](auto reply) {
-      StartPreviewShard(request, call_deadline, std::move(reply));
+      shards().StartPreviewShard(request, call_deadline, std::move(reply));
     });
+  }
+  absl::StatusOr<shard::v1::Job> GetJob(
+      const shard::v1::GetJobRequest& request) {
+    return jobs().GetJob(request);
+  }
+  absl::StatusOr<shard::v1::ListJobsResponse> ListJobs(
+      const shard::v1::ListJobsRequest& request) {
+    return jobs().ListJobs(request);
+  }
+  absl::StatusOr<shard::v1::HeartbeatResponse> Heartbeat(
+      const shard::v1::HeartbeatRequest& request) {
+    return membership().Heartbeat(request);
+  }
+  void ExpireLeases(absl::Duration stalled = absl::ZeroDuration()) {
+    membership().ExpireLeases(stalled);
   }
   absl::StatusOr<shard::v1::StoreGetResponse> StoreGet(
       const shard::v1::StoreGetRequest& request, absl::Time call_deadline) {

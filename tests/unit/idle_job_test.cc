@@ -80,10 +80,10 @@ TEST_F(IdleJobTest, AJobWithoutMembersExpiresAfterTheTtl) {
   service.ExpireLeases();
   Pass(service, kTtl - absl::Minutes(1));
   EXPECT_TRUE(Exists(service, "idle"));
-  EXPECT_EQ(service.idle_jobs_expired(), 0);
+  EXPECT_EQ(service.Figures().idle_jobs_expired, 0);
   Pass(service, absl::Minutes(2));
   EXPECT_FALSE(Exists(service, "idle"));
-  EXPECT_EQ(service.idle_jobs_expired(), 1);
+  EXPECT_EQ(service.Figures().idle_jobs_expired, 1);
 }
 
 TEST_F(IdleJobTest, AJobWithALiveMemberNeverExpires) {

@@ -154,7 +154,7 @@ TEST(WaitLimitsTest, WaitsAreClampedToMaxWait) {
   join.set_job_id("pair");
   EXPECT_EQ(service.JoinJob(join, absl::InfiniteFuture()).status().code(),
             absl::StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(service.waiting_calls(WaitingCalls::Kind::kJoin), 0u);
+  EXPECT_EQ(service.Figures().waiting(WaitingCalls::Kind::kJoin), 0u);
   shard::v1::GetJobRequest get_job;
   get_job.set_job_id("pair");
   EXPECT_EQ(service.GetJob(get_job)->joined_members(), 1u);
@@ -172,7 +172,7 @@ TEST(WaitLimitsTest, WaitingCallsAreCountedAgainstTheLimit) {
   absl::StatusOr<shard::v1::StoreGetResponse> waited;
   std::thread waiter(
       [&] { waited = service.StoreGet(get, absl::InfiniteFuture()); });
-  while (service.waiting_calls(WaitingCalls::Kind::kStoreGet) == 0) {
+  while (service.Figures().waiting(WaitingCalls::Kind::kStoreGet) == 0) {
     absl::SleepFor(absl::Milliseconds(1));
   }
   absl::StatusOr<shard::v1::StoreGetResponse> refused =
@@ -191,7 +191,7 @@ TEST(WaitLimitsTest, WaitingCallsAreCountedAgainstTheLimit) {
   waiter.join();
   ASSERT_TRUE(waited.ok()) << waited.status();
   EXPECT_EQ(waited->value(), "v");
-  EXPECT_EQ(service.waiting_calls(WaitingCalls::Kind::kStoreGet), 0u);
+  EXPECT_EQ(service.Figures().waiting(WaitingCalls::Kind::kStoreGet), 0u);
   get.set_wait_ms(60000);
   EXPECT_TRUE(service.StoreGet(get, absl::InfiniteFuture()).ok());
 }

@@ -23,18 +23,18 @@ shard::v1::CreateJobRequest LargeJob(const std::string& id) {
 }
 
 // Waits (bounded) until the service holds `count` orders.
-bool WaitForOrders(const testing::BlockingCoordinator& service, size_t count) {
-  for (int i = 0; i < 1000 && service.cached_orders() != count; ++i) {
+bool WaitForOrders(testing::BlockingCoordinator& service, size_t count) {
+  for (int i = 0; i < 1000 && service.Figures().cached_orders != count; ++i) {
     absl::SleepFor(absl::Milliseconds(10));
   }
-  return service.cached_orders() == count;
+  return service.Figures().cached_orders == count;
 }
 
 TEST(OrderPreparationTest, CreatingAJobComputesEpochZeroBeforeAnyStream) {
   testing::BlockingCoordinator service;
-  EXPECT_EQ(service.cached_orders(), 0u);
+  EXPECT_EQ(service.Figures().cached_orders, 0u);
   ASSERT_TRUE(service.CreateJob(LargeJob("job")).ok());
-  EXPECT_TRUE(WaitForOrders(service, 1)) << service.cached_orders();
+  EXPECT_TRUE(WaitForOrders(service, 1)) << service.Figures().cached_orders;
 }
 
 TEST(OrderPreparationTest, RecoveryPreparesOnlyJobsWithMembers) {
@@ -54,9 +54,9 @@ TEST(OrderPreparationTest, RecoveryPreparesOnlyJobsWithMembers) {
   auto reopened = storage::StateLog::Open(storage::PosixFileSystem(), dir);
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   testing::BlockingCoordinator recovered({}, *std::move(reopened));
-  EXPECT_TRUE(WaitForOrders(recovered, 1)) << recovered.cached_orders();
+  EXPECT_TRUE(WaitForOrders(recovered, 1)) << recovered.Figures().cached_orders;
   absl::SleepFor(absl::Milliseconds(300));
-  EXPECT_EQ(recovered.cached_orders(), 1u);  // not the idle job's
+  EXPECT_EQ(recovered.Figures().cached_orders, 1u);  // not the idle job's
   std::system(("rm -rf " + dir).c_str());
 }
 

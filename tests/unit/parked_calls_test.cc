@@ -4,6 +4,7 @@
 #include "server/parked_calls.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -21,21 +22,24 @@ class ParkedCallsTest : public ::testing::Test {
  protected:
   // Parks call `name` on `topic`: its decision lets it go once `ready_`
   // holds it (or for any reason but a wake), recording the reason.
-  ParkedCalls::Handle Park(const std::string& topic, const std::string& name,
-                           absl::Time deadline = absl::InfiniteFuture()) {
+  void Park(const std::string& topic, const std::string& name,
+            absl::Time deadline = absl::InfiniteFuture(),
+            std::shared_ptr<Cancellation> cancellation = nullptr) {
     absl::MutexLock lock(&owner_);
-    return calls_.Park(topic, deadline,
-                       [this, name](Why why) ABSL_NO_THREAD_SAFETY_ANALYSIS
-                       -> std::optional<ParkedCalls::Completion> {
-                         ++asked_[name];
-                         if (why == Why::kWoken && ready_.count(name) == 0) {
-                           return std::nullopt;
-                         }
-                         return [this, name, why] {
-                           absl::MutexLock lock(&results_mu_);
-                           ended_[name] = why;
-                         };
-                       });
+    calls_.Park(
+        topic, deadline,
+        [this, name](Why why) ABSL_NO_THREAD_SAFETY_ANALYSIS
+        -> std::optional<ParkedCalls::Completion> {
+          ++asked_[name];
+          if (why == Why::kWoken && ready_.count(name) == 0) {
+            return std::nullopt;
+          }
+          return [this, name, why] {
+            absl::MutexLock lock(&results_mu_);
+            ended_[name] = why;
+          };
+        },
+        cancellation);
   }
   // Waits until `name` ended; its reason.
   std::optional<Why> Ended(const std::string& name,
@@ -89,15 +93,26 @@ TEST_F(ParkedCallsTest, ACallEndsAtItsDeadline) {
 }
 
 TEST_F(ParkedCallsTest, CancelEndsThatCallOnceAndLaterCancelsDoNothing) {
-  ParkedCalls::Handle handle = Park("job", "cancelled");
+  auto cancellation = std::make_shared<Cancellation>();
+  Park("job", "cancelled", absl::InfiniteFuture(), cancellation);
   Park("job", "other");
-  EXPECT_TRUE(handle.parked());
-  handle.Cancel();
+  EXPECT_EQ(Parked(), 2u);
+  cancellation->Cancel();
   EXPECT_EQ(Ended("cancelled"), Why::kCancelled);
-  handle.Cancel();
+  cancellation->Cancel();
   EXPECT_EQ(Parked(), 1u);
   absl::MutexLock lock(&owner_);
   EXPECT_EQ(asked_["cancelled"], 1);
+  calls_.EndAll();
+}
+
+TEST_F(ParkedCallsTest, ACallWhoseClientLeftBeforeItParkedEndsAtOnce) {
+  auto cancellation = std::make_shared<Cancellation>();
+  cancellation->Cancel();
+  Park("job", "gone", absl::InfiniteFuture(), cancellation);
+  EXPECT_EQ(Ended("gone"), Why::kCancelled);
+  EXPECT_EQ(Parked(), 0u);
+  absl::MutexLock lock(&owner_);
   calls_.EndAll();
 }
 

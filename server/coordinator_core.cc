@@ -1,0 +1,80 @@
+#include "server/coordinator_core.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/event_log.h"
+
+namespace shard::server {
+
+CoordinatorCore::CoordinatorCore(CoordinatorOptions options,
+                                 std::unique_ptr<storage::StateStore> store,
+                                 CoordinatorState recovered)
+    : options_(std::move(options)),
+      orders_(/*compute_threads=*/2, options_.order_cache_bytes),
+      rendezvous_(options_.rendezvous),
+      waiting_calls_(options_.max_waiting_calls),
+      log_(std::move(store)),
+      writes_(std::move(recovered), log_.get()),
+      leases_(options_.now),
+      store_lost_through_(writes_.state().last_generation()) {
+  Decide([this](LockedCore& core) {
+    std::vector<std::string> job_ids;
+    for (const auto& [id, job] : core.state().jobs()) {
+      job_ids.push_back(id);
+      for (const std::string& member : job->members) {
+        core.leases().Renew(id, member);
+      }
+      if (job->world_formed()) {
+        rendezvous_.OpenGeneration({id, job->generation});
+      }
+      // A job with members has trainers coming back: prepare where they
+      // continue (jobs nobody trains are left to compute on demand).
+      if (!job->members.empty()) {
+        orders_.Prepare(IncarnationOf(*job), job->spec, job->committed_epoch);
+      }
+    }
+    // Recovery may stop between a membership change and the world it allows.
+    for (const std::string& id : job_ids) {
+      if (absl::Status s =
+              core.MaybeFormWorld(id, LockedCore::FormedWorld::kKeep);
+          !s.ok()) {
+        LogEvent(absl::StrCat("cannot form the world of job=", id, ": ",
+                              s.message()));
+      }
+    }
+  });
+}
+
+CoordinatorCore::~CoordinatorCore() {
+  absl::MutexLock lock(&mu_);
+  parked_.EndAll();
+}
+
+uint64_t CoordinatorCore::Decide(absl::FunctionRef<void(LockedCore&)> decide) {
+  absl::MutexLock lock(&mu_);
+  const auto taken = std::chrono::steady_clock::now();
+  LockedCore core(*this);
+  decide(core);
+  const uint64_t journaled = writes_.journaled();
+  lock_holds_.Record(
+      absl::FromChrono(std::chrono::steady_clock::now() - taken));
+  return journaled;
+}
+
+void CoordinatorCore::Drain() {
+  {
+    absl::MutexLock lock(&mu_);
+    writes_.Drain();
+    parked_.WakeAll();
+  }
+  rendezvous_.Drain();
+  // Streams and previews waiting for order memory are answered now, and
+  // preparations of next epochs end.
+  orders_.Stop();
+}
+
+}  // namespace shard::server

@@ -1,0 +1,188 @@
+// The coordinator's core: the one place that decides. It owns the state
+// (behind its write path and journal), the members' leases, the epoch
+// orders, the rendezvous store and the calls waiting for a condition on the
+// state, all behind one mutex.
+//
+// The services above it (job_service.h, membership_service.h,
+// progress_service.h, shard_service.h, store_service.h) translate requests
+// into the core's questions and state updates. They ask them of a
+// LockedCore (locked_core.h), the core while its mutex is held, which the
+// core hands to the function given to Mutate(), Read() or Decide() for the
+// length of that one call. A mutation answers once what it journaled is
+// durable (ReplyWhenDurable), so no thread ever waits for the disk on behalf
+// of a call.
+//
+// Thread-safe. Drain() makes every call, waiting ones included, answer
+// UNAVAILABLE. Destroying the core ends the calls still parked (kEnded);
+// their decisions must not refer to the services above it.
+#ifndef SERVER_COORDINATOR_CORE_H_
+#define SERVER_COORDINATOR_CORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "server/coordinator_state.h"
+#include "server/epoch_order_cache.h"
+#include "server/lease_table.h"
+#include "server/lock_hold_times.h"
+#include "server/locked_core.h"
+#include "server/parked_calls.h"
+#include "server/rendezvous_store.h"
+#include "server/reply.h"
+#include "server/storage/state_store.h"
+#include "server/waiting_calls.h"
+#include "server/write_path.h"
+
+namespace shard::server {
+
+struct CoordinatorOptions {
+  // Largest shuffled epoch order one job may hold in memory; CreateJob of a
+  // bigger job is refused. The cache may hold two per job (current + next).
+  uint64_t max_order_bytes = uint64_t{4} << 30;
+  // All epoch orders together (being computed, cached or read by streams);
+  // see EpochOrderCache. Unlimited by default here; shardd derives its
+  // default from the machine's memory.
+  uint64_t order_cache_bytes = EpochOrderCache::kUnlimited;
+  // Indices per streamed chunk when the request does not say.
+  uint32_t default_chunk_indices = 16384;
+  // Upper clamp for a requested chunk size.
+  uint32_t max_chunk_indices = 65536;
+  // Upper clamp for every wait a request asks for (JoinJob's
+  // wait_for_world_ms, the store's wait_ms).
+  absl::Duration max_wait = absl::Minutes(5);
+  // Calls that may wait at once (joins, store gets and waits); more answer
+  // RESOURCE_EXHAUSTED.
+  size_t max_waiting_calls = 10000;
+  // Key, value, per-generation and total limits of the rendezvous store.
+  RendezvousLimits rendezvous;
+  // A member that sends no heartbeat (or other member call) for this long
+  // is removed and its generation ends.
+  absl::Duration lease = absl::Seconds(10);
+  // A job with no member and no call naming it for this long is deleted
+  // (journaled like DeleteJob); zero keeps jobs forever. A job with a
+  // member never expires. Checked by MembershipService::ExpireLeases().
+  absl::Duration idle_job_ttl = absl::Hours(7 * 24);
+  // Run ExpireLeases() on a background thread every lease / 4. Tests with a
+  // fake clock turn this off and call ExpireLeases() themselves.
+  bool expire_leases_in_background = true;
+  // The clock leases are measured with.
+  std::function<absl::Time()> now = [] { return absl::Now(); };
+};
+
+class CoordinatorCore {
+ public:
+  // Threads answering parked calls (never waiting for the disk: a durable
+  // answer goes out from the journal's writer thread).
+  static constexpr int kCompletionThreads = 2;
+
+  // The core over `store` (thread-safe, owned), holding `recovered`: the
+  // state the store's last sequence describes. Recovered members get a
+  // full lease from now, jobs with members have their current epoch's
+  // order prepared, and a world the recovered members allow is formed.
+  CoordinatorCore(CoordinatorOptions options,
+                  std::unique_ptr<storage::StateStore> store,
+                  CoordinatorState recovered);
+  ~CoordinatorCore();
+  CoordinatorCore(const CoordinatorCore&) = delete;
+  CoordinatorCore& operator=(const CoordinatorCore&) = delete;
+
+  const CoordinatorOptions& options() const { return options_; }
+  // Thread-safe parts the services use without the core's lock.
+  EpochOrderCache& orders() { return orders_; }
+  const EpochOrderCache& orders() const { return orders_; }
+  RendezvousStore& rendezvous() { return rendezvous_; }
+  const RendezvousStore& rendezvous() const { return rendezvous_; }
+  WaitingCalls& waiting_calls() { return waiting_calls_; }
+  const WaitingCalls& waiting_calls() const { return waiting_calls_; }
+
+  // The one way a mutating call answers: runs `change` on the locked core
+  // if it serves (else answers its UNAVAILABLE), then replies with the
+  // result once everything journaled by then is durable (an error at once).
+  template <typename Response>
+  void Mutate(Reply<Response> reply,
+              absl::FunctionRef<absl::StatusOr<Response>(LockedCore&)> change)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs `read` on the locked core if it serves; UNAVAILABLE if not.
+  template <typename Response>
+  absl::StatusOr<Response> Read(
+      absl::FunctionRef<absl::StatusOr<Response>(LockedCore&)> read)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs `decide` on the locked core, serving or not, and returns the
+  // journal sequence an answer to what it decided waits for
+  // (AnswerWhenDurable).
+  uint64_t Decide(absl::FunctionRef<void(LockedCore&)> decide)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Answers `reply` once the journal holds `journaled` durably
+  // (ReplyWhenDurable); call it without the lock.
+  template <typename Response>
+  void AnswerWhenDurable(uint64_t journaled, Reply<Response> reply,
+                         absl::StatusOr<Response> answer) {
+    ReplyWhenDurable(*log_, journaled, std::move(reply), std::move(answer));
+  }
+
+  // How long each Decide (every call, every lease check) held the lock.
+  const LockHoldTimes& lock_hold_times() const { return lock_holds_; }
+
+  // From now on every call answers UNAVAILABLE; parked joins and store
+  // waits wake up, calls waiting for order memory answer at once, and
+  // next epochs are no longer prepared.
+  void Drain() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  friend class LockedCore;
+
+  const CoordinatorOptions options_;
+  EpochOrderCache orders_;
+  RendezvousStore rendezvous_;
+  WaitingCalls waiting_calls_;
+
+  mutable absl::Mutex mu_;
+  LockHoldTimes lock_holds_;
+  const std::unique_ptr<storage::StateStore> log_;  // Thread-safe.
+  WritePath writes_ ABSL_GUARDED_BY(mu_);
+  // Leases and job activity. Reads (FindJob) count as activity.
+  LeaseTable leases_ ABSL_GUARDED_BY(mu_);
+  // Calls waiting for the state of a job to change (joins), by job id.
+  ParkedCalls parked_{&mu_, kCompletionThreads};
+  // The rendezvous store lives in memory: the generations recovered from
+  // the store (up to this one) lost their keys, and their store calls
+  // answer ABORTED so that trainers form a new generation instead of
+  // waiting for keys that are gone.
+  const uint64_t store_lost_through_;
+};
+
+template <typename Response>
+void CoordinatorCore::Mutate(
+    Reply<Response> reply,
+    absl::FunctionRef<absl::StatusOr<Response>(LockedCore&)> change) {
+  absl::StatusOr<Response> answer;
+  const uint64_t journaled = Decide([&](LockedCore& core) {
+    absl::Status serving = core.CheckServing();
+    answer = serving.ok() ? change(core) : absl::StatusOr<Response>(serving);
+  });
+  AnswerWhenDurable(journaled, std::move(reply), std::move(answer));
+}
+
+template <typename Response>
+absl::StatusOr<Response> CoordinatorCore::Read(
+    absl::FunctionRef<absl::StatusOr<Response>(LockedCore&)> read) {
+  absl::StatusOr<Response> answer;
+  Decide([&](LockedCore& core) {
+    absl::Status serving = core.CheckServing();
+    answer = serving.ok() ? read(core) : absl::StatusOr<Response>(serving);
+  });
+  return answer;
+}
+
+}  // namespace shard::server
+
+#endif  // SERVER_COORDINATOR_CORE_H_

@@ -1,0 +1,164 @@
+#include "server/shard_service.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/plan/job_spec.h"
+#include "common/plan/rank_indices.h"
+
+namespace shard::server {
+namespace {
+
+constexpr uint32_t kDefaultPreviewLimit = 1024;
+constexpr uint32_t kMaxPreviewLimit = 1000000;
+
+// INVALID_ARGUMENT / OUT_OF_RANGE unless the request's rank and start
+// position fit `layout`.
+absl::Status CheckStreamStart(const plan::ShardLayout& layout,
+                              const shard::v1::StreamShardRequest& request) {
+  if (request.rank() >= layout.world_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", request.rank(),
+                     " is out of range for world size ", layout.world_size()));
+  }
+  if (request.start_position() > layout.total()) {
+    return absl::OutOfRangeError(
+        absl::StrCat("start_position ", request.start_position(),
+                     " is past the end of epoch ", request.epoch(), " (",
+                     layout.total(), " positions)"));
+  }
+  if (!layout.IsRoundBoundary(request.start_position())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_position ", request.start_position(), " must be ", layout.base(),
+        " plus a multiple of the world size ", layout.world_size()));
+  }
+  return absl::OkStatus();
+}
+
+// The shape of a preview request, before it is checked against the job.
+absl::Status CheckPreviewRequest(
+    const shard::v1::PreviewShardRequest& request) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
+  if (request.limit() > kMaxPreviewLimit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "limit must be at most ", kMaxPreviewLimit, ", got ", request.limit()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ShardService::PreparedShard> ShardService::PrepareShard(
+    const shard::v1::StreamShardRequest& request) {
+  if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
+  if (absl::Status s = plan::ValidateEpoch(request.epoch()); !s.ok()) return s;
+  const CoordinatorOptions& options = core_->options();
+  return core_->Read<PreparedShard>(
+      [&](LockedCore& core) -> absl::StatusOr<PreparedShard> {
+        absl::StatusOr<const JobState*> job =
+            core.FindFormedJob(request.job_id(), request.generation());
+        if (!job.ok()) return job.status();
+        absl::StatusOr<plan::ShardLayout> layout =
+            (*job)->WorldLayout(request.epoch());
+        if (!layout.ok()) return layout.status();
+        if (absl::Status s = CheckStreamStart(*layout, request); !s.ok()) {
+          return s;
+        }
+        const uint32_t chunk = request.max_chunk_indices() == 0
+                                   ? options.default_chunk_indices
+                                   : std::min(request.max_chunk_indices(),
+                                              options.max_chunk_indices);
+        const uint64_t offset = std::min(
+            (request.start_position() - layout->base()) / layout->world_size(),
+            layout->RankShardSize(request.rank()));
+        // Claimed with the state it was read from: a job deleted and
+        // re-created meanwhile has another incarnation and other orders.
+        return PreparedShard{
+            core_->orders().ClaimOrder(IncarnationOf(**job), (*job)->spec,
+                                       request.epoch()),
+            *layout, request.rank(), offset, chunk};
+      });
+}
+
+absl::StatusOr<ShardCursor> ShardService::PreparedShard::Open(
+    absl::StatusOr<EpochOrderCache::Order> order) const {
+  if (!order.ok()) return order.status();
+  return ShardCursor(*std::move(order), layout, rank, offset, chunk);
+}
+
+void ShardService::StartOpenShard(const shard::v1::StreamShardRequest& request,
+                                  Reply<ShardCursor> reply) {
+  absl::StatusOr<PreparedShard> prepared = PrepareShard(request);
+  if (!prepared.ok()) return std::move(reply)(prepared.status());
+  EpochOrderCache::Claim claim = std::move(prepared->claim);
+  // Waiting for memory in the order cache is bounded like every other wait.
+  core_->orders().WhenReady(
+      std::move(claim),
+      [prepared = *std::move(prepared), reply = std::move(reply)](
+          absl::StatusOr<EpochOrderCache::Order> order) mutable {
+        std::move(reply)(prepared.Open(std::move(order)));
+      },
+      absl::Now() + core_->options().max_wait);
+}
+
+absl::StatusOr<ShardService::PreparedPage> ShardService::PreparePage(
+    const shard::v1::PreviewShardRequest& request) {
+  if (absl::Status s = CheckPreviewRequest(request); !s.ok()) return s;
+  return core_->Read<PreparedPage>(
+      [&](LockedCore& core) -> absl::StatusOr<PreparedPage> {
+        absl::StatusOr<const JobState*> job = core.FindJob(request.job_id());
+        if (!job.ok()) return job.status();
+        const shard::v1::JobSpec& spec = (*job)->spec;
+        if (request.rank() >= spec.world_size()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "rank ", request.rank(), " is out of range for world size ",
+              spec.world_size()));
+        }
+        const plan::ShardLayout layout = plan::LayoutOf(spec);
+        const uint64_t shard_size = layout.RankShardSize(request.rank());
+        if (request.offset() > shard_size) {
+          return absl::OutOfRangeError(absl::StrCat(
+              "offset ", request.offset(), " is past the end of rank ",
+              request.rank(), "'s shard (", shard_size, " indices)"));
+        }
+        return PreparedPage{core_->orders().ClaimOrder(IncarnationOf(**job),
+                                                       spec, request.epoch()),
+                            layout, shard_size};
+      });
+}
+
+void ShardService::StartPreviewShard(
+    const shard::v1::PreviewShardRequest& request, absl::Time call_deadline,
+    Reply<shard::v1::PreviewShardResponse> reply) {
+  absl::StatusOr<PreparedPage> page = PreparePage(request);
+  if (!page.ok()) return std::move(reply)(page.status());
+  const uint32_t limit =
+      request.limit() == 0 ? kDefaultPreviewLimit : request.limit();
+  const uint64_t count =
+      std::min<uint64_t>(limit, page->shard_size - request.offset());
+  // No thread waits for the order: the answer is built where it becomes
+  // ready (at most kMaxPreviewLimit entries). Waiting for memory is bounded
+  // by --max-wait like every other wait, so a read-only call never holds
+  // anything mutations need.
+  core_->orders().WhenReady(
+      std::move(page->claim),
+      [layout = page->layout, shard_size = page->shard_size,
+       rank = request.rank(), offset = request.offset(), count,
+       reply = std::move(reply)](
+          absl::StatusOr<EpochOrderCache::Order> order) mutable {
+        if (!order.ok()) return std::move(reply)(order.status());
+        shard::v1::PreviewShardResponse response;
+        response.mutable_indices()->Resize(static_cast<int>(count), 0);
+        plan::CopyRankIndices(
+            **order, layout, rank, offset,
+            absl::MakeSpan(response.mutable_indices()->mutable_data(), count));
+        response.set_rank_shard_size(shard_size);
+        std::move(reply)(std::move(response));
+      },
+      std::min(call_deadline, absl::Now() + core_->options().max_wait));
+}
+
+}  // namespace shard::server

@@ -1,0 +1,75 @@
+// Reading a rank's shard over the coordinator's core: streamed
+// (StreamShard, opened here as a ShardCursor) or a page at a time
+// (PreviewShard). The request is checked against the job's formed world
+// (a stream) or its spec (a preview) under the core's lock, which claims
+// the epoch order in the same look at the state; the order is delivered
+// outside the lock through EpochOrderCache::WhenReady, so no thread waits
+// for it, and waiting for order memory ends after max_wait.
+//
+// Thread-safe; holds nothing but the core, which must outlive it.
+#ifndef SERVER_SHARD_SERVICE_H_
+#define SERVER_SHARD_SERVICE_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/plan/shard_layout.h"
+#include "server/coordinator_core.h"
+#include "server/epoch_order_cache.h"
+#include "server/reply.h"
+#include "server/shard_cursor.h"
+#include "shard/v1/shard.pb.h"
+
+namespace shard::server {
+
+class ShardService {
+ public:
+  explicit ShardService(CoordinatorCore* core) : core_(core) {}
+
+  // Validates a stream request; `reply` gets a cursor over the rank's
+  // shard once the epoch order is ready (on this thread if it is, or small
+  // enough to compute here; else on the thread that computed it). Never
+  // waits behind another job's order computation.
+  void StartOpenShard(const shard::v1::StreamShardRequest& request,
+                      Reply<ShardCursor> reply);
+  // A page of a rank's shard as the job's spec plans it: `reply` runs
+  // once the epoch order is ready. Waiting for order memory ends at
+  // `call_deadline` or after max_wait, whichever comes first, with
+  // RESOURCE_EXHAUSTED naming the budget.
+  void StartPreviewShard(const shard::v1::PreviewShardRequest& request,
+                         absl::Time call_deadline,
+                         Reply<shard::v1::PreviewShardResponse> reply);
+
+ private:
+  // A validated stream request with its claimed epoch order.
+  struct PreparedShard {
+    EpochOrderCache::Claim claim;
+    plan::ShardLayout layout;
+    uint32_t rank;
+    uint64_t offset;  // In the rank's shard.
+    uint32_t chunk;   // Indices per chunk.
+
+    absl::StatusOr<ShardCursor> Open(
+        absl::StatusOr<EpochOrderCache::Order> order) const;
+  };
+  // A validated preview request with its claimed epoch order.
+  struct PreparedPage {
+    EpochOrderCache::Claim claim;
+    plan::ShardLayout layout;
+    uint64_t shard_size;
+  };
+  // Validates a stream request against the state and claims its order.
+  absl::StatusOr<PreparedShard> PrepareShard(
+      const shard::v1::StreamShardRequest& request);
+  // Validates a preview request against the job's spec and claims its
+  // order.
+  absl::StatusOr<PreparedPage> PreparePage(
+      const shard::v1::PreviewShardRequest& request);
+
+  CoordinatorCore* const core_;
+};
+
+}  // namespace shard::server
+
+#endif  // SERVER_SHARD_SERVICE_H_
