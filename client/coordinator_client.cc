@@ -124,9 +124,9 @@ absl::StatusOr<std::vector<shard::v1::Job>> CoordinatorClient::ListJobs() {
                                      response->jobs().end());
 }
 
-absl::StatusOr<Membership> CoordinatorClient::Join(
+shard::v1::JoinJobRequest CoordinatorClient::JoinRequest(
     const std::string& job_id, const std::string& member_id,
-    const std::optional<shard::v1::JobSpec>& spec, absl::Duration wait,
+    const std::optional<shard::v1::JobSpec>& spec,
     std::optional<uint32_t> requested_rank) {
   shard::v1::JoinJobRequest request;
   request.set_job_id(job_id);
@@ -134,13 +134,40 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
   if (requested_rank) request.set_requested_rank(*requested_rank);
   if (spec) *request.mutable_spec() = *spec;
   request.set_incarnation(incarnation_);
-  {
-    absl::MutexLock lock(&joined_mu_);
-    auto joined = joined_incarnations_.find(job_id);
-    if (joined != joined_incarnations_.end()) {
-      request.set_job_incarnation(joined->second);
-    }
+  absl::MutexLock lock(&joined_mu_);
+  auto joined = joined_incarnations_.find(job_id);
+  if (joined != joined_incarnations_.end()) {
+    request.set_job_incarnation(joined->second);
   }
+  return request;
+}
+
+Membership CoordinatorClient::Joined(
+    const std::string& job_id, const std::string& member_id,
+    const shard::v1::JoinJobResponse& response) {
+  Membership membership;
+  membership.job_id = job_id;
+  membership.member_id = member_id;
+  membership.rank = response.rank();
+  membership.world_size = response.world_size();
+  membership.generation = response.generation();
+  membership.spec = response.spec();
+  membership.committed_epoch = response.committed_epoch();
+  membership.committed_position = response.committed_position();
+  membership.job_incarnation = response.job_incarnation();
+  if (membership.job_incarnation != 0) {
+    absl::MutexLock lock(&joined_mu_);
+    joined_incarnations_[job_id] = membership.job_incarnation;
+  }
+  return membership;
+}
+
+absl::StatusOr<Membership> CoordinatorClient::Join(
+    const std::string& job_id, const std::string& member_id,
+    const std::optional<shard::v1::JobSpec>& spec, absl::Duration wait,
+    std::optional<uint32_t> requested_rank) {
+  shard::v1::JoinJobRequest request =
+      JoinRequest(job_id, member_id, spec, requested_rank);
   // The coordinator bounds each wait (shardd --max-wait); joining again
   // resumes it, until `wait` is spent.
   // With on_waiting, each round lasts at most waiting_report_every and is
@@ -174,21 +201,7 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
                      member_id, "\" after waiting ", absl::FormatDuration(wait),
                      " (the member stays joined; join again to keep waiting)"));
   }
-  Membership membership;
-  membership.job_id = job_id;
-  membership.member_id = member_id;
-  membership.rank = response->rank();
-  membership.world_size = response->world_size();
-  membership.generation = response->generation();
-  membership.spec = response->spec();
-  membership.committed_epoch = response->committed_epoch();
-  membership.committed_position = response->committed_position();
-  membership.job_incarnation = response->job_incarnation();
-  if (membership.job_incarnation != 0) {
-    absl::MutexLock lock(&joined_mu_);
-    joined_incarnations_[job_id] = membership.job_incarnation;
-  }
-  return membership;
+  return Joined(job_id, member_id, *response);
 }
 
 void CoordinatorClient::ReportWaiting(const std::string& job_id,

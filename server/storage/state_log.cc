@@ -145,6 +145,47 @@ absl::Status CutTornTail(FileSystem* fs, const std::string& path,
   return absl::OkStatus();
 }
 
+// Applies one journal segment's records after the snapshot's to
+// `recovered`, advancing `next`; a torn tail is allowed in the newest
+// segment only (and cut off there in kRepair mode).
+absl::Status ReplaySegment(FileSystem* fs, const std::string& path,
+                           bool last_segment, RecoveryMode mode,
+                           uint64_t snapshot_sequence, uint64_t* next,
+                           Recovered* recovered) {
+  absl::StatusOr<std::string> contents = fs->ReadFile(path);
+  if (!contents.ok()) return contents.status();
+  absl::StatusOr<DecodedRecords> decoded = DecodeRecords(*contents);
+  if (!decoded.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": ", decoded.status().message(), DataLossAdvice()));
+  }
+  if (decoded->torn_tail && !last_segment) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": ends in an incomplete record after byte ",
+                     decoded->valid_bytes, " but is not the newest segment",
+                     DataLossAdvice()));
+  }
+  if (absl::Status s =
+          ApplySegment(path, *decoded, snapshot_sequence, next, recovered);
+      !s.ok()) {
+    return s;
+  }
+  if (decoded->torn_tail) {
+    recovered->stats.dropped_torn_tail = true;
+    if (mode == RecoveryMode::kRepair) {
+      if (absl::Status s = CutTornTail(fs, path, *contents, *decoded);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  if (last_segment) {
+    recovered->newest_segment = path;
+    recovered->newest_segment_next = *next;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Recovered> Recover(FileSystem* fs, const std::string& dir,
@@ -181,37 +222,11 @@ absl::StatusOr<Recovered> Recover(FileSystem* fs, const std::string& dir,
           path, ": starts at sequence ", segment.first,
           " but the segment before it ends at ", next - 1, DataLossAdvice()));
     }
-    absl::StatusOr<std::string> contents = fs->ReadFile(path);
-    if (!contents.ok()) return contents.status();
-    absl::StatusOr<DecodedRecords> decoded = DecodeRecords(*contents);
-    if (!decoded.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          path, ": ", decoded.status().message(), DataLossAdvice()));
-    }
     const bool last_segment = i + 1 == segments->size();
-    if (decoded->torn_tail && !last_segment) {
-      return absl::DataLossError(
-          absl::StrCat(path, ": ends in an incomplete record after byte ",
-                       decoded->valid_bytes, " but is not the newest segment",
-                       DataLossAdvice()));
-    }
-    if (absl::Status s =
-            ApplySegment(path, *decoded, snapshot_sequence, &next, &recovered);
+    if (absl::Status s = ReplaySegment(fs, path, last_segment, mode,
+                                       snapshot_sequence, &next, &recovered);
         !s.ok()) {
       return s;
-    }
-    if (decoded->torn_tail) {
-      recovered.stats.dropped_torn_tail = true;
-      if (mode == RecoveryMode::kRepair) {
-        if (absl::Status s = CutTornTail(fs, path, *contents, *decoded);
-            !s.ok()) {
-          return s;
-        }
-      }
-    }
-    if (last_segment) {
-      recovered.newest_segment = path;
-      recovered.newest_segment_next = next;
     }
   }
   recovered.last_sequence = std::max(snapshot_sequence, next - 1);

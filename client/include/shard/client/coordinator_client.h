@@ -174,6 +174,17 @@ class CoordinatorClient {
   // One on_waiting line for a join waiting until `until` (nothing when the
   // job cannot be read).
   void ReportWaiting(const std::string& job_id, absl::Time until);
+  // A JoinJob request, naming the job's incarnation this client joined
+  // before (so that a deleted job is not re-created by its members).
+  shard::v1::JoinJobRequest JoinRequest(
+      const std::string& job_id, const std::string& member_id,
+      const std::optional<shard::v1::JobSpec>& spec,
+      std::optional<uint32_t> requested_rank) ABSL_LOCKS_EXCLUDED(joined_mu_);
+  // The membership a formed world's answer gives; remembers the job's
+  // incarnation.
+  Membership Joined(const std::string& job_id, const std::string& member_id,
+                    const shard::v1::JoinJobResponse& response)
+      ABSL_LOCKS_EXCLUDED(joined_mu_);
 
   // How a call is attempted: as proto/shard/v1/client_retries.json says
   // for it ("retry": options().retry; "once": one attempt).
