@@ -55,7 +55,7 @@ class ParkedCalls {
 
   // Parks a call on `topic` until `decision` answers it. A `cancellation`
   // (may be null) ends it when the client goes away, at once if it did
-  // already. The ParkedCalls must outlive the cancellation.
+  // already; it must not fire after this ParkedCalls is destroyed.
   void Park(const std::string& topic, absl::Time deadline, Decision decision,
             const std::shared_ptr<Cancellation>& cancellation)
       ABSL_LOCKS_EXCLUDED(mu_);
