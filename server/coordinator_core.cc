@@ -59,10 +59,11 @@ uint64_t CoordinatorCore::Decide(absl::FunctionRef<void(LockedCore&)> decide) {
   const auto taken = std::chrono::steady_clock::now();
   LockedCore core(*this);
   decide(core);
-  const uint64_t journaled = writes_.journaled();
-  lock_holds_.Record(
-      absl::FromChrono(std::chrono::steady_clock::now() - taken));
-  return journaled;
+  if (options_.on_lock_held) {
+    options_.on_lock_held(
+        absl::FromChrono(std::chrono::steady_clock::now() - taken));
+  }
+  return writes_.journaled();
 }
 
 void CoordinatorCore::Drain() {

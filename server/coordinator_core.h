@@ -33,7 +33,6 @@
 #include "server/coordinator_state.h"
 #include "server/epoch_order_cache.h"
 #include "server/lease_table.h"
-#include "server/lock_hold_times.h"
 #include "server/locked_core.h"
 #include "server/parked_calls.h"
 #include "server/rendezvous_store.h"
@@ -76,6 +75,10 @@ struct CoordinatorOptions {
   bool expire_leases_in_background = true;
   // The clock leases are measured with.
   std::function<absl::Time()> now = [] { return absl::Now(); };
+  // Told how long each Decide (every call, every lease check, every
+  // scrape) held the core's lock; called with the lock still held, so it
+  // must be quick and must not call the coordinator. Unset: not measured.
+  std::function<void(absl::Duration held)> on_lock_held;
 };
 
 class CoordinatorCore {
@@ -129,9 +132,6 @@ class CoordinatorCore {
     ReplyWhenDurable(*log_, journaled, std::move(reply), std::move(answer));
   }
 
-  // How long each Decide (every call, every lease check) held the lock.
-  const LockHoldTimes& lock_hold_times() const { return lock_holds_; }
-
   // From now on every call answers UNAVAILABLE; parked joins and store
   // waits wake up, calls waiting for order memory answer at once, and
   // next epochs are no longer prepared.
@@ -146,7 +146,6 @@ class CoordinatorCore {
   WaitingCalls waiting_calls_;
 
   mutable absl::Mutex mu_;
-  LockHoldTimes lock_holds_;
   const std::unique_ptr<storage::StateStore> log_;  // Thread-safe.
   WritePath writes_ ABSL_GUARDED_BY(mu_);
   // Leases and job activity. Reads (FindJob) count as activity.

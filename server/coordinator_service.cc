@@ -53,7 +53,6 @@ CoordinatorFigures CoordinatorService::Figures() {
     figures.waiting_by_kind[kind] =
         core_.waiting_calls().waiting(static_cast<WaitingCalls::Kind>(kind));
   }
-  figures.core_lock_holds = core_.lock_hold_times().Read();
   core_.Decide([&](LockedCore& core) {
     if (!core.CheckServing().ok()) return;
     figures.jobs.reserve(core.state().jobs().size());

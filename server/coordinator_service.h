@@ -21,7 +21,6 @@
 #include "server/coordinator_state.h"
 #include "server/job_figures.h"
 #include "server/job_service.h"
-#include "server/lock_hold_times.h"
 #include "server/membership_service.h"
 #include "server/progress_service.h"
 #include "server/shard_service.h"
@@ -45,8 +44,6 @@ struct CoordinatorFigures {
   size_t rendezvous_bytes = 0;
   // Calls waiting, by WaitingCalls::Kind.
   std::array<size_t, WaitingCalls::kKinds> waiting_by_kind = {};
-  // How long each call held the core's lock.
-  LockHoldTimes::Summary core_lock_holds;
   // Every job's figures; empty while the core does not serve.
   std::vector<JobFigures> jobs;
 

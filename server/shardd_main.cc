@@ -175,7 +175,6 @@ shard::metrics::CoordinatorView ViewOf(
   shard::metrics::CoordinatorView view;
   shard::server::CoordinatorFigures figures = service.Figures();
   view.jobs = std::move(figures.jobs);
-  view.core_lock_holds = figures.core_lock_holds;
   for (Kind kind : {Kind::kJoin, Kind::kStoreGet, Kind::kStoreWait}) {
     view.waiting_calls.emplace_back(shard::server::WaitingCalls::KindName(kind),
                                     figures.waiting(kind));
@@ -341,6 +340,7 @@ int RunStandalone(const shard::server::DaemonFlags& flags,
                   const sigset_t& signals,
                   shard::server::CoordinatorOptions options) {
   auto metrics = std::make_unique<shard::metrics::ServerMetrics>();
+  options.on_lock_held = metrics->CoreLockHoldObserver();
   std::optional<shard::storage::DataDirLock> data_dir_lock;
   int exit_code = kExitRuntimeError;
   absl::StatusOr<shard::storage::OpenedLog> opened =
@@ -390,6 +390,7 @@ int RunReplicated(const shard::server::DaemonFlags& flags,
                   shard::server::CoordinatorOptions options) {
   auto metrics = std::make_unique<shard::metrics::ServerMetrics>();
   metrics->SetLeader(false);
+  options.on_lock_held = metrics->CoreLockHoldObserver();
   shard::server::replication::ReplicaOptions replica_options;
   replica_options.etcd = EtcdOptionsFromFlags(flags);
   replica_options.advertise = flags.advertise_address;

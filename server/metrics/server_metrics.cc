@@ -1,6 +1,6 @@
 #include "server/metrics/server_metrics.h"
 
-#include <limits>
+#include <cmath>
 #include <map>
 #include <string>
 #include <utility>
@@ -55,6 +55,19 @@ prometheus::Histogram& Histogram(
 prometheus::Histogram::BucketBoundaries LatencyBuckets() {
   return {0.0001, 0.000316, 0.001, 0.00316, 0.01, 0.0316, 0.1,
           0.316,  1,        3.16,  10,      31.6, 100};
+}
+
+// 1, 2, 5 per decade from 1 us to 10 s: how long one call holds the
+// coordinator core's lock.
+prometheus::Histogram::BucketBoundaries LockHoldBuckets() {
+  prometheus::Histogram::BucketBoundaries bounds;
+  for (int exponent = -6; exponent <= 0; ++exponent) {
+    for (double step : {1.0, 2.0, 5.0}) {
+      bounds.push_back(step * std::pow(10.0, exponent));
+    }
+  }
+  bounds.push_back(10);
+  return bounds;
 }
 
 // 10 us .. ~300 ms for one journal write or fsync.
@@ -161,32 +174,6 @@ std::vector<prometheus::MetricFamily> JobFamilies(const CoordinatorView& view) {
   return families;
 }
 
-// How long the coordinator's core held its lock per call, as a histogram.
-prometheus::MetricFamily CoreLockHolds(
-    const server::LockHoldTimes::Summary& holds) {
-  prometheus::MetricFamily family;
-  family.name = "shard_core_lock_hold_seconds";
-  family.help =
-      "How long each call (and each lease check) held the coordinator "
-      "core's lock.";
-  family.type = prometheus::MetricType::Histogram;
-  prometheus::ClientMetric metric;
-  metric.histogram.sample_count = holds.count;
-  metric.histogram.sample_sum = holds.sum_seconds;
-  uint64_t cumulative = 0;
-  const auto& bounds = server::LockHoldTimes::BoundsSeconds();
-  for (size_t i = 0; i <= bounds.size(); ++i) {
-    cumulative += holds.counts[i];
-    prometheus::ClientMetric::Bucket bucket;
-    bucket.cumulative_count = cumulative;
-    bucket.upper_bound =
-        i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity();
-    metric.histogram.bucket.push_back(bucket);
-  }
-  family.metric.push_back(metric);
-  return family;
-}
-
 // Job and coordinator gauges, built from the coordinator at scrape time.
 class CoordinatorGauges : public prometheus::Collectable {
  public:
@@ -196,7 +183,6 @@ class CoordinatorGauges : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     const CoordinatorView view = view_();
     std::vector<prometheus::MetricFamily> families = JobFamilies(view);
-    families.push_back(CoreLockHolds(view.core_lock_holds));
     prometheus::MetricFamily waiting = GaugeFamily(
         "shard_waiting_calls",
         "Calls blocked waiting right now (joins for their world, store "
@@ -231,11 +217,6 @@ class CoordinatorGauges : public prometheus::Collectable {
         "shard_order_cache_evictions_total",
         "Cached epoch orders nobody read that were evicted to make room.",
         static_cast<double>(view.order_evictions)));
-    families.push_back(SingleGauge(
-        "shard_core_lock_hold_max_seconds",
-        "The longest the coordinator core's lock was held by one call "
-        "since the coordinator started.",
-        view.core_lock_holds.max_seconds));
     families.push_back(
         SingleCounter("shard_jobs_expired_total",
                       "Jobs deleted because they had no member and no call for "
@@ -330,7 +311,16 @@ ServerMetrics::ServerMetrics()
       etcd_txn_records_(Histogram(
           *registry_, "shard_etcd_txn_records",
           "State records written by one fenced etcd Txn (group commit).",
-          GroupBuckets())) {
+          GroupBuckets())),
+      core_lock_hold_(Histogram(
+          *registry_, "shard_core_lock_hold_seconds",
+          "How long each call (and each lease check and scrape) held the "
+          "coordinator core's lock.",
+          LockHoldBuckets())),
+      core_lock_hold_max_(
+          Gauge(*registry_, "shard_core_lock_hold_max_seconds",
+                "The longest the coordinator core's lock was held by one call "
+                "since shardd started.")) {
   Gauge(*registry_, "shard_build_info",
         "Always 1; the labels describe the running shardd.",
         {{"version", shard::Version()}})
@@ -371,6 +361,17 @@ void ServerMetrics::ObserveJournalGroup(absl::Duration write,
   journal_write_.Observe(absl::ToDoubleSeconds(write));
   journal_sync_.Observe(absl::ToDoubleSeconds(sync));
   journal_group_.Observe(static_cast<double>(records));
+}
+
+std::function<void(absl::Duration)> ServerMetrics::CoreLockHoldObserver() {
+  return [this](absl::Duration held) {
+    const double seconds = absl::ToDoubleSeconds(held);
+    core_lock_hold_.Observe(seconds);
+    // Read and set without a race: the core's lock serialises the calls.
+    if (seconds > core_lock_hold_max_.Value()) {
+      core_lock_hold_max_.Set(seconds);
+    }
+  };
 }
 
 void ServerMetrics::SetLeader(bool leading) {

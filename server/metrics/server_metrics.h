@@ -29,7 +29,6 @@
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "server/job_figures.h"
-#include "server/lock_hold_times.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::metrics {
@@ -60,6 +59,10 @@ class ServerMetrics {
   void ObserveTakeover(absl::Duration takeover);
   // One fenced etcd Txn of `records` state records.
   void ObserveEtcdTxn(absl::Duration latency, size_t records);
+  // What CoordinatorOptions::on_lock_held calls: each hold of the
+  // coordinator core's lock (histogram and longest). Its callers are
+  // serialised by that lock; the ServerMetrics must outlive the core.
+  std::function<void(absl::Duration)> CoreLockHoldObserver();
 
   // An interceptor factory that times every call (for ServerBuilder).
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
@@ -78,14 +81,14 @@ class ServerMetrics {
   prometheus::Histogram& takeover_;
   prometheus::Histogram& etcd_txn_;
   prometheus::Histogram& etcd_txn_records_;
+  prometheus::Histogram& core_lock_hold_;
+  prometheus::Gauge& core_lock_hold_max_;
 };
 
 // What the coordinator reports at scrape time.
 struct CoordinatorView {
   // Empty when unavailable (draining).
   std::vector<server::JobFigures> jobs;
-  // How long each call held the coordinator core's lock.
-  server::LockHoldTimes::Summary core_lock_holds;
   // Calls waiting right now, by method name, and their common limit.
   std::vector<std::pair<std::string, size_t>> waiting_calls;
   size_t max_waiting_calls = 0;
