@@ -140,6 +140,17 @@ class CoordinatorCore {
  private:
   friend class LockedCore;
 
+  // `run`'s answer if the core serves; its UNAVAILABLE if not.
+  template <typename Response>
+  static absl::StatusOr<Response> IfServing(
+      LockedCore& core,
+      absl::FunctionRef<absl::StatusOr<Response>(LockedCore&)> run) {
+    if (absl::Status serving = core.CheckServing(); !serving.ok()) {
+      return serving;
+    }
+    return run(core);
+  }
+
   const CoordinatorOptions options_;
   EpochOrderCache orders_;
   RendezvousStore rendezvous_;
@@ -164,10 +175,8 @@ void CoordinatorCore::Mutate(
     Reply<Response> reply,
     absl::FunctionRef<absl::StatusOr<Response>(LockedCore&)> change) {
   absl::StatusOr<Response> answer;
-  const uint64_t journaled = Decide([&](LockedCore& core) {
-    absl::Status serving = core.CheckServing();
-    answer = serving.ok() ? change(core) : absl::StatusOr<Response>(serving);
-  });
+  const uint64_t journaled = Decide(
+      [&](LockedCore& core) { answer = IfServing<Response>(core, change); });
   AnswerWhenDurable(journaled, std::move(reply), std::move(answer));
 }
 
@@ -175,10 +184,7 @@ template <typename Response>
 absl::StatusOr<Response> CoordinatorCore::Read(
     absl::FunctionRef<absl::StatusOr<Response>(LockedCore&)> read) {
   absl::StatusOr<Response> answer;
-  Decide([&](LockedCore& core) {
-    absl::Status serving = core.CheckServing();
-    answer = serving.ok() ? read(core) : absl::StatusOr<Response>(serving);
-  });
+  Decide([&](LockedCore& core) { answer = IfServing<Response>(core, read); });
   return answer;
 }
 
