@@ -50,14 +50,14 @@ CoordinatorCore::CoordinatorCore(CoordinatorOptions options,
 }
 
 CoordinatorCore::~CoordinatorCore() {
-  absl::MutexLock lock(&mu_);
-  parked_.EndAll();
+  UnlockThenRun lock(&mu_);
+  parked_.EndAll(lock.then());
 }
 
 uint64_t CoordinatorCore::Decide(absl::FunctionRef<void(LockedCore&)> decide) {
-  absl::MutexLock lock(&mu_);
+  UnlockThenRun lock(&mu_);
   const auto taken = std::chrono::steady_clock::now();
-  LockedCore core(*this);
+  LockedCore core(*this, lock.then());
   decide(core);
   if (options_.on_lock_held) {
     options_.on_lock_held(
@@ -68,9 +68,9 @@ uint64_t CoordinatorCore::Decide(absl::FunctionRef<void(LockedCore&)> decide) {
 
 void CoordinatorCore::Drain() {
   {
-    absl::MutexLock lock(&mu_);
+    UnlockThenRun lock(&mu_);
     writes_.Drain();
-    parked_.WakeAll();
+    parked_.WakeAll(lock.then());
   }
   rendezvous_.Drain();
   // Streams and previews waiting for order memory are answered now, and

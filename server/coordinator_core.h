@@ -10,7 +10,9 @@
 // core hands to the function given to Mutate(), Read() or Decide() for the
 // length of that one call. A mutation answers once what it journaled is
 // durable (ReplyWhenDurable), so no thread ever waits for the disk on behalf
-// of a call.
+// of a call. The calls a change wakes (parked joins, store waits of an ended
+// generation) are answered by the thread that made the change, once it let
+// go of the core's lock (after_unlock.h).
 //
 // Thread-safe. Drain() makes every call, waiting ones included, answer
 // UNAVAILABLE. Destroying the core ends the calls still parked (kEnded);
@@ -30,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "server/after_unlock.h"
 #include "server/coordinator_state.h"
 #include "server/epoch_order_cache.h"
 #include "server/lease_table.h"
@@ -83,10 +86,6 @@ struct CoordinatorOptions {
 
 class CoordinatorCore {
  public:
-  // Threads answering parked calls (never waiting for the disk: a durable
-  // answer goes out from the journal's writer thread).
-  static constexpr int kCompletionThreads = 2;
-
   // The core over `store` (thread-safe, owned), holding `recovered`: the
   // state the store's last sequence describes. Recovered members get a
   // full lease from now, jobs with members have their current epoch's
@@ -119,9 +118,9 @@ class CoordinatorCore {
   absl::StatusOr<Response> Read(
       absl::FunctionRef<absl::StatusOr<Response>(LockedCore&)> read)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Runs `decide` on the locked core, serving or not, and returns the
-  // journal sequence an answer to what it decided waits for
-  // (AnswerWhenDurable).
+  // Runs `decide` on the locked core, serving or not, then (without the
+  // lock) the answers to the calls it woke, and returns the journal
+  // sequence an answer to what it decided waits for (AnswerWhenDurable).
   uint64_t Decide(absl::FunctionRef<void(LockedCore&)> decide)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Answers `reply` once the journal holds `journaled` durably
@@ -162,7 +161,7 @@ class CoordinatorCore {
   // Leases and job activity. Reads (FindJob) count as activity.
   LeaseTable leases_ ABSL_GUARDED_BY(mu_);
   // Calls waiting for the state of a job to change (joins), by job id.
-  ParkedCalls parked_{&mu_, kCompletionThreads};
+  ParkedCalls parked_{&mu_};
   // The rendezvous store lives in memory: the generations recovered from
   // the store (up to this one) lost their keys, and their store calls
   // answer ABORTED so that trainers form a new generation instead of

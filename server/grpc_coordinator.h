@@ -138,9 +138,8 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
 
   // The one unary path: Admit(), then `call` with the claimed service,
   // which either returns the answer (absl::StatusOr<Response>) or also
-  // takes the Reply<Response> that answers later (returning nothing, or
-  // the ParkedCalls::Handle that cancels its wait). The call holds its
-  // claim until it is answered.
+  // takes the Reply<Response> that answers later (returning nothing). The
+  // call holds its claim until it is answered.
   template <typename Response, typename Call>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
                                   Response* response, Call call,

@@ -150,9 +150,9 @@ absl::Status LockedCore::EraseJob(const std::string& job_id,
   update.mutable_job_deleted()->set_job_id(job_id);
   if (absl::Status s = writes().Persist(update); !s.ok()) return s;
   leases().ForgetJob(job_id);
-  core_.rendezvous_.EndJob(job_id);
+  core_.rendezvous_.EndJob(job_id, then_);
   core_.orders_.Forget(incarnation);
-  core_.parked_.Wake(job_id);
+  core_.parked_.Wake(job_id, then_);
   LogEvent(absl::StrCat("job ", job_id, " deleted reason=", reason));
   return absl::OkStatus();
 }
@@ -215,8 +215,10 @@ absl::Status LockedCore::RemoveMember(const std::string& job_id,
       "member removed job=", job_id, " member=", member_id, " reason=", reason,
       ends_generation ? absl::StrCat(" generation=", generation, " ended")
                       : ""));
-  if (ends_generation) core_.rendezvous_.EndGeneration({job_id, generation});
-  core_.parked_.Wake(job_id);
+  if (ends_generation) {
+    core_.rendezvous_.EndGeneration({job_id, generation}, then_);
+  }
+  core_.parked_.Wake(job_id, then_);
   return MaybeFormWorld(job_id, FormedWorld::kKeep);
 }
 
@@ -255,10 +257,10 @@ absl::Status LockedCore::MaybeFormWorld(const std::string& job_id,
   formed->set_base_position(job->committed_position);
   if (absl::Status s = writes().Persist(update); !s.ok()) return s;
   if (replaces_world) {
-    core_.rendezvous_.EndGeneration({job_id, replaced_generation});
+    core_.rendezvous_.EndGeneration({job_id, replaced_generation}, then_);
   }
   core_.rendezvous_.OpenGeneration({job_id, formed->generation()});
-  core_.parked_.Wake(job_id);
+  core_.parked_.Wake(job_id, then_);
   LogEvent(absl::StrCat("generation formed job=", job_id,
                         " generation=", formed->generation(),
                         " world_size=", size, " epoch=", formed->epoch(),
@@ -297,12 +299,12 @@ void LockedCore::Park(const std::string& job_id, absl::Time deadline,
   core_.mu_.AssertHeld();
   core_.parked_.Park(
       job_id, deadline,
-      [core = &core_,
-       decision = std::move(decision)](ParkedCalls::Why why) mutable {
-        LockedCore locked(*core);
+      [core = &core_, decision = std::move(decision)](
+          ParkedCalls::Why why, AfterUnlock& then) mutable {
+        LockedCore locked(*core, then);
         return decision(locked, why);
       },
-      cancellation);
+      cancellation, then_);
 }
 
 }  // namespace shard::server

@@ -24,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/plan/shard_layout.h"
+#include "server/after_unlock.h"
 #include "server/coordinator_state.h"
 #include "server/epoch_order_cache.h"
 #include "server/lease_table.h"
@@ -49,9 +50,9 @@ class LockedCore {
              // growth at a commit point)
     kRenew,  // replace it, at least as large: its rendezvous keys were lost
   };
-  // Decides a parked call; see ParkedCalls::Decision.
-  using Decision = absl::AnyInvocable<std::optional<ParkedCalls::Completion>(
-      LockedCore&, ParkedCalls::Why)>;
+  // Decides a parked call: answers it (AnswerWhenDurable) and returns
+  // true, or returns false to keep it waiting; see ParkedCalls::Decision.
+  using Decision = absl::AnyInvocable<bool(LockedCore&, ParkedCalls::Why)>;
 
   const CoordinatorState& state() const;
   // UNAVAILABLE while draining or once the journal broke.
@@ -111,20 +112,23 @@ class LockedCore {
   // at `cancellation` (may be null) or at the core's end.
   void Park(const std::string& job_id, absl::Time deadline, Decision decision,
             const std::shared_ptr<Cancellation>& cancellation);
-  // What answers `reply` with `answer` once everything journaled so far is
-  // durable; run it without the lock (a decision returns it).
+  // Answers `reply` with `answer` once everything journaled so far is
+  // durable, registering that wait after the core's lock is let go.
   template <typename Response>
-  ParkedCalls::Completion AnswerWhenDurable(
-      Reply<Response> reply, absl::StatusOr<Response> answer) const {
-    return [log = &journal(), journaled = journaled(), reply = std::move(reply),
-            answer = std::move(answer)]() mutable {
+  void AnswerWhenDurable(Reply<Response> reply,
+                         absl::StatusOr<Response> answer) {
+    then_.Add([log = &journal(), journaled = journaled(),
+               reply = std::move(reply), answer = std::move(answer)]() mutable {
       ReplyWhenDurable(*log, journaled, std::move(reply), std::move(answer));
-    };
+    });
   }
 
  private:
   friend class CoordinatorCore;
-  explicit LockedCore(CoordinatorCore& core) : core_(core) {}
+  // `then` runs once the core's lock is let go: the answers of the calls
+  // this one woke.
+  LockedCore(CoordinatorCore& core, AfterUnlock& then)
+      : core_(core), then_(then) {}
 
   WritePath& writes() const;
   storage::StateStore& journal() const;
@@ -135,6 +139,7 @@ class LockedCore {
                         const std::string& member_id) const;
 
   CoordinatorCore& core_;
+  AfterUnlock& then_;
 };
 
 }  // namespace shard::server

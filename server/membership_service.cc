@@ -150,11 +150,10 @@ struct ParkedJoin {
   WaitingCalls::Slot slot;
   Reply<shard::v1::JoinJobResponse> reply;
 
-  std::optional<ParkedCalls::Completion> operator()(LockedCore& core,
-                                                    ParkedCalls::Why why) {
+  bool operator()(LockedCore& core, ParkedCalls::Why why) {
     const JoinStands standing = StandingOf(core, job_id, member_id);
     if (why == ParkedCalls::Why::kWoken && standing == JoinStands::kWaiting) {
-      return std::nullopt;
+      return false;
     }
     core.leases().EndWait(job_id, member_id);
     // The call stops waiting now, before its answer reaches the client, so
@@ -171,7 +170,8 @@ struct ParkedJoin {
       default:
         answer = JoinAnswer(core, job_id, member_id, standing, /*waited=*/true);
     }
-    return core.AnswerWhenDurable(std::move(reply), std::move(answer));
+    core.AnswerWhenDurable(std::move(reply), std::move(answer));
+    return true;
   }
 };
 

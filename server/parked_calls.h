@@ -3,23 +3,23 @@
 // callback API). The owner parks a call with a decision function and, after
 // changing the state of a topic (a job, a store space), wakes that topic:
 // only its calls are examined again, nothing else is. A timer thread ends
-// each call at its deadline and its Cancellation (reply.h) ends it at once;
-// the completions the decisions return run on a small pool of threads,
-// never under a lock.
+// each call at its deadline and its Cancellation (reply.h) ends it at once.
+// The answers the decisions give run on the thread that woke, timed out or
+// cancelled the call, once it let go of every lock (after_unlock.h): a
+// parked call costs no thread of its own at any point.
 //
 // Locking: Park(), Wake(), WakeAll(), EndAll() and parked() must be called
-// with the owner's mutex held; the destructor without it (it, a
+// with the owner's mutex held; they add the answers they decide to the
+// caller's AfterUnlock. The destructor is called without the mutex (it, a
 // cancellation and the timer thread take it). Decisions run with the owner's
-// mutex held and must not call back into this object. The owner calls EndAll()
-// before destroying it; the destructor then runs every completion already
-// returned.
+// mutex held and must not call back into this object. The owner calls
+// EndAll() before destroying it.
 #ifndef SERVER_PARKED_CALLS_H_
 #define SERVER_PARKED_CALLS_H_
 
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -27,11 +27,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
-#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/after_unlock.h"
 #include "server/reply.h"
-#include "server/work_pool.h"
 
 namespace shard::server {
 
@@ -43,12 +42,12 @@ class ParkedCalls {
     kCancelled,  // Its Cancellation: the client went away.
     kEnded,      // EndAll(): the owner shuts down.
   };
-  using Completion = absl::AnyInvocable<void() &&>;
-  // Returns the completion that answers the call, or nullopt to keep it
+  // Decides the call for `why`: adds its answer (and whatever else it
+  // decided) to `then` and returns true, or returns false to keep the call
   // waiting (only allowed for kWoken).
-  using Decision = absl::AnyInvocable<std::optional<Completion>(Why)>;
+  using Decision = absl::AnyInvocable<bool(Why why, AfterUnlock& then)>;
 
-  ParkedCalls(absl::Mutex* owner_mu, int completion_threads);
+  explicit ParkedCalls(absl::Mutex* owner_mu);
   ~ParkedCalls();
   ParkedCalls(const ParkedCalls&) = delete;
   ParkedCalls& operator=(const ParkedCalls&) = delete;
@@ -57,13 +56,12 @@ class ParkedCalls {
   // (may be null) ends it when the client goes away, at once if it did
   // already; it must not fire after this ParkedCalls is destroyed.
   void Park(const std::string& topic, absl::Time deadline, Decision decision,
-            const std::shared_ptr<Cancellation>& cancellation)
+            const std::shared_ptr<Cancellation>& cancellation,
+            AfterUnlock& then) ABSL_LOCKS_EXCLUDED(mu_);
+  void Wake(const std::string& topic, AfterUnlock& then)
       ABSL_LOCKS_EXCLUDED(mu_);
-  void Wake(const std::string& topic) ABSL_LOCKS_EXCLUDED(mu_);
-  void WakeAll() ABSL_LOCKS_EXCLUDED(mu_);
-  void EndAll() ABSL_LOCKS_EXCLUDED(mu_);
-  // Runs `completion` on the completion pool.
-  void Complete(Completion completion);
+  void WakeAll(AfterUnlock& then) ABSL_LOCKS_EXCLUDED(mu_);
+  void EndAll(AfterUnlock& then) ABSL_LOCKS_EXCLUDED(mu_);
   size_t parked() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -76,7 +74,7 @@ class ParkedCalls {
 
   // Asks the call's decision about `why`; finishes the call unless it
   // keeps waiting. Returns whether it finished.
-  bool Decide(std::map<Id, Call>::iterator call, Why why)
+  bool Decide(std::map<Id, Call>::iterator call, Why why, AfterUnlock& then)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the call if it is still parked (its client went away).
   void Cancel(Id id) ABSL_LOCKS_EXCLUDED(mu_);
@@ -90,7 +88,6 @@ class ParkedCalls {
   std::map<std::string, std::set<Id>> by_topic_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<absl::Time, Id>> by_deadline_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  WorkPool completions_;
   std::thread timer_;
 };
 

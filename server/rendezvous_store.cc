@@ -56,7 +56,8 @@ absl::Status RendezvousStore::Put(Space& space, const std::string& key,
 }
 
 void RendezvousStore::DropSpaces(std::map<Scope, Space>::iterator first,
-                                 std::map<Scope, Space>::iterator last) {
+                                 std::map<Scope, Space>::iterator last,
+                                 AfterUnlock& then) {
   size_t freed = 0;
   std::vector<Scope> dropped;
   for (auto it = first; it != last; ++it) {
@@ -64,13 +65,13 @@ void RendezvousStore::DropSpaces(std::map<Scope, Space>::iterator first,
     for (const auto& [key, value] : it->second) freed += EntryBytes(key, value);
   }
   spaces_.erase(first, last);
-  for (const Scope& scope : dropped) parked_.Wake(TopicOf(scope));
+  for (const Scope& scope : dropped) parked_.Wake(TopicOf(scope), then);
   total_bytes_ -= freed;
   // Give large frees back to the system: without this glibc keeps the
   // pages of a big ended generation in its arenas. Trimming walks every
-  // arena, so it runs on the completion pool, outside this store's lock and
-  // the coordinator's (which ends generations under its own).
-  if (freed >= kTrimAfterFreedBytes) parked_.Complete([] { malloc_trim(0); });
+  // arena, so it runs after the caller let go of this store's lock and the
+  // coordinator's (which ends generations under its own).
+  if (freed >= kTrimAfterFreedBytes) then.Add([] { malloc_trim(0); });
 }
 
 absl::StatusOr<RendezvousStore::Space*> RendezvousStore::LiveSpace(
@@ -90,29 +91,29 @@ void RendezvousStore::OpenGeneration(const Scope& scope) {
   spaces_.try_emplace(scope);
 }
 
-void RendezvousStore::EndGeneration(const Scope& scope) {
+void RendezvousStore::EndGeneration(const Scope& scope, AfterUnlock& then) {
   absl::MutexLock lock(&mu_);
   auto it = spaces_.find(scope);
-  if (it != spaces_.end()) DropSpaces(it, std::next(it));
+  if (it != spaces_.end()) DropSpaces(it, std::next(it), then);
 }
 
-void RendezvousStore::EndJob(const std::string& job_id) {
+void RendezvousStore::EndJob(const std::string& job_id, AfterUnlock& then) {
   absl::MutexLock lock(&mu_);
   DropSpaces(spaces_.lower_bound(Scope(job_id, 0)),
-             spaces_.upper_bound(Scope(job_id, UINT64_MAX)));
+             spaces_.upper_bound(Scope(job_id, UINT64_MAX)), then);
 }
 
 void RendezvousStore::Drain() {
-  absl::MutexLock lock(&mu_);
+  UnlockThenRun lock(&mu_);
   draining_ = true;
-  parked_.WakeAll();
+  parked_.WakeAll(lock.then());
 }
 
 RendezvousStore::RendezvousStore(RendezvousLimits limits) : limits_(limits) {}
 
 RendezvousStore::~RendezvousStore() {
-  absl::MutexLock lock(&mu_);
-  parked_.EndAll();
+  UnlockThenRun lock(&mu_);
+  parked_.EndAll(lock.then());
 }
 
 size_t RendezvousStore::open_spaces() const {
@@ -158,10 +159,10 @@ struct RendezvousStore::ParkedKeys {
   T (*answer)(const Space&, const std::vector<std::string>&);
   Reply<T> reply;
 
-  std::optional<ParkedCalls::Completion> operator()(ParkedCalls::Why why)
+  bool operator()(ParkedCalls::Why why, AfterUnlock& then)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(store->mu_) {
     if (why == ParkedCalls::Why::kWoken && !store->Settled(scope, keys)) {
-      return std::nullopt;
+      return false;
     }
     absl::StatusOr<T> result;
     if (why == ParkedCalls::Why::kCancelled) {
@@ -171,7 +172,8 @@ struct RendezvousStore::ParkedKeys {
     } else {
       result = store->AnswerNow(scope, keys, answer);
     }
-    return Deliver(std::move(reply), std::move(result));
+    then.Add(Deliver(std::move(reply), std::move(result)));
+    return true;
   }
 };
 
@@ -191,8 +193,8 @@ absl::StatusOr<T> RendezvousStore::AnswerNow(
 }
 
 template <typename T>
-ParkedCalls::Completion RendezvousStore::Deliver(Reply<T> reply,
-                                                 absl::StatusOr<T> result) {
+AfterUnlock::Task RendezvousStore::Deliver(Reply<T> reply,
+                                           absl::StatusOr<T> result) {
   return [reply = std::move(reply), result = std::move(result)]() mutable {
     std::move(reply)(std::move(result));
   };
@@ -206,13 +208,12 @@ void RendezvousStore::Park(const Scope& scope, std::vector<std::string> keys,
                            Reply<T> reply) {
   for (const std::string& key : keys) {
     if (absl::Status s = CheckKey(key); !s.ok()) {
-      parked_.Complete(Deliver<T>(std::move(reply), s));
-      return;
+      return std::move(reply)(s);
     }
   }
-  absl::MutexLock lock(&mu_);
+  UnlockThenRun lock(&mu_);
   if (Settled(scope, keys) || deadline <= absl::Now()) {
-    parked_.Complete(
+    lock.then().Add(
         Deliver<T>(std::move(reply), AnswerNow<T>(scope, keys, answer)));
     return;
   }
@@ -220,7 +221,7 @@ void RendezvousStore::Park(const Scope& scope, std::vector<std::string> keys,
   parked_.Park(
       TopicOf(scope), deadline,
       ParkedKeys<T>{this, scope, std::move(keys), answer, std::move(reply)},
-      cancellation);
+      cancellation, lock.then());
 }
 
 void RendezvousStore::StartGet(const Scope& scope, const std::string& key,
@@ -240,11 +241,11 @@ absl::Status RendezvousStore::Set(const Scope& scope, const std::string& key,
                                   std::string value) {
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
   if (absl::Status s = CheckValue(value); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
+  UnlockThenRun lock(&mu_);
   absl::StatusOr<Space*> space = LiveSpace(scope);
   if (!space.ok()) return space.status();
   if (absl::Status s = Put(**space, key, std::move(value)); !s.ok()) return s;
-  parked_.Wake(TopicOf(scope));
+  parked_.Wake(TopicOf(scope), lock.then());
   return absl::OkStatus();
 }
 
@@ -252,7 +253,7 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const Scope& scope,
                                              const std::string& key,
                                              int64_t delta) {
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
+  UnlockThenRun lock(&mu_);
   absl::StatusOr<Space*> space = LiveSpace(scope);
   if (!space.ok()) return space.status();
   int64_t value = 0;
@@ -270,7 +271,7 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const Scope& scope,
   if (absl::Status s = Put(**space, key, absl::StrCat(sum)); !s.ok()) {
     return s;
   }
-  parked_.Wake(TopicOf(scope));
+  parked_.Wake(TopicOf(scope), lock.then());
   return sum;
 }
 
@@ -279,14 +280,14 @@ absl::StatusOr<std::string> RendezvousStore::CompareSet(
     std::string desired) {
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
   if (absl::Status s = CheckValue(desired); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
+  UnlockThenRun lock(&mu_);
   absl::StatusOr<Space*> space = LiveSpace(scope);
   if (!space.ok()) return space.status();
   auto it = (*space)->find(key);
   if (it == (*space)->end()) {
     if (!expected.empty()) return expected;
     if (absl::Status s = Put(**space, key, desired); !s.ok()) return s;
-    parked_.Wake(TopicOf(scope));
+    parked_.Wake(TopicOf(scope), lock.then());
     return desired;
   }
   if (it->second != expected) return it->second;

@@ -13,7 +13,10 @@
 // (RESOURCE_EXHAUSTED beyond). Thread-safe. Waiting gets and waits are
 // parked (ParkedCalls: no thread each) and end when their keys are set, at
 // their deadline, when their generation ends (ABORTED), on Drain()
-// (UNAVAILABLE) or when cancelled (CANCELLED).
+// (UNAVAILABLE) or when cancelled (CANCELLED). They are answered by the
+// thread that ends their wait, outside every lock: a setter once it let go
+// of this store's lock; EndGeneration() and EndJob(), called under the
+// coordinator's lock, leave theirs to the caller's AfterUnlock.
 #ifndef SERVER_RENDEZVOUS_STORE_H_
 #define SERVER_RENDEZVOUS_STORE_H_
 
@@ -30,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/after_unlock.h"
 #include "server/parked_calls.h"
 #include "server/reply.h"
 
@@ -59,10 +63,12 @@ class RendezvousStore {
   // it exists.
   void OpenGeneration(const Scope& scope) ABSL_LOCKS_EXCLUDED(mu_);
   // The generation is over: its space is dropped and its waiting calls
-  // answer ABORTED.
-  void EndGeneration(const Scope& scope) ABSL_LOCKS_EXCLUDED(mu_);
+  // answer ABORTED (in `then`, with the trim of a large space's memory).
+  void EndGeneration(const Scope& scope, AfterUnlock& then)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Ends every generation of the job (a deleted job).
-  void EndJob(const std::string& job_id) ABSL_LOCKS_EXCLUDED(mu_);
+  void EndJob(const std::string& job_id, AfterUnlock& then)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Wakes every waiter; from now on calls answer UNAVAILABLE.
   void Drain() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -112,7 +118,7 @@ class RendezvousStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the spaces in [first, last) and their bytes.
   void DropSpaces(std::map<Scope, Space>::iterator first,
-                  std::map<Scope, Space>::iterator last)
+                  std::map<Scope, Space>::iterator last, AfterUnlock& then)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The scope's open space; ABORTED if its generation is not open,
   // UNAVAILABLE if draining.
@@ -138,8 +144,7 @@ class RendezvousStore {
                                           const std::vector<std::string>&))
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   template <typename T>
-  static ParkedCalls::Completion Deliver(Reply<T> reply,
-                                         absl::StatusOr<T> result);
+  static AfterUnlock::Task Deliver(Reply<T> reply, absl::StatusOr<T> result);
   template <typename T>
   struct ParkedKeys;
 
@@ -149,7 +154,7 @@ class RendezvousStore {
   size_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   // Gets and waits for keys, by scope. Declared last: destroyed first.
-  ParkedCalls parked_{&mu_, /*completion_threads=*/1};
+  ParkedCalls parked_{&mu_};
 };
 
 }  // namespace shard::server

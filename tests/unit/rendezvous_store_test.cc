@@ -38,6 +38,17 @@ absl::StatusOr<bool> Wait(RendezvousStore& store, const Scope& scope,
   });
 }
 
+// EndGeneration and EndJob as the coordinator calls them, running what
+// they leave to their caller once they return.
+void EndGeneration(RendezvousStore& store, const Scope& scope) {
+  AfterUnlock then;
+  store.EndGeneration(scope, then);
+}
+void EndJob(RendezvousStore& store, const std::string& job_id) {
+  AfterUnlock then;
+  store.EndJob(job_id, then);
+}
+
 // Every operation of the store on one scope, as a status.
 std::vector<std::pair<
     std::string, std::function<absl::Status(RendezvousStore&, const Scope&)>>>
@@ -96,7 +107,7 @@ TEST(RendezvousStoreTest,
     RendezvousStore store;
     store.OpenGeneration(kLive);
     ASSERT_TRUE(store.Set(kLive, "k", "v").ok());
-    store.EndGeneration(kLive);
+    EndGeneration(store, kLive);
     EXPECT_EQ(operation(store, kLive).code(), absl::StatusCode::kAborted)
         << name;
     EXPECT_EQ(store.open_spaces(), 0u) << name;
@@ -112,7 +123,7 @@ TEST(RendezvousStoreTest,
     store.OpenGeneration(kLive);
     store.OpenGeneration({"job", 4});
     store.OpenGeneration({"other", 1});
-    store.EndJob("job");
+    EndJob(store, "job");
     EXPECT_EQ(operation(store, kLive).code(), absl::StatusCode::kAborted)
         << name;
     EXPECT_EQ(operation(store, {"job", 4}).code(), absl::StatusCode::kAborted)
@@ -138,7 +149,7 @@ TEST(RendezvousStoreTest, EndingAGenerationFreesItsKeysOnly) {
   store.OpenGeneration({"job", 5});
   ASSERT_TRUE(store.Set(kLive, "k", std::string(1000, 'x')).ok());
   ASSERT_TRUE(store.Set({"job", 5}, "k", "v").ok());
-  store.EndGeneration(kLive);
+  EndGeneration(store, kLive);
   EXPECT_EQ(store.open_spaces(), 1u);
   EXPECT_EQ(**Get(store, {"job", 5}, "k", Now()), "v");
 }
@@ -194,12 +205,12 @@ TEST(RendezvousStoreTest, TotalByteBudgetCoversAllSpacesAndIsFreedAtTheEnd) {
   EXPECT_TRUE(store.Set(second, "k4", std::string(1000, 'w')).ok());
   EXPECT_EQ(store.Count(second).value(), 2);
 
-  store.EndGeneration(first);
+  EndGeneration(store, first);
   EXPECT_EQ(store.total_bytes(), 2 * entry);
   ASSERT_TRUE(store.Set(second, "k5", value).ok());
   EXPECT_EQ(store.Delete(second, "k5").value(), true);
   EXPECT_EQ(store.total_bytes(), 2 * entry);
-  store.EndJob("other");
+  EndJob(store, "other");
   EXPECT_EQ(store.total_bytes(), 0u);
 }
 
@@ -236,6 +247,27 @@ TEST(RendezvousStoreTest, WaitsWakeWhenTheKeysArrive) {
   EXPECT_TRUE(*waited);
 }
 
+// No thread is kept to answer parked calls: the setter answers the calls
+// its key settles, once it let go of the store's lock, before Set returns.
+TEST(RendezvousStoreTest, TheSetterAnswersTheCallsItSettlesOutsideTheLock) {
+  RendezvousStore store;
+  store.OpenGeneration(kLive);
+  std::thread::id answered_on;
+  bool lock_free_when_answered = false;
+  store.StartGet(kLive, "k", Later(),
+                 [&](absl::StatusOr<std::optional<std::string>> value) {
+                   answered_on = std::this_thread::get_id();
+                   // Another store call from the answer would deadlock if
+                   // the store's lock were still held.
+                   lock_free_when_answered = store.Count(kLive).ok();
+                   EXPECT_TRUE(value.ok() && *value == "v");
+                 });
+  EXPECT_EQ(answered_on, std::thread::id());  // Parked, not answered.
+  ASSERT_TRUE(store.Set(kLive, "k", "v").ok());
+  EXPECT_EQ(answered_on, std::this_thread::get_id());
+  EXPECT_TRUE(lock_free_when_answered);
+}
+
 TEST(RendezvousStoreTest, WaitsEndWithTheGenerationAndOnDrain) {
   for (bool drain : {false, true}) {
     RendezvousStore store;
@@ -255,7 +287,7 @@ TEST(RendezvousStoreTest, WaitsEndWithTheGenerationAndOnDrain) {
     if (drain) {
       store.Drain();
     } else {
-      store.EndGeneration(kLive);
+      EndGeneration(store, kLive);
     }
     getter.join();
     waiter.join();
