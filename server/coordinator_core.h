@@ -48,7 +48,8 @@ namespace shard::server {
 
 struct CoordinatorOptions {
   // Largest shuffled epoch order one job may hold in memory; CreateJob of a
-  // bigger job is refused. The cache may hold two per job (current + next).
+  // bigger job is refused. The cache may hold three per job (previous,
+  // current and next; the next one only with free room in the budget).
   uint64_t max_order_bytes = uint64_t{4} << 30;
   // All epoch orders together (being computed, cached or read by streams);
   // see EpochOrderCache. Unlimited by default here; shardd derives its

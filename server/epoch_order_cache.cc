@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <new>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -15,6 +16,10 @@ namespace {
 // this often, for the one change that wakes nobody: a claim dropped without
 // being awaited.
 constexpr absl::Duration kMemoryRecheck = absl::Seconds(1);
+// A claim of epoch e prepares e + 1 this much later, so that the work (a
+// large order's allocation and first steps) does not compete with the
+// stream that claimed e while it opens.
+constexpr absl::Duration kNextEpochDelay = absl::Milliseconds(100);
 }  // namespace
 
 bool EpochOrderCache::Budget::TryReserve(uint64_t bytes) {
@@ -80,6 +85,12 @@ void EpochOrderCache::Stop() {
     budget_->Poke();  // Wakes the background thread.
   }
   if (prefetch_thread_.joinable()) prefetch_thread_.join();
+  std::deque<Building> unfinished;
+  {
+    absl::MutexLock lock(&mu_);
+    unfinished.swap(unfinished_);
+  }
+  for (const Building& building : unfinished) Abandon(building);
   for (MemoryWaiter& waiter : waiters) {
     std::move(waiter.done)(OverBudget(waiter.claim));
   }
@@ -108,15 +119,18 @@ EpochOrderCache::Claim EpochOrderCache::ClaimOrder(
     if (slot->bytes <= kInlineOrderBytes) {
       claim.compute_here_ = true;
     } else {
-      compute_.Schedule([this, key, slot, spec] { Fill(key, slot, spec); });
+      FillOnComputeThreads(key, slot, spec);
     }
   } else {
     claim.over_budget_ = true;  // Await / WhenReady wait for memory.
   }
-  const bool older_cached =
-      slots_.lower_bound(Key(job.incarnation, 0)) != slots_.lower_bound(key);
-  if (!stopping_ && epoch < plan::kMaxEpoch && !older_cached) {
-    prefetch_queue_.push_back({job, spec, epoch + 1});
+  // The next epoch is prepared whenever an epoch is claimed, also while the
+  // previous one is still cached for ranks that read it: with free budget
+  // only, so it never pushes out an order in use.
+  if (!stopping_ && epoch < plan::kMaxEpoch &&
+      slots_.count(Key(job.incarnation, epoch + 1)) == 0) {
+    prefetch_queue_.push_back(
+        {job, spec, epoch + 1, absl::Now() + kNextEpochDelay});
     budget_->Poke();
   }
   return claim;
@@ -146,25 +160,40 @@ absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Await(
   if (claim.compute_here_) {
     Fill(Key(claim.job_.incarnation, claim.epoch_), slot, claim.spec_);
   }
-  absl::MutexLock lock(&mu_);
-  auto done = [&slot]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return slot->order != nullptr || slot->failed;
-  };
-  if (!mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "epoch ", claim.epoch_, " order of job ", claim.job_.job_id,
-        " was still being computed at the call's deadline"));
+  absl::StatusOr<Order> order;
+  {
+    absl::MutexLock lock(&mu_);
+    auto done = [&slot]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return slot->order != nullptr || slot->failed;
+    };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
+      return StillComputing(claim);
+    }
+    order = Outcome(*slot);
   }
-  return Outcome(claim, *slot);
+  if (!order.ok()) return order;
+  // Published before it is shuffled: wait for its last entry.
+  plan::OrderProgress* progress = (*order)->progress();
+  if (progress != nullptr && !progress->Done()) {
+    const absl::Status built =
+        progress->AwaitFinal(progress->size() - 1, deadline);
+    if (built.code() == absl::StatusCode::kDeadlineExceeded) {
+      return StillComputing(claim);
+    }
+    if (!built.ok()) return built;
+  }
+  return order;
+}
+
+absl::Status EpochOrderCache::StillComputing(const Claim& claim) {
+  return absl::DeadlineExceededError(
+      absl::StrCat("epoch ", claim.epoch_, " order of job ", claim.job_.job_id,
+                   " was still being computed at the call's deadline"));
 }
 
 absl::StatusOr<EpochOrderCache::Order> EpochOrderCache::Outcome(
-    const Claim& claim, const Slot& slot) const {
-  if (slot.failed) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cannot allocate the epoch order of job ", claim.job_.job_id, " (",
-        plan::EpochOrderBytes(claim.spec_), " bytes)"));
-  }
+    const Slot& slot) const {
+  if (slot.failed) return slot.error;
   return HandOut(slot.order);
 }
 
@@ -196,7 +225,7 @@ void EpochOrderCache::WhenReady(Claim claim, OrderCallback done,
       return;
     }
   }
-  std::move(done)(Outcome(claim, *slot));
+  std::move(done)(Outcome(*slot));
 }
 
 absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Get(
@@ -206,53 +235,89 @@ absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Get(
 }
 
 void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
-                           const shard::v1::JobSpec& spec, bool background) {
-  const std::atomic<bool>* cancel =
-      background ? &cancel_computations_ : nullptr;
-  std::shared_ptr<const plan::EpochOrder> order;
+                           const shard::v1::JobSpec& spec) {
+  if (std::optional<Building> building = Start(key, slot, spec)) {
+    Finish(*building, /*background=*/false);
+  }
+}
+
+void EpochOrderCache::FillOnComputeThreads(const Key& key,
+                                           const std::shared_ptr<Slot>& slot,
+                                           const shard::v1::JobSpec& spec) {
+  compute_.Schedule([this, key, slot, spec] {
+    // The rest queues behind the fronts of orders claimed meanwhile.
+    if (std::optional<Building> building = Start(key, slot, spec)) {
+      compute_.Schedule([this, building = *std::move(building)] {
+        Finish(building, /*background=*/false);
+      });
+    }
+  });
+}
+
+std::optional<EpochOrderCache::Building> EpochOrderCache::Start(
+    const Key& key, const std::shared_ptr<Slot>& slot,
+    const shard::v1::JobSpec& spec) {
+  std::shared_ptr<plan::EpochOrder> order;
   try {
     // The order gives its reserved bytes back when its last holder (the
     // cache or a stream) lets it go.
-    order = std::shared_ptr<const plan::EpochOrder>(
-        new plan::EpochOrder(plan::BuildEpochOrder(spec, key.second, cancel)),
+    order = std::shared_ptr<plan::EpochOrder>(
+        new plan::EpochOrder(plan::StartEpochOrder(spec, key.second)),
         [budget = budget_, bytes = slot->bytes](const plan::EpochOrder* o) {
           delete o;
           budget->Release(bytes);
         });
   } catch (const std::bad_alloc&) {
-    order = nullptr;
     budget_->Release(slot->bytes);
+    Fail(key, slot,
+         absl::ResourceExhaustedError(
+             absl::StrCat("cannot allocate the order of epoch ", key.second,
+                          " (", plan::EpochOrderBytes(spec), " bytes)")));
+    return std::nullopt;
   }
-  // Stop() may have cut the shuffle short: the order is unfinished.
-  const bool cancelled =
-      order != nullptr && cancel != nullptr && cancel->load();
-  if (cancelled) order = nullptr;  // Gives its bytes back.
+  // Published before it is shuffled: readers take the entries final so far
+  // and wait for the rest (EpochOrder::progress).
   std::vector<OrderCallback> waiting;
-  absl::StatusOr<Order> outcome;
   {
     absl::MutexLock lock(&mu_);
-    if (cancelled) {
-      ++computations_cancelled_;
-      slot->failed = true;
-      auto it = slots_.find(key);
-      if (it != slots_.end() && it->second == slot) slots_.erase(it);
-      outcome = absl::UnavailableError(
-          absl::StrCat("the order of epoch ", key.second,
-                       " was abandoned: the coordinator is stopping"));
-    } else if (order == nullptr) {
-      slot->failed = true;
-      auto it = slots_.find(key);
-      if (it != slots_.end() && it->second == slot) slots_.erase(it);
-      outcome = absl::ResourceExhaustedError(
-          absl::StrCat("cannot allocate the order of epoch ", key.second, " (",
-                       plan::EpochOrderBytes(spec), " bytes)"));
-    } else {
-      slot->order = std::move(order);
-      outcome = HandOut(slot->order);
-    }
+    slot->order = order;
     waiting.swap(slot->waiting);
   }
-  for (OrderCallback& callback : waiting) std::move(callback)(outcome);
+  for (OrderCallback& callback : waiting) std::move(callback)(HandOut(order));
+  order->ShuffleFront();
+  return Building{key, slot, std::move(order)};
+}
+
+void EpochOrderCache::Finish(const Building& building, bool background) {
+  if (building.order->Shuffle(background ? &cancel_computations_ : nullptr)) {
+    return;
+  }
+  Abandon(building);  // Stop() cut the shuffle short.
+}
+
+void EpochOrderCache::Abandon(const Building& building) {
+  const absl::Status abandoned = absl::UnavailableError(
+      absl::StrCat("the order of epoch ", building.key.second,
+                   " was abandoned: the coordinator is stopping"));
+  Fail(building.key, building.slot, abandoned);
+  building.order->progress()->Abandon(abandoned);
+}
+
+void EpochOrderCache::Fail(const Key& key, const std::shared_ptr<Slot>& slot,
+                           const absl::Status& error) {
+  std::vector<OrderCallback> waiting;
+  {
+    absl::MutexLock lock(&mu_);
+    if (error.code() == absl::StatusCode::kUnavailable) {
+      ++computations_cancelled_;
+    }
+    slot->failed = true;
+    slot->error = error;
+    auto it = slots_.find(key);
+    if (it != slots_.end() && it->second == slot) slots_.erase(it);
+    waiting.swap(slot->waiting);
+  }
+  for (OrderCallback& callback : waiting) std::move(callback)(error);
 }
 
 void EpochOrderCache::Prepare(const JobIncarnation& job,
@@ -311,47 +376,80 @@ void EpochOrderCache::Retire(Slots::iterator first, Slots::iterator last) {
   budget_->Poke();  // Wakes the background thread, which frees them.
 }
 
+absl::Time EpochOrderCache::NextPreparationDue() const {
+  absl::Time due = absl::InfiniteFuture();
+  for (const Prefetch& prefetch : prefetch_queue_) {
+    due = std::min(due, prefetch.not_before);
+  }
+  return due;
+}
+
+std::optional<EpochOrderCache::Prefetch> EpochOrderCache::TakeDuePreparation() {
+  const absl::Time now = absl::Now();
+  for (auto it = prefetch_queue_.begin(); it != prefetch_queue_.end(); ++it) {
+    if (it->not_before <= now) {
+      Prefetch due = std::move(*it);
+      prefetch_queue_.erase(it);
+      return due;
+    }
+  }
+  return std::nullopt;
+}
+
+void EpochOrderCache::AwaitBackgroundWork() {
+  absl::Time until = NextPreparationDue();
+  // Work, or a preparation queued meanwhile that is due before `until`.
+  auto has_work = [this, &until]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const absl::Time due = NextPreparationDue();
+    return stopping_ || due <= absl::Now() || due < until ||
+           new_memory_waiter_ || !retired_.empty() || !unfinished_.empty();
+  };
+  if (has_work()) return;
+  if (memory_waiters_.empty()) {
+    mu_.AwaitWithDeadline(absl::Condition(&has_work), until);
+    return;
+  }
+  // Claims wait for memory: sleep on the budget, which every release, every
+  // order let go and every new piece of work (Poke) changes, until the first
+  // waiter's deadline. The count is read before unlocking, so nothing in
+  // between is missed.
+  const uint64_t seen = budget_->Changes();
+  until = std::min(until, absl::Now() + kMemoryRecheck);
+  for (const MemoryWaiter& waiter : memory_waiters_) {
+    until = std::min(until, waiter.deadline);
+  }
+  mu_.Unlock();
+  budget_->AwaitChange(seen, until);
+  mu_.Lock();
+}
+
 void EpochOrderCache::PrefetchLoop() {
   while (true) {
     Prefetch next;
     std::shared_ptr<Slot> slot;
+    std::optional<Building> finishing;
     std::vector<std::pair<OrderCallback, absl::StatusOr<Order>>> answers;
     std::vector<std::shared_ptr<Slot>> freeing;
     {
       absl::MutexLock lock(&mu_);
-      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !prefetch_queue_.empty() || new_memory_waiter_ ||
-               !retired_.empty();
-      };
-      if (memory_waiters_.empty()) {
-        mu_.Await(absl::Condition(&has_work));
-      } else if (!has_work()) {
-        // Claims wait for memory: sleep on the budget, which every release,
-        // every order let go and every new piece of work (Poke) changes,
-        // until the first waiter's deadline. The count is read before
-        // unlocking, so nothing in between is missed.
-        const uint64_t seen = budget_->Changes();
-        absl::Time until = absl::Now() + kMemoryRecheck;
-        for (const MemoryWaiter& waiter : memory_waiters_) {
-          until = std::min(until, waiter.deadline);
-        }
-        mu_.Unlock();
-        budget_->AwaitChange(seen, until);
-        mu_.Lock();
-      }
+      AwaitBackgroundWork();
       if (stopping_) return;
       freeing.swap(retired_);
       new_memory_waiter_ = false;
       answers = ServeMemoryWaiters();
-      if (!prefetch_queue_.empty()) {
-        next = std::move(prefetch_queue_.front());
-        prefetch_queue_.pop_front();
+      if (std::optional<Prefetch> due = TakeDuePreparation()) {
+        next = *std::move(due);
         const Key key(next.job.incarnation, next.epoch);
         // Preparations use free budget only; they never evict.
         if (slots_.count(key) == 0) {
           slot = NewSlot(key, plan::EpochOrderBytes(next.spec),
                          /*may_evict=*/false);
         }
+      } else if (!unfinished_.empty()) {
+        // Every due preparation got its front first (after a restart,
+        // every job's trainers can start before any order is finished).
+        finishing = std::move(unfinished_.front());
+        unfinished_.pop_front();
       }
     }
     // Orders only the cache held are freed here, outside every lock; their
@@ -359,9 +457,16 @@ void EpochOrderCache::PrefetchLoop() {
     freeing.clear();
     for (auto& [done, outcome] : answers) std::move(done)(std::move(outcome));
     if (slot != nullptr) {
-      Fill(Key(next.job.incarnation, next.epoch), slot, next.spec,
-           /*background=*/true);
+      std::optional<Building> started =
+          Start(Key(next.job.incarnation, next.epoch), slot, next.spec);
+      if (started.has_value() && slot->bytes <= kInlineOrderBytes) {
+        Finish(*started, /*background=*/true);  // Cheap: done at once.
+      } else if (started.has_value()) {
+        absl::MutexLock lock(&mu_);
+        unfinished_.push_back(*std::move(started));
+      }
     }
+    if (finishing.has_value()) Finish(*finishing, /*background=*/true);
   }
 }
 
@@ -405,8 +510,7 @@ bool EpochOrderCache::PlaceOverBudgetClaim(Claim& claim) {
   } else if (std::shared_ptr<Slot> slot = NewSlot(
                  key, plan::EpochOrderBytes(claim.spec_), /*may_evict=*/true)) {
     claim.slot_ = slot;
-    compute_.Schedule(
-        [this, key, slot, spec = claim.spec_] { Fill(key, slot, spec); });
+    FillOnComputeThreads(key, slot, claim.spec_);
   } else {
     return false;
   }
@@ -437,8 +541,7 @@ EpochOrderCache::ServeMemoryWaiters() {
     if (PlaceOverBudgetClaim(waiter.claim)) {
       Slot& slot = *waiter.claim.slot_;
       if (slot.order != nullptr || slot.failed) {
-        answers.emplace_back(std::move(waiter.done),
-                             Outcome(waiter.claim, slot));
+        answers.emplace_back(std::move(waiter.done), Outcome(slot));
       } else {
         slot.waiting.push_back(std::move(waiter.done));
       }

@@ -5,19 +5,29 @@
 // reused), not its id, so a job deleted and re-created under the same id
 // never sees the old job's orders. ClaimOrder() reserves an order cheaply and
 // is meant to run under the caller's lock, in the same critical section that
-// read the job's state, so the claim matches that state; Await() (blocking)
-// or WhenReady() (a callback) then delivers the order outside the lock.
+// read the job's state, so the claim matches that state; Await() (blocking,
+// the finished order) or WhenReady() (a callback, as soon as the order is
+// allocated: readers follow its shuffle, see EpochOrder::progress) then
+// delivers the order outside the lock.
 // Get() is ClaimOrder() + Await(). Each order is computed once; concurrent
 // callers for the same key share that computation. A small order (at most
 // kInlineOrderBytes) is computed by the first caller that needs it, on its
 // own thread; a larger one on the cache's compute threads, started at
 // claim time, so that a stream of a small job never waits behind the
-// computation of another job's large order. After Get(e) the
-// order of e + 1 is prepared on a background thread, unless the cache still
-// holds an epoch older than e (some rank may still read it): so a job holds at
-// most two orders, the current one and the next. Orders older than (requested
-// epoch - 1) are dropped, and ReleaseBefore() (a commit reached a new epoch)
-// drops all older ones and prepares what follows. Streams still reading a
+// computation of another job's large order. A large order is published as
+// soon as its memory is reserved (readers follow its shuffle, see
+// EpochOrder::progress) and computed in two parts: its front (the first
+// entries, final within about a millisecond) and its rest. A front is
+// queued ahead of every rest not yet begun, so after a restart or failover
+// every job's trainers can start before the bulk of any order is computed
+// (a rest already running keeps its thread). After a claim of epoch e the
+// order of e + 1 is prepared on a background thread (with free budget
+// only, starting 100 ms later so as not to slow the stream that claimed e
+// while it opens), so that a rank reaching e + 1 finds it ready. Orders older
+// than (claimed epoch - 1) are dropped, so a job holds at most three orders:
+// the previous one (some rank may still read or re-open it), the current one
+// and the next; ReleaseBefore() (a commit reached a new epoch) drops all
+// older ones and prepares what follows. Streams still reading a
 // dropped order keep it alive through their shared_ptr. Forget() drops a
 // deleted job's orders and its queued preparations. A dropped order nobody
 // holds is freed by the background thread, outside every lock (the
@@ -44,6 +54,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -110,17 +121,20 @@ class EpochOrderCache {
   // a computation.
   Claim ClaimOrder(const JobIncarnation& job, const shard::v1::JobSpec& spec,
                    uint64_t epoch) ABSL_LOCKS_EXCLUDED(mu_);
-  // The claimed order: computed here if nobody started it, else waited for.
-  // DEADLINE_EXCEEDED if another thread's computation is not done by
-  // `deadline`; RESOURCE_EXHAUSTED if the order cannot be allocated or does
-  // not fit in the budget by `deadline`.
+  // The claimed order, finished: computed here if nobody started it, else
+  // waited for. DEADLINE_EXCEEDED if another thread's computation is not
+  // done by `deadline`; RESOURCE_EXHAUSTED if the order cannot be allocated
+  // or does not fit in the budget by `deadline`; UNAVAILABLE if its
+  // preparation was abandoned by Stop().
   absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> Await(
       Claim claim, absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
   // Calls `done` with the claimed order (or RESOURCE_EXHAUSTED) once it is
-  // ready: at once on this thread if it is (computing a small order here
-  // first), else on the thread that finishes computing it, or that finds
-  // memory for it (RESOURCE_EXHAUSTED if none is found by `deadline`). Never
-  // blocks on another computation; `done` must be cheap.
+  // allocated, possibly before it is shuffled (read its final entries and
+  // wait for the rest with EpochOrder::progress): at once on this thread if
+  // it is (computing a small order here first), else on the thread that
+  // allocates it, or that finds memory for it (RESOURCE_EXHAUSTED if none
+  // is found by `deadline`). Never blocks on another computation; `done`
+  // must be cheap.
   void WhenReady(Claim claim, OrderCallback done,
                  absl::Time deadline = absl::InfiniteFuture())
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -176,7 +190,9 @@ class EpochOrderCache {
     uint64_t bytes = 0;
     // When it was last claimed (the cache's tick), for LRU eviction.
     uint64_t last_used = 0;
-    // WhenReady() callbacks waiting for the computation.
+    // Why it failed, once failed.
+    absl::Status error;
+    // WhenReady() callbacks waiting for the order to be allocated.
     std::vector<OrderCallback> waiting;
   };
   // The byte count all orders share; outlives the cache (orders held by
@@ -222,6 +238,8 @@ class EpochOrderCache {
     JobIncarnation job;
     shard::v1::JobSpec spec;
     uint64_t epoch;
+    // Not started before (a claim's next epoch waits a little).
+    absl::Time not_before = absl::InfinitePast();
   };
 
   // A new slot for `key` with `bytes` reserved, evicting idle orders if
@@ -241,14 +259,45 @@ class EpochOrderCache {
   std::vector<std::pair<OrderCallback, absl::StatusOr<Order>>>
   ServeMemoryWaiters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Computes the slot's order outside the lock, publishes it and runs the
-  // callbacks waiting for it. A `background` computation (a preparation)
-  // is abandoned when Stop() is called meanwhile.
+  // An order published and started (Start), not finished yet.
+  struct Building {
+    Key key;
+    std::shared_ptr<Slot> slot;
+    std::shared_ptr<plan::EpochOrder> order;
+  };
+  // Start + Finish on this thread.
   void Fill(const Key& key, const std::shared_ptr<Slot>& slot,
-            const shard::v1::JobSpec& spec, bool background = false)
+            const shard::v1::JobSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
+  // Start on a compute thread, then Finish queued behind the starts
+  // scheduled meanwhile.
+  void FillOnComputeThreads(const Key& key, const std::shared_ptr<Slot>& slot,
+                            const shard::v1::JobSpec& spec)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // The slot's outcome once computed (the order or RESOURCE_EXHAUSTED).
-  absl::StatusOr<Order> Outcome(const Claim& claim, const Slot& slot) const;
+  // Allocates the slot's order outside the lock, publishes it (running the
+  // callbacks waiting for it) and shuffles its front (its first entries are
+  // final within about a millisecond; readers follow the rest through
+  // EpochOrder::progress). Nullopt if it cannot be allocated (the slot
+  // failed with RESOURCE_EXHAUSTED).
+  std::optional<Building> Start(const Key& key,
+                                const std::shared_ptr<Slot>& slot,
+                                const shard::v1::JobSpec& spec)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Shuffles the rest. A `background` one (a preparation) is abandoned
+  // when Stop() is called meanwhile.
+  void Finish(const Building& building, bool background)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The slot leaves the cache and the order's readers get UNAVAILABLE.
+  void Abandon(const Building& building) ABSL_LOCKS_EXCLUDED(mu_);
+  // The slot's outcome once allocated: the order (which may still be
+  // being shuffled) or the slot's error.
+  absl::StatusOr<Order> Outcome(const Slot& slot) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The slot failed with `error` (not OK): it leaves the cache and its
+  // waiting callbacks get the error.
+  void Fail(const Key& key, const std::shared_ptr<Slot>& slot,
+            const absl::Status& error) ABSL_LOCKS_EXCLUDED(mu_);
+  // DEADLINE_EXCEEDED for a claim whose order was not ready in time.
+  static absl::Status StillComputing(const Claim& claim);
   using Slots = std::map<Key, std::shared_ptr<Slot>>;
   void EvictOlderThan(uint64_t incarnation, uint64_t epoch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -257,6 +306,14 @@ class EpochOrderCache {
   // holds them) outside every lock, the caller's included.
   void Retire(Slots::iterator first, Slots::iterator last)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // When the first queued preparation may start (InfiniteFuture: none).
+  absl::Time NextPreparationDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes the first queued preparation that may start now, if any.
+  std::optional<Prefetch> TakeDuePreparation()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits until the background thread has work (or claims waiting for
+  // memory should look again); returns with mu_ held.
+  void AwaitBackgroundWork() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PrefetchLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
   mutable absl::Mutex mu_;
@@ -265,6 +322,9 @@ class EpochOrderCache {
   // Slots taken out of the cache, for the background thread to free.
   std::vector<std::shared_ptr<Slot>> retired_ ABSL_GUARDED_BY(mu_);
   std::deque<Prefetch> prefetch_queue_ ABSL_GUARDED_BY(mu_);
+  // Preparations started, for the background thread to finish once no
+  // other preparation waits for its start.
+  std::deque<Building> unfinished_ ABSL_GUARDED_BY(mu_);
   std::deque<MemoryWaiter> memory_waiters_ ABSL_GUARDED_BY(mu_);
   bool new_memory_waiter_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;

@@ -21,11 +21,25 @@ ShardCursor::ShardCursor(std::shared_ptr<const plan::EpochOrder> order,
       chunk_indices_(chunk_indices),
       index_width_(wire::IndexWidthFor(order_->size())) {}
 
+std::optional<uint64_t> ShardCursor::Awaits() const {
+  const uint64_t left = shard_size_ - next_offset_;
+  // The whole next chunk, or (for the first) its first index.
+  const uint64_t wanted =
+      std::min<uint64_t>(sent_any_ ? chunk_indices_ : 1, left);
+  const uint64_t final_prefix = order_->FinalPrefix();
+  if (plan::IndicesReadable(layout_, rank_, next_offset_, final_prefix) >=
+      wanted) {
+    return std::nullopt;
+  }
+  return plan::EntriesNeeded(layout_, rank_, next_offset_, wanted) - 1;
+}
+
 bool ShardCursor::Next(shard::v1::IndexChunk* chunk) {
   if (next_offset_ >= shard_size_ && sent_any_) return false;
   sent_any_ = true;
-  const uint64_t count =
-      std::min<uint64_t>(chunk_indices_, shard_size_ - next_offset_);
+  const uint64_t count = std::min<uint64_t>(
+      chunk_indices_, plan::IndicesReadable(layout_, rank_, next_offset_,
+                                            order_->FinalPrefix()));
   chunk->set_rank_offset(next_offset_);
   chunk->set_rank_shard_size(shard_size_);
   chunk->set_epoch_positions(layout_.total());

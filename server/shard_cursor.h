@@ -1,13 +1,19 @@
 // Walks one rank's shard of one epoch in chunks.
 //
 // Owns a reference to the shared epoch order, so the order outlives the
-// cache entry while a stream reads it. Not thread-safe: one cursor per
-// stream.
+// cache entry while a stream reads it. The order may still be being
+// shuffled (EpochOrder::FinalPrefix): the cursor then only reads entries
+// already final. Its first chunk goes out as soon as one index is
+// readable, so a stream starts within moments of its order's build; every
+// later chunk waits until it is whole (Awaits), so a stream that follows
+// the shuffle sends as many chunks as one over a finished order. Not
+// thread-safe: one cursor per stream.
 #ifndef SERVER_SHARD_CURSOR_H_
 #define SERVER_SHARD_CURSOR_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "common/plan/epoch_order.h"
 #include "common/plan/shard_layout.h"
@@ -28,7 +34,15 @@ class ShardCursor {
   // true, or returns false once the shard is exhausted. The first call always
   // returns a chunk (empty when nothing is left) so the reader learns the shard
   // size.
+  // While the order is being shuffled the chunk holds only the indices
+  // readable now (possibly none): call it once Awaits() is nullopt.
   bool Next(shard::v1::IndexChunk* chunk);
+  // The order entry that must be final before Next() may be called (wait
+  // for it with order().progress()->WhenFinal), or nullopt when it may be
+  // called now.
+  std::optional<uint64_t> Awaits() const;
+
+  const plan::EpochOrder& order() const { return *order_; }
 
   uint64_t rank_shard_size() const { return shard_size_; }
 

@@ -104,6 +104,18 @@ void ShardService::StartOpenShard(const shard::v1::StreamShardRequest& request,
       absl::Now() + core_->options().max_wait);
 }
 
+shard::v1::PreviewShardResponse ShardService::PreviewPage(
+    const plan::EpochOrder& order, const plan::ShardLayout& layout,
+    uint32_t rank, uint64_t offset, uint64_t count) {
+  shard::v1::PreviewShardResponse response;
+  response.mutable_indices()->Resize(static_cast<int>(count), 0);
+  plan::CopyRankIndices(
+      order, layout, rank, offset,
+      absl::MakeSpan(response.mutable_indices()->mutable_data(), count));
+  response.set_rank_shard_size(layout.RankShardSize(rank));
+  return response;
+}
+
 absl::StatusOr<ShardService::PreparedPage> ShardService::PreparePage(
     const shard::v1::PreviewShardRequest& request) {
   if (absl::Status s = CheckPreviewRequest(request); !s.ok()) return s;
@@ -145,18 +157,25 @@ void ShardService::StartPreviewShard(
   // anything mutations need.
   core_->orders().WhenReady(
       std::move(page->claim),
-      [layout = page->layout, shard_size = page->shard_size,
-       rank = request.rank(), offset = request.offset(), count,
-       reply = std::move(reply)](
+      [layout = page->layout, rank = request.rank(), offset = request.offset(),
+       count, reply = std::move(reply)](
           absl::StatusOr<EpochOrderCache::Order> order) mutable {
         if (!order.ok()) return std::move(reply)(order.status());
-        shard::v1::PreviewShardResponse response;
-        response.mutable_indices()->Resize(static_cast<int>(count), 0);
-        plan::CopyRankIndices(
-            **order, layout, rank, offset,
-            absl::MakeSpan(response.mutable_indices()->mutable_data(), count));
-        response.set_rank_shard_size(shard_size);
-        std::move(reply)(std::move(response));
+        const uint64_t needed =
+            plan::EntriesNeeded(layout, rank, offset, count);
+        plan::OrderProgress* progress = (*order)->progress();
+        if (progress == nullptr || needed <= progress->Final()) {
+          return std::move(reply)(
+              PreviewPage(**order, layout, rank, offset, count));
+        }
+        // Still being shuffled: answered where the page's entries are final.
+        progress->WhenFinal(
+            needed - 1, [order = *std::move(order), layout, rank, offset, count,
+                         reply = std::move(reply)](absl::Status built) mutable {
+              if (!built.ok()) return std::move(reply)(built);
+              std::move(reply)(
+                  PreviewPage(*order, layout, rank, offset, count));
+            });
       },
       std::min(call_deadline, absl::Now() + core_->options().max_wait));
 }

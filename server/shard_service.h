@@ -3,8 +3,10 @@
 // (PreviewShard). The request is checked against the job's formed world
 // (a stream) or its spec (a preview) under the core's lock, which claims
 // the epoch order in the same look at the state; the order is delivered
-// outside the lock through EpochOrderCache::WhenReady, so no thread waits
-// for it, and waiting for order memory ends after max_wait.
+// outside the lock through EpochOrderCache::WhenReady as soon as it is
+// allocated, so no thread waits for it, and waiting for order memory ends
+// after max_wait. A stream reads the order while it is being shuffled
+// (ShardCursor); a preview answers once the entries of its page are final.
 //
 // Thread-safe; holds nothing but the core, which must outlive it.
 #ifndef SERVER_SHARD_SERVICE_H_
@@ -28,15 +30,15 @@ class ShardService {
   explicit ShardService(CoordinatorCore* core) : core_(core) {}
 
   // Validates a stream request; `reply` gets a cursor over the rank's
-  // shard once the epoch order is ready (on this thread if it is, or small
-  // enough to compute here; else on the thread that computed it). Never
-  // waits behind another job's order computation.
+  // shard once the epoch order is allocated (on this thread if it is, or
+  // small enough to compute here; else on the thread that allocated it).
+  // Never waits behind another job's order computation.
   void StartOpenShard(const shard::v1::StreamShardRequest& request,
                       Reply<ShardCursor> reply);
   // A page of a rank's shard as the job's spec plans it: `reply` runs
-  // once the epoch order is ready. Waiting for order memory ends at
-  // `call_deadline` or after max_wait, whichever comes first, with
-  // RESOURCE_EXHAUSTED naming the budget.
+  // once the page's entries of the epoch order are final. Waiting for order
+  // memory ends at `call_deadline` or after max_wait, whichever comes first,
+  // with RESOURCE_EXHAUSTED naming the budget.
   void StartPreviewShard(const shard::v1::PreviewShardRequest& request,
                          absl::Time call_deadline,
                          Reply<shard::v1::PreviewShardResponse> reply);
@@ -59,6 +61,11 @@ class ShardService {
     plan::ShardLayout layout;
     uint64_t shard_size;
   };
+  // The rank's indices offset .. offset + count - 1, read from `order`
+  // (whose entries they read are final).
+  static shard::v1::PreviewShardResponse PreviewPage(
+      const plan::EpochOrder& order, const plan::ShardLayout& layout,
+      uint32_t rank, uint64_t offset, uint64_t count);
   // Validates a stream request against the state and claims its order.
   absl::StatusOr<PreparedShard> PrepareShard(
       const shard::v1::StreamShardRequest& request);

@@ -42,17 +42,18 @@ ShardStreamReactor* ShardStreamReactor::Serve(
 
 void ShardStreamReactor::Opened(absl::StatusOr<ShardCursor> cursor) {
   opening_on_.reset();
-  if (!cursor.ok()) {
-    // An open that failed because the service was taken out meanwhile
-    // (RESOURCE_EXHAUSTED of a drained order wait) answers the refusal.
-    absl::Status refused = slot_->StillServes(term_);
-    if (refused.ok()) refused = cursor.status();
-    AddRefusalTrailers(context_, refused);
-    Finish(ToGrpcStatus(refused));
-    return;
-  }
+  if (!cursor.ok()) return FinishFailed(cursor.status());
   cursor_.emplace(*std::move(cursor));
   WriteNext();
+}
+
+void ShardStreamReactor::FinishFailed(const absl::Status& error) {
+  // A failure because the service was taken out meanwhile (RESOURCE_EXHAUSTED
+  // of a drained order wait, an abandoned shuffle) answers the refusal.
+  absl::Status refused = slot_->StillServes(term_);
+  if (refused.ok()) refused = error;
+  AddRefusalTrailers(context_, refused);
+  Finish(ToGrpcStatus(refused));
 }
 
 void ShardStreamReactor::OnDone() {
@@ -70,8 +71,15 @@ void ShardStreamReactor::OnCancel() {
 
 void ShardStreamReactor::WriteNext() {
   if (absl::Status refused = slot_->StillServes(term_); !refused.ok()) {
-    AddRefusalTrailers(context_, refused);
-    Finish(ToGrpcStatus(refused));
+    return FinishFailed(refused);
+  }
+  if (std::optional<uint64_t> entry = cursor_->Awaits()) {
+    // The order is still being shuffled: the shuffle's thread resumes the
+    // stream once the chunk's entries are final.
+    cursor_->order().progress()->WhenFinal(*entry, [this](absl::Status built) {
+      if (!built.ok()) return FinishFailed(built);
+      WriteNext();
+    });
     return;
   }
   if (!cursor_->Next(&chunk_)) {

@@ -3,8 +3,13 @@
 // (ShardService::StartOpenShard); after that each chunk is produced
 // in OnWriteDone of the previous one, so a stream costs only its cursor and
 // one chunk buffer, and a slow reader simply receives its next chunk later
-// (HTTP/2 flow control). A client that goes away while the order is still
-// being computed gets its call finished at once. Before each chunk the
+// (HTTP/2 flow control). While the order is still being shuffled, a chunk
+// whose entries are not final yet is written by the shuffle's thread once
+// they are (OrderProgress::WhenFinal), again without a thread waiting. A
+// client that goes away while the shard is opening gets its call finished
+// at once; one that goes away while a chunk waits for the shuffle, when
+// that chunk's write fails (the shuffle reaches it within its build time,
+// or is abandoned, which finishes the call). Before each chunk the
 // stream checks that the term of the ServingSlot it opened in still serves;
 // when it does not (the coordinator drains, the replica stopped leading)
 // it ends with the refusal, UNAVAILABLE, and the client resumes elsewhere.
@@ -64,9 +69,12 @@ class ShardStreamReactor
   explicit ShardStreamReactor(const StreamHooks* hooks) : hooks_(hooks) {}
   // The open's reply: streams from `cursor`, or finishes with its error.
   void Opened(absl::StatusOr<ShardCursor> cursor);
-  // Writes the next chunk, finishes with OK at the end of the shard, or
-  // with the refusal once the term no longer serves.
+  // Writes the next chunk (or waits for the shuffle to make it final),
+  // finishes with OK at the end of the shard, or with the refusal once the
+  // term no longer serves.
   void WriteNext();
+  // Finishes with `error`, or with the refusal if the term no longer serves.
+  void FinishFailed(const absl::Status& error);
 
   // While the shard is opening, the reactor; taken (set to null) by
   // whichever comes first: the open's reply or OnCancel. Shared with the

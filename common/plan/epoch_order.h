@@ -2,21 +2,30 @@
 //
 // Built once per (job, epoch) and shared read-only by every rank's stream.
 // The identity order (shuffle off) stores nothing; a torch-shuffled order is
-// kept with 32-bit entries when N <= 2^32 and 64-bit entries otherwise; the
+// kept with 32-bit entries when N <= 2^32 and 64-bit entries otherwise, each
+// stored XOR its position (so fresh zeroed memory is the identity); the
 // keyed (Feistel) and block shuffles compute each entry on demand and store
 // nothing.
-// Thread-safety: immutable after construction; concurrent reads are safe.
+//
+// A torch-shuffled order may be read while it is being shuffled: made by
+// PendingTorchShuffle(), it is shuffled (ShuffleFront(), then Shuffle())
+// while others read the entries below FinalPrefix() and wait for the rest
+// through progress(). Every other order is final when made.
+// Thread-safety: ShuffleFront() and Shuffle() on one thread at a time;
+// concurrent reads of final entries are safe.
 #ifndef COMMON_PLAN_EPOCH_ORDER_H_
 #define COMMON_PLAN_EPOCH_ORDER_H_
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "absl/types/span.h"
 #include "common/plan/keyed_permutation.h"
 #include "common/plan/order_allocator.h"
+#include "common/plan/order_progress.h"
 #include "common/plan/torch_randperm.h"
 
 namespace shard::plan {
@@ -26,11 +35,33 @@ class EpochOrder {
   // 0..n-1 in order. O(1) memory.
   static EpochOrder Identity(uint64_t n);
   // torch.randperm(n) with a generator seeded with `seed` (already seed +
-  // epoch). Allocates 4 or 8 bytes per entry and takes O(n) time; an order
-  // built while `cancelled` turned true is unfinished (see TorchRandperm).
+  // epoch): PendingTorchShuffle + Shuffle. An order built while `cancelled`
+  // turned true is unfinished.
   static EpochOrder TorchShuffled(uint64_t n, uint64_t seed,
                                   RandpermVariant variant,
                                   const std::atomic<bool>* cancelled = nullptr);
+  // The same order, allocated (4 or 8 bytes per entry; throws
+  // std::bad_alloc) but not shuffled yet: no entry is final until Shuffle()
+  // runs.
+  static EpochOrder PendingTorchShuffle(uint64_t n, uint64_t seed,
+                                        RandpermVariant variant);
+  // Makes the first entries of a pending order final in about a
+  // millisecond (see PendingTorchRandperm::Front), so that every reader
+  // can start before the bulk of the work; does nothing for other orders.
+  void ShuffleFront();
+  // Finishes shuffling a pending order in O(n), making entries final from
+  // the front as it goes (see OrderProgress). Returns false, leaving the
+  // order unfinished, if `cancelled` turned true; the caller then abandons
+  // progress() with its error. Does nothing for any other order.
+  bool Shuffle(const std::atomic<bool>* cancelled = nullptr);
+
+  // Entries [0, FinalPrefix()) are final (all but a pending shuffle's).
+  uint64_t FinalPrefix() const {
+    return progress_ == nullptr ? size_ : progress_->Final();
+  }
+  // The progress of a pending shuffle (wait for entries with it); null for
+  // orders that are final when made.
+  OrderProgress* progress() const { return progress_.get(); }
 
   uint64_t size() const { return size_; }
   // Keyed pseudo-random permutation, O(1) memory (not torch-compatible).
@@ -39,15 +70,15 @@ class EpochOrder {
   static EpochOrder Blocks(uint64_t n, uint64_t block_size,
                            uint64_t window_blocks, uint64_t key);
 
-  // Entry i of the order; requires i < size().
+  // Entry i of the order; requires i < FinalPrefix().
   uint64_t At(uint64_t i) const {
-    if (!narrow_.empty()) return narrow_[i];
-    if (!wide_.empty()) return wide_[i];
+    if (!narrow_.empty()) return narrow_[i] ^ static_cast<uint32_t>(i);
+    if (!wide_.empty()) return wide_[i] ^ i;
     if (feistel_) return feistel_->At(i);
     if (blocks_) return blocks_->At(i);
     return i;
   }
-  // Replaces each entry i of `positions` (each < size()) with At(i). The
+  // Replaces each entry i of `positions` (each < FinalPrefix()) with At(i). The
   // block order reuses its per-window state across neighbouring positions
   // (a rank's consecutive entries share windows), which At cannot.
   void AtMany(absl::Span<uint64_t> positions) const {
@@ -66,7 +97,10 @@ class EpochOrder {
   explicit EpochOrder(uint64_t n) : size_(n) {}
 
   uint64_t size_;
-  // Used when shuffled and n <= 2^32, respectively above.
+  // A torch shuffle's progress, and its state until it is done.
+  std::unique_ptr<OrderProgress> progress_;
+  std::unique_ptr<PendingTorchRandperm> pending_;
+  // Used when shuffled and n <= 2^32, respectively above (entry ^ position).
   std::vector<uint32_t, OrderAllocator<uint32_t>> narrow_;
   std::vector<uint64_t, OrderAllocator<uint64_t>> wide_;
   std::optional<FeistelPermutation> feistel_;

@@ -205,6 +205,12 @@ uint64_t EpochOrderBytes(const JobSpec& spec) {
 
 EpochOrder BuildEpochOrder(const JobSpec& spec, uint64_t epoch,
                            const std::atomic<bool>* cancelled) {
+  EpochOrder order = StartEpochOrder(spec, epoch);
+  order.Shuffle(cancelled);
+  return order;
+}
+
+EpochOrder StartEpochOrder(const JobSpec& spec, uint64_t epoch) {
   if (!spec.shuffle()) return EpochOrder::Identity(spec.dataset_size());
   if (spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_FEISTEL) {
     return EpochOrder::Feistel(spec.dataset_size(),
@@ -221,8 +227,8 @@ EpochOrder BuildEpochOrder(const JobSpec& spec, uint64_t epoch,
           : RandpermVariant::kTorch26;
   // Python adds seed + epoch as integers; torch keeps the low 32 bits, so
   // unsigned wrap-around is exact.
-  return EpochOrder::TorchShuffled(spec.dataset_size(), spec.seed() + epoch,
-                                   variant, cancelled);
+  return EpochOrder::PendingTorchShuffle(spec.dataset_size(),
+                                         spec.seed() + epoch, variant);
 }
 
 }  // namespace shard::plan

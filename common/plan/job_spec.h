@@ -62,6 +62,10 @@ uint64_t EpochOrderBytes(const shard::v1::JobSpec& spec);
 // discarded.
 EpochOrder BuildEpochOrder(const shard::v1::JobSpec& spec, uint64_t epoch,
                            const std::atomic<bool>* cancelled = nullptr);
+// The same order, but a torch shuffle is returned pending (allocated, not
+// shuffled; throws std::bad_alloc): the caller runs EpochOrder::Shuffle,
+// and may hand the order to readers first.
+EpochOrder StartEpochOrder(const shard::v1::JobSpec& spec, uint64_t epoch);
 
 }  // namespace shard::plan
 

@@ -41,6 +41,12 @@ struct OrderAllocator {
   template <typename U>
   explicit OrderAllocator(const OrderAllocator<U>&) {}
 
+  // Whether allocate(n) returns memory that reads as zeros (a fresh
+  // mapping).
+  static bool ZeroFilled(size_t n) {
+    return n * sizeof(T) >= internal::kHugePageBytes;
+  }
+
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
     if (bytes >= internal::kHugePageBytes) {

@@ -17,6 +17,19 @@ namespace shard::plan {
 void CopyRankIndices(const EpochOrder& order, const ShardLayout& layout,
                      uint64_t rank, uint64_t offset, absl::Span<uint64_t> out);
 
+// How many of the rank's indices from `offset` on read only order entries
+// below `final_prefix` (an order being shuffled: see
+// EpochOrder::FinalPrefix), up to the end of its shard.
+uint64_t IndicesReadable(const ShardLayout& layout, uint64_t rank,
+                         uint64_t offset, uint64_t final_prefix);
+
+// One more than the largest order entry the rank's indices offset ..
+// offset + count - 1 read (0 for none): once the order's final prefix
+// reaches it, they can be copied. Requires offset + count <=
+// layout.RankShardSize(rank).
+uint64_t EntriesNeeded(const ShardLayout& layout, uint64_t rank,
+                       uint64_t offset, uint64_t count);
+
 }  // namespace shard::plan
 
 #endif  // COMMON_PLAN_RANK_INDICES_H_

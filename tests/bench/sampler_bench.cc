@@ -4,48 +4,61 @@
 //
 //   shard-sampler-bench --coordinator HOST:PORT --job ID --world-size W
 //                       [--epoch E] [--chunk-indices C]
+//                       [--warm-epochs K [--epoch-pause 1s]]
 // joins the job as W members (threads), then streams rank 0's shard of
 // epoch E through the client library. The clock starts when the stream is
 // opened (the coordinator computes the epoch order then, unless it prepared
-// it in the background).
+// it in the background). With --warm-epochs, rank 0 instead opens epochs
+// E, E + 1, ..., E + K, each --epoch-pause after the previous one was
+// opened, reads its first batch and keeps it open until the next one is
+// opened (no commits: the coordinator learns of a new epoch only from the
+// stream), and prints {"mode":"warm","first_index_ms":[...]}, the time to
+// the first index of each of the K epochs after E.
 #include <future>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/cli/command_line.h"
 #include "shard/client/coordinator_client.h"
+#include "shard/client/heartbeater.h"
 #include "tests/bench/bench_report.h"
 
 namespace shard::bench {
 namespace {
 
-int Run(const std::string& address, const std::string& job, uint32_t world,
-        uint64_t epoch, uint32_t chunk_indices) {
-  client::ClientOptions options;
-  options.address = address;
-  auto client = client::CoordinatorClient::Connect(options);
-  if (!client.ok()) return Fail(client.status().ToString());
+// The job's W members, joined at once; rank 0 in *rank0.
+absl::StatusOr<std::vector<client::Membership>> JoinAll(
+    client::CoordinatorClient& client, const std::string& job, uint32_t world,
+    client::Membership* rank0) {
   std::vector<std::future<absl::StatusOr<client::Membership>>> joins;
   for (uint32_t i = 0; i < world; ++i) {
     joins.push_back(std::async(std::launch::async, [&, i] {
-      return (*client)->Join(job, absl::StrCat("bench-", i), std::nullopt,
-                             absl::Seconds(60));
+      return client.Join(job, absl::StrCat("bench-", i), std::nullopt,
+                         absl::Seconds(60));
     }));
   }
-  client::Membership rank0;
   std::vector<client::Membership> members;
   for (auto& join : joins) {
     absl::StatusOr<client::Membership> m = join.get();
-    if (!m.ok()) return Fail(m.status().ToString());
-    if (m->rank == 0) rank0 = *m;
+    if (!m.ok()) return m.status();
+    if (m->rank == 0) *rank0 = *m;
     members.push_back(*m);
   }
+  return members;
+}
+
+// Streams rank 0's shard of `epoch`: the report line.
+int Drain(client::CoordinatorClient& client, const client::Membership& rank0,
+          uint64_t epoch, uint32_t chunk_indices) {
   std::vector<uint64_t> batch(4096);
   const Clock::time_point start = Clock::now();
   client::StreamOptions stream_options;
   stream_options.chunk_indices = chunk_indices;
-  auto stream = (*client)->OpenStream(rank0, epoch, 0, stream_options);
+  auto stream = client.OpenStream(rank0, epoch, 0, stream_options);
   Clock::time_point first;
   uint64_t total = 0, checksum = 0;
   while (true) {
@@ -58,12 +71,65 @@ int Run(const std::string& address, const std::string& job, uint32_t world,
   }
   Report("shard", Seconds(start, first), Seconds(start, Clock::now()), total,
          checksum);
+  return 0;
+}
+
+// Opens epochs first .. first + count, `pause` apart: the warm report line.
+int WarmEpochs(client::CoordinatorClient& client,
+               const client::Membership& rank0, uint64_t first, uint64_t count,
+               absl::Duration pause) {
+  std::vector<uint64_t> batch(4096);
+  std::unique_ptr<client::ShardStream> previous;
+  std::string latencies;
+  for (uint64_t epoch = first; epoch <= first + count; ++epoch) {
+    const Clock::time_point opened = Clock::now();
+    auto stream = client.OpenStream(rank0, epoch, 0, {});
+    absl::StatusOr<size_t> got = stream->Next(absl::MakeSpan(batch));
+    if (!got.ok()) return Fail(got.status().ToString());
+    const double ms = Seconds(opened, Clock::now()) * 1e3;
+    if (epoch > first) {
+      absl::StrAppend(&latencies, latencies.empty() ? "" : ",", ms);
+    }
+    previous = std::move(stream);  // The one before is closed now.
+    absl::SleepFor(pause - absl::FromChrono(Clock::now() - opened));
+  }
+  std::printf("{\"mode\":\"warm\",\"first_index_ms\":[%s]}\n",
+              latencies.c_str());
+  return 0;
+}
+
+int Run(const std::string& address, const std::string& job, uint32_t world,
+        uint64_t epoch, uint32_t chunk_indices, uint64_t warm_epochs,
+        absl::Duration pause) {
+  client::ClientOptions options;
+  options.address = address;
+  absl::StatusOr<std::unique_ptr<client::CoordinatorClient>> connected =
+      client::CoordinatorClient::Connect(options);
+  if (!connected.ok()) return Fail(connected.status().ToString());
+  const std::shared_ptr<client::CoordinatorClient> client =
+      *std::move(connected);
+  client::Membership rank0;
+  absl::StatusOr<std::vector<client::Membership>> members =
+      JoinAll(*client, job, world, &rank0);
+  if (!members.ok()) return Fail(members.status().ToString());
+  int exit_code;
+  if (warm_epochs > 0) {
+    // The run outlasts a lease: the members stay alive.
+    std::vector<std::unique_ptr<client::Heartbeater>> heartbeats;
+    for (const client::Membership& m : *members) {
+      heartbeats.push_back(
+          std::make_unique<client::Heartbeater>(client, m, absl::Seconds(2)));
+    }
+    exit_code = WarmEpochs(*client, rank0, epoch, warm_epochs, pause);
+  } else {
+    exit_code = Drain(*client, rank0, epoch, chunk_indices);
+  }
   // Leave, so that the next run's members (same ids, new process) form a
   // new world instead of being taken for restarts of these.
-  for (const client::Membership& m : members) {
-    (*client)->Leave(m).IgnoreError();
+  for (const client::Membership& m : *members) {
+    client->Leave(m).IgnoreError();
   }
-  return 0;
+  return exit_code;
 }
 
 }  // namespace
@@ -74,15 +140,22 @@ int main(int argc, char** argv) {
   shard::cli::Configure(app, "shard-sampler-bench");
   std::string address, job;
   uint32_t world = 8, chunk = 0;
-  uint64_t epoch = 0;
+  uint64_t epoch = 0, warm_epochs = 0;
+  absl::Duration pause = absl::Seconds(1);
   shard::cli::AddOption(app, "--coordinator", address, "HOST:PORT")->required();
   shard::cli::AddOption(app, "--job", job, "job id")->required();
   shard::cli::AddOption(app, "--world-size", world, "ranks");
   shard::cli::AddOption(app, "--epoch", epoch, "epoch");
   shard::cli::AddOption(app, "--chunk-indices", chunk,
                         "indices per chunk (0: default)");
+  shard::cli::AddOption(app, "--warm-epochs", warm_epochs,
+                        "open this many epochs after --epoch, one per "
+                        "--epoch-pause, timing each one's first index");
+  shard::cli::AddDuration(app, "--epoch-pause", &pause,
+                          "time between two epochs' opens");
   if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }
-  return shard::bench::Run(address, job, world, epoch, chunk);
+  return shard::bench::Run(address, job, world, epoch, chunk, warm_epochs,
+                           pause);
 }

@@ -7,6 +7,9 @@ torch.utils.data.distributed.DistributedSampler (python3-torch is the
 oracle) through two paths: the streaming path (W `shardctl consume`
 processes join the job and stream it) and the preview path (`shardctl plan`).
 For `uneven`, the expected shard is order[r::W] of the same permutation.
+A second grid streams epoch 0 of jobs large enough (N = 2,000,003) that
+their order is still being shuffled when the streams open (streams follow
+the shuffle), at every tail policy and W = 1, 7, 8.
 Exit status 0 when every case matches; the first mismatch is printed.
 """
 import argparse
@@ -48,6 +51,11 @@ def grid():
             yield n, w, seed, shuffle, tail
 
 
+def grid_during_the_build():
+    for w, tail in itertools.product([1, 7, 8], ["pad", "drop", "uneven"]):
+        yield 2000003, w, 0, True, tail
+
+
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 
@@ -69,36 +77,50 @@ def consume_all(shardctl, address, job, w, epochs):
     return got
 
 
+def check_streams(shardctl, address, job, spec, epochs, plan_epoch):
+    """Streams the job's `epochs` and compares every rank with the oracle
+    (and the preview path at `plan_epoch`); returns (cases, failures)."""
+    n, w, seed, shuffle, tail = spec
+    streamed = consume_all(shardctl, address, job, w, len(epochs))
+    cases = failures = 0
+    for epoch, rank in itertools.product(epochs, range(w)):
+        expected = oracle(n, w, rank, seed, epoch, shuffle, tail)
+        planned = [int(x) for x in run(
+            [shardctl, "--coordinator", address, "plan", "--job", job,
+             "--epoch", str(epoch), "--rank",
+             str(rank)]).stdout.split()] if epoch == plan_epoch else expected
+        got = streamed.get((epoch, rank), [])
+        cases += 1
+        if got != expected or planned != expected:
+            failures += 1
+            print(f"MISMATCH N={n} W={w} seed={seed} shuffle={shuffle} "
+                  f"tail={tail} epoch={epoch} rank={rank}\n"
+                  f"  expected {expected[:20]}\n  streamed {got[:20]}\n"
+                  f"  planned  {planned[:20]}")
+    return cases, failures
+
+
+def create_job(shardctl, address, job, spec):
+    n, w, seed, shuffle, tail = spec
+    run([shardctl, "--coordinator", address, "create-job", "--job", job,
+         "--size", str(n), "--world-size", str(w), "--seed", str(seed),
+         "--shuffle", str(shuffle).lower(), "--tail", tail])
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin-dir", required=True)
     args = parser.parse_args()
     shardctl = f"{args.bin_dir}/shardctl"
-    epochs = [0, 1, 2]
     cases = failures = 0
     with ShardDaemon(args.bin_dir) as daemon:
-        for case, (n, w, seed, shuffle, tail) in enumerate(grid()):
+        for case, spec in enumerate(grid()):
+            n, w, seed, shuffle, tail = spec
             job = f"conf-{case}"
-            run([shardctl, "--coordinator", daemon.address, "create-job",
-                 "--job", job, "--size", str(n), "--world-size", str(w),
-                 "--seed", str(seed), "--shuffle", str(shuffle).lower(),
-                 "--tail", tail])
-            streamed = consume_all(shardctl, daemon.address, job, w,
-                                   len(epochs))
-            for epoch, rank in itertools.product(epochs, range(w)):
-                expected = oracle(n, w, rank, seed, epoch, shuffle, tail)
-                planned = [int(x) for x in run(
-                    [shardctl, "--coordinator", daemon.address, "plan",
-                     "--job", job, "--epoch", str(epoch), "--rank",
-                     str(rank)]).stdout.split()] if epoch == 2 else expected
-                got = streamed.get((epoch, rank), [])
-                cases += 1
-                if got != expected or planned != expected:
-                    failures += 1
-                    print(f"MISMATCH N={n} W={w} seed={seed} "
-                          f"shuffle={shuffle} tail={tail} epoch={epoch} "
-                          f"rank={rank}\n  expected {expected[:20]}\n"
-                          f"  streamed {got[:20]}\n  planned  {planned[:20]}")
+            create_job(shardctl, daemon.address, job, spec)
+            more, failed = check_streams(shardctl, daemon.address, job, spec,
+                                         [0, 1, 2], plan_epoch=2)
+            cases, failures = cases + more, failures + failed
             # The last legal epoch (seed + epoch may pass 2^63), preview path.
             last_epoch = 2**31 - 1
             planned = [int(x) for x in run(
@@ -110,6 +132,14 @@ def main():
                 print(f"MISMATCH N={n} W={w} seed={seed} epoch={last_epoch}")
             print(f"ok N={n} W={w} seed={seed} shuffle={shuffle} tail={tail}",
                   flush=True)
+        for case, spec in enumerate(grid_during_the_build()):
+            job = f"building-{case}"
+            create_job(shardctl, daemon.address, job, spec)
+            more, failed = check_streams(shardctl, daemon.address, job, spec,
+                                         [0], plan_epoch=None)
+            cases, failures = cases + more, failures + failed
+            print(f"ok during the build: N={spec[0]} W={spec[1]} "
+                  f"tail={spec[4]}", flush=True)
     print(f"{cases - failures} passed, {failures} failed")
     return 1 if failures else 0
 

@@ -9,7 +9,8 @@
 
 namespace shard::testing {
 
-// Drains `cursor` and returns its indices in order.
+// Drains `cursor` and returns its indices in order, waiting for its order's
+// shuffle where the cursor has to (stops early if it was abandoned).
 std::vector<uint64_t> CursorIndices(server::ShardCursor& cursor);
 
 }  // namespace shard::testing

@@ -70,24 +70,49 @@ void AwaitSize(const EpochOrderCache& cache, size_t n) {
   }
 }
 
-TEST(EpochOrderCacheTest, HoldsAtMostTheCurrentAndTheNextOrder) {
+TEST(EpochOrderCacheTest, HoldsAtMostThePreviousTheCurrentAndTheNextOrder) {
   EpochOrderCache cache;
   const shard::v1::JobSpec spec = ShuffledSpec(1000);
   ASSERT_TRUE(cache.Get(kJob, spec, 0, Soon()).ok());
   AwaitSize(cache, 2);  // 0 and the prepared 1.
   ASSERT_EQ(cache.size(), 2u);
-  // The first rank reaches epoch 1 while epoch 0 may still be read: no
-  // third order is prepared.
+  // The first rank reaches epoch 1 while epoch 0 may still be read (or
+  // re-opened): epoch 0 stays, and epoch 2 is prepared for the next turn,
+  // so a trainer that never commits still finds every epoch ready.
   ASSERT_TRUE(cache.Get(kJob, spec, 1, Soon()).ok());
-  absl::SleepFor(absl::Milliseconds(200));
-  EXPECT_EQ(cache.size(), 2u);
-  // A commit reached epoch 1: epoch 0 goes, epoch 2 is prepared.
-  cache.ReleaseBefore(kJob, spec, 1);
+  AwaitSize(cache, 3);
+  EXPECT_EQ(cache.size(), 3u);
+  // Epoch 2: epoch 0 goes, epoch 3 is prepared.
+  ASSERT_TRUE(cache.Get(kJob, spec, 2, Soon()).ok());
+  AwaitSize(cache, 3);
+  EXPECT_EQ(cache.size(), 3u);
+  // A commit reached epoch 3: everything before goes, 4 is prepared.
+  cache.ReleaseBefore(kJob, spec, 3);
   AwaitSize(cache, 2);
   EXPECT_EQ(cache.size(), 2u);
-  cache.Stop();
-  ASSERT_TRUE(cache.Get(kJob, spec, 2, Soon()).ok());
-  EXPECT_EQ(cache.size(), 2u);  // Epochs 1 and 2.
+}
+
+// A large preparation's rest queues behind the fronts of later ones, but a
+// small order prepared after it is finished at once: a stream of a small
+// job never waits for a large job's shuffle.
+TEST(EpochOrderCacheTest, ASmallPreparationDoesNotWaitForALargeOnesRest) {
+  EpochOrderCache cache;
+  const shard::v1::JobSpec large = ShuffledSpec(50000000);  // About 0.5 s.
+  cache.Prepare({"large", 1}, large, 0);
+  cache.Prepare({"small", 2}, ShuffledSpec(1000), 0);
+  AwaitSize(cache, 2);  // Both started.
+  ASSERT_TRUE(cache.Get({"small", 2}, ShuffledSpec(1000), 0, Soon()).ok());
+  absl::Notification published;
+  uint64_t large_final = 0;
+  cache.WhenReady(cache.ClaimOrder({"large", 1}, large, 0),
+                  [&](absl::StatusOr<EpochOrderCache::Order> order) {
+                    ASSERT_TRUE(order.ok());
+                    large_final = (*order)->FinalPrefix();
+                    published.Notify();
+                  });
+  published.WaitForNotification();
+  EXPECT_LT(large_final, 50000000u) << "the small order waited for the "
+                                       "large one's shuffle";
 }
 
 TEST(EpochOrderCacheTest, IdentityOrderIsNotCached) {

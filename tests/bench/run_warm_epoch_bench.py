@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""Warm epochs: the first index of each new epoch when a trainer moves on
+without committing (rank 0 of W = 8, N = --size): rank 0 opens epoch e + 1
+--pause after it opened epoch e and read its first chunk, keeping epoch e's
+stream open until then, for --epochs epochs; p50, p99 and max of the time
+to the first index, through the Python client (in this process) and the
+C++ client (shard-sampler-bench --warm-epochs), each against a fresh
+shardd from --bin-dir (and, with --baseline-bin-dir, from that one too, in
+the same run). Prints a Markdown table.
+
+  tests/bench/run_warm_epoch_bench.py --bin-dir build/bin
+      --python-dir build/python [--size 1e6] [--epochs 100] [--pause 1]
+      [--baseline-bin-dir DIR]
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
+from shardd_process import ShardDaemon  # noqa: E402
+
+W = 8
+
+
+def python_latencies(address, n, epochs, pause):
+    from shard.client import Client, job_spec
+    client = Client(address)
+    client.create_job("warm-python", job_spec(n, W))
+    members = [None] * W
+
+    def join(rank):
+        members[rank] = client.join("warm-python", f"m{rank}", wait=120)
+    threads = [threading.Thread(target=join, args=(r,)) for r in range(W)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rank0 = next(m for m in members if m.rank == 0)
+    # The run outlasts a lease: the members stay alive.
+    heartbeats = [client.start_heartbeat(m) for m in members]
+    latencies, previous = [], None
+    for epoch in range(epochs + 1):
+        opened = time.monotonic()
+        stream = client.stream(rank0, epoch)
+        next(iter(stream))
+        if epoch > 0:
+            latencies.append((time.monotonic() - opened) * 1e3)
+        if previous is not None:
+            previous.close()
+        previous = stream
+        time.sleep(max(0.0, pause - (time.monotonic() - opened)))
+    previous.close()
+    for heartbeat in heartbeats:
+        heartbeat.stop()
+    for m in members:
+        client.leave(m)
+    client.close()
+    return latencies
+
+
+def cpp_latencies(bin_dir, address, n, epochs, pause):
+    subprocess.run([os.path.join(bin_dir, "shardctl"), "--coordinator",
+                    address, "create-job", "--job", "warm-cpp", "--size",
+                    str(n), "--world-size", str(W)], check=True,
+                   capture_output=True)
+    out = subprocess.run(
+        [os.path.join(bin_dir, "shard-sampler-bench"), "--coordinator",
+         address, "--job", "warm-cpp", "--world-size", str(W),
+         "--warm-epochs", str(epochs), "--epoch-pause",
+         f"{int(pause * 1000)}ms"],
+        check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["first_index_ms"]
+
+
+def summary(latencies):
+    """p50, p99 (nearest rank) and max."""
+    ordered = sorted(latencies)
+    p99 = ordered[max(0, math.ceil(len(ordered) * 0.99) - 1)]
+    return statistics.median(ordered), p99, ordered[-1]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--python-dir", required=True)
+    parser.add_argument("--size", default="1e6")
+    parser.add_argument("--epochs", type=int, default=100)
+    parser.add_argument("--pause", type=float, default=1.0)
+    parser.add_argument("--baseline-bin-dir")
+    args = parser.parse_args()
+    sys.path.insert(0, args.python_dir)
+    n = int(float(args.size))
+    servers = [("this build", args.bin_dir)]
+    if args.baseline_bin_dir:
+        servers.insert(0, ("baseline", args.baseline_bin_dir))
+    rows = []
+    for name, server_dir in servers:
+        with ShardDaemon(server_dir) as daemon:
+            python = python_latencies(daemon.address, n, args.epochs,
+                                      args.pause)
+            # The C++ client is this build's; only the server differs.
+            cpp = cpp_latencies(args.bin_dir, daemon.address, n, args.epochs,
+                                args.pause)
+        for client, latencies in (("python", python), ("C++", cpp)):
+            rows.append((name, client, summary(latencies)))
+            worst = ", ".join(f"{x:.1f}" for x in sorted(latencies)[-5:])
+            print(f"{name}, {client}: five longest {worst} ms",
+                  file=sys.stderr, flush=True)
+        print(f"[{time.strftime('%H:%M:%S')}] {name} done", file=sys.stderr,
+              flush=True)
+    print(f"rank 0 of W={W}, N={n:.0e}, {args.epochs} epochs, "
+          f"{args.pause} s apart, no commits\n")
+    print("| shardd | client | p50 | p99 | max |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, client, (p50, p99, worst) in rows:
+        print(f"| {name} | {client} | {p50:.1f} ms | {p99:.1f} ms | "
+              f"{worst:.1f} ms |")
+
+
+if __name__ == "__main__":
+    main()
