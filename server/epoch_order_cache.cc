@@ -218,14 +218,16 @@ void EpochOrderCache::WhenReady(Claim claim, OrderCallback done,
     return;
   }
   std::shared_ptr<Slot> slot = claim.slot_;
+  absl::StatusOr<Order> outcome;
   {
     absl::MutexLock lock(&mu_);
     if (slot->order == nullptr && !slot->failed) {
       slot->waiting.push_back(std::move(done));
       return;
     }
+    outcome = Outcome(*slot);
   }
-  std::move(done)(Outcome(*slot));
+  std::move(done)(std::move(outcome));
 }
 
 absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Get(

@@ -269,10 +269,9 @@ class EpochOrderCache {
   void Fill(const Key& key, const std::shared_ptr<Slot>& slot,
             const shard::v1::JobSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
   // Start on a compute thread, then Finish queued behind the starts
-  // scheduled meanwhile.
+  // scheduled meanwhile. Only queues work: may be called with mu_ held.
   void FillOnComputeThreads(const Key& key, const std::shared_ptr<Slot>& slot,
-                            const shard::v1::JobSpec& spec)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                            const shard::v1::JobSpec& spec);
   // Allocates the slot's order outside the lock, publishes it (running the
   // callbacks waiting for it) and shuffles its front (its first entries are
   // final within about a millisecond; readers follow the rest through
