@@ -20,6 +20,10 @@ constexpr absl::Duration kMemoryRecheck = absl::Seconds(1);
 // large order's allocation and first steps) does not compete with the
 // stream that claimed e while it opens.
 constexpr absl::Duration kNextEpochDelay = absl::Milliseconds(100);
+// The compute threads' CPU priority below the threads serving calls: a
+// rest takes seconds of CPU and must not slow joins, commits, other
+// orders' fronts or the streams it feeds.
+constexpr int kRestNice = 10;
 }  // namespace
 
 bool EpochOrderCache::Budget::TryReserve(uint64_t bytes) {
@@ -69,7 +73,7 @@ uint64_t EpochOrderCache::Budget::Used() const {
 
 EpochOrderCache::EpochOrderCache(int compute_threads, uint64_t budget_bytes)
     : budget_(std::make_shared<Budget>(budget_bytes)),
-      compute_(compute_threads),
+      compute_(compute_threads, kRestNice),
       prefetch_thread_([this] { PrefetchLoop(); }) {}
 
 EpochOrderCache::~EpochOrderCache() { Stop(); }
@@ -246,8 +250,7 @@ void EpochOrderCache::Fill(const Key& key, const std::shared_ptr<Slot>& slot,
 void EpochOrderCache::FillOnComputeThreads(const Key& key,
                                            const std::shared_ptr<Slot>& slot,
                                            const shard::v1::JobSpec& spec) {
-  compute_.Schedule([this, key, slot, spec] {
-    // The rest queues behind the fronts of orders claimed meanwhile.
+  fronts_.Schedule([this, key, slot, spec] {
     if (std::optional<Building> building = Start(key, slot, spec)) {
       compute_.Schedule([this, building = *std::move(building)] {
         Finish(building, /*background=*/false);

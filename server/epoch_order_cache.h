@@ -12,15 +12,17 @@
 // Get() is ClaimOrder() + Await(). Each order is computed once; concurrent
 // callers for the same key share that computation. A small order (at most
 // kInlineOrderBytes) is computed by the first caller that needs it, on its
-// own thread; a larger one on the cache's compute threads, started at
-// claim time, so that a stream of a small job never waits behind the
-// computation of another job's large order. A large order is published as
-// soon as its memory is reserved (readers follow its shuffle, see
+// own thread; a larger one off the caller's thread, started at claim
+// time, so that a stream of a small job never waits behind the computation
+// of another job's large order. A large order is published as soon as its
+// memory is reserved (readers follow its shuffle, see
 // EpochOrder::progress) and computed in two parts: its front (the first
-// entries, final within about a millisecond) and its rest. A front is
-// queued ahead of every rest not yet begun, so after a restart or failover
+// entries, final within milliseconds) on one of the cache's two front
+// threads, which compute nothing else, and its rest on its compute threads,
+// at a lower CPU priority than the threads serving calls. So a front
+// never waits behind another order's rest, and after a restart or failover
 // every job's trainers can start before the bulk of any order is computed
-// (a rest already running keeps its thread). After a claim of epoch e the
+// (preparations get their fronts first as well). After a claim of epoch e the
 // order of e + 1 is prepared on a background thread (with free budget
 // only, starting 100 ms later so as not to slow the stream that claimed e
 // while it opens), so that a rank reaching e + 1 finds it ready. Orders older
@@ -108,8 +110,9 @@ class EpochOrderCache {
 
   static constexpr uint64_t kUnlimited = UINT64_MAX;
 
-  // `compute_threads` compute the orders above kInlineOrderBytes; all
-  // orders together hold at most `budget_bytes`.
+  // `compute_threads` compute the rests of the orders above
+  // kInlineOrderBytes (one more thread their fronts); all orders together
+  // hold at most `budget_bytes`.
   explicit EpochOrderCache(int compute_threads = 2,
                            uint64_t budget_bytes = kUnlimited);
   ~EpochOrderCache();
@@ -268,8 +271,8 @@ class EpochOrderCache {
   // Start + Finish on this thread.
   void Fill(const Key& key, const std::shared_ptr<Slot>& slot,
             const shard::v1::JobSpec& spec) ABSL_LOCKS_EXCLUDED(mu_);
-  // Start on a compute thread, then Finish queued behind the starts
-  // scheduled meanwhile. Only queues work: may be called with mu_ held.
+  // Start on a front thread, then Finish on a compute thread. Only
+  // queues work: may be called with mu_ held.
   void FillOnComputeThreads(const Key& key, const std::shared_ptr<Slot>& slot,
                             const shard::v1::JobSpec& spec);
   // Allocates the slot's order outside the lock, publishes it (running the
@@ -333,7 +336,11 @@ class EpochOrderCache {
   // Set by Stop(); read by the shuffles in progress.
   std::atomic<bool> cancel_computations_{false};
   const std::shared_ptr<Budget> budget_;
+  // Rests of claimed orders.
   WorkPool compute_;
+  // Fronts of claimed orders; never a rest. Destroyed before compute_, on
+  // which its tasks queue the rests.
+  WorkPool fronts_{2};
   std::thread prefetch_thread_;
 };
 

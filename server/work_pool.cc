@@ -1,10 +1,14 @@
 #include "server/work_pool.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <utility>
 
 namespace shard::server {
 
-WorkPool::WorkPool(int threads) {
+WorkPool::WorkPool(int threads, int nice) : nice_(nice) {
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
 }
 
@@ -22,6 +26,12 @@ void WorkPool::Schedule(absl::AnyInvocable<void() &&> task) {
 }
 
 void WorkPool::Work() {
+  if (nice_ > 0) {
+    // Per thread on Linux: `who` is the thread's id. Best effort.
+    const id_t self = static_cast<id_t>(syscall(SYS_gettid));
+    (void)setpriority(PRIO_PROCESS, self,
+                      getpriority(PRIO_PROCESS, self) + nice_);
+  }
   while (true) {
     absl::AnyInvocable<void() &&> task;
     {

@@ -1,7 +1,9 @@
 // A fixed set of worker threads running queued tasks in FIFO order (with
-// one thread, one after another). Used to compute epoch orders and to run
-// the completions of parked calls outside their owner's lock.
+// one thread, one after another). Used to compute epoch orders.
 //
+// Threads made with a `nice` above 0 lower their own CPU priority by that
+// much (Linux, best effort: a refusal is ignored), so that their work yields
+// the CPU to the process's other threads (serving calls).
 // Thread-safe. The destructor runs every task already queued, then joins.
 #ifndef SERVER_WORK_POOL_H_
 #define SERVER_WORK_POOL_H_
@@ -18,7 +20,7 @@ namespace shard::server {
 
 class WorkPool {
  public:
-  explicit WorkPool(int threads);
+  explicit WorkPool(int threads, int nice = 0);
   ~WorkPool();
   WorkPool(const WorkPool&) = delete;
   WorkPool& operator=(const WorkPool&) = delete;
@@ -31,6 +33,7 @@ class WorkPool {
   absl::Mutex mu_;
   std::deque<absl::AnyInvocable<void() &&>> tasks_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  const int nice_;
   std::vector<std::thread> threads_;
 };
 

@@ -186,6 +186,8 @@ def many_jobs_run(bin_dir, jobs, n):
         for t in threads:
             t.join()
         client.close()
+    progress("first index of each job (ms): " +
+             " ".join(f"{1000 * f:.0f}" for f in sorted(firsts)))
     return statistics.median(firsts), max(firsts)
 
 

@@ -115,6 +115,36 @@ TEST(EpochOrderCacheTest, ASmallPreparationDoesNotWaitForALargeOnesRest) {
                                        "large one's shuffle";
 }
 
+// The order a claim publishes, once allocated (its shuffle may go on).
+EpochOrderCache::Order ClaimedOrder(EpochOrderCache& cache,
+                                    const JobIncarnation& job,
+                                    const shard::v1::JobSpec& spec) {
+  absl::Notification published;
+  EpochOrderCache::Order order;
+  cache.WhenReady(cache.ClaimOrder(job, spec, 0),
+                  [&](absl::StatusOr<EpochOrderCache::Order> outcome) {
+                    ASSERT_TRUE(outcome.ok()) << outcome.status();
+                    order = *outcome;
+                    published.Notify();
+                  });
+  published.WaitForNotification();
+  return order;
+}
+
+// After a restart every job's trainers claim at once: a front claimed while
+// every compute thread shuffles another order's rest does not wait for it.
+TEST(EpochOrderCacheTest, AClaimedFrontDoesNotWaitForARunningRest) {
+  EpochOrderCache cache(/*compute_threads=*/1);
+  const shard::v1::JobSpec large = ShuffledSpec(50000000);  // About 0.5 s.
+  EpochOrderCache::Order first = ClaimedOrder(cache, {"first", 1}, large);
+  // Past its front (131,072 entries): its rest has the only compute thread.
+  ASSERT_TRUE(first->progress()->AwaitFinal(1 << 18, Soon()).ok());
+  EpochOrderCache::Order second = ClaimedOrder(cache, {"second", 2}, large);
+  ASSERT_TRUE(second->progress()->AwaitFinal(0, Soon()).ok());
+  EXPECT_LT(first->FinalPrefix(), 50000000u)
+      << "the second order's front waited for the first one's rest";
+}
+
 TEST(EpochOrderCacheTest, IdentityOrderIsNotCached) {
   EpochOrderCache cache;
   shard::v1::JobSpec spec = ShuffledSpec(100);

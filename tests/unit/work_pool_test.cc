@@ -2,6 +2,11 @@
 // destructor runs what was queued before it joins.
 #include "server/work_pool.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -27,6 +32,23 @@ TEST(WorkPoolTest, OneThreadRunsTasksInTheOrderTheyWereQueued) {
   }
   ASSERT_EQ(order.size(), 100u);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+}
+
+int ThisThreadsNice() {
+  return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+}
+
+// Epoch orders' rests run on such a pool, so that they yield the CPU to
+// the threads serving calls.
+TEST(WorkPoolTest, ANicePoolsThreadsRunAtALowerPriority) {
+  const int base = ThisThreadsNice();
+  int seen = base;
+  {
+    WorkPool pool(1, /*nice=*/10);
+    pool.Schedule([&] { seen = ThisThreadsNice(); });
+  }
+  EXPECT_EQ(seen, std::min(base + 10, 19));
+  EXPECT_EQ(ThisThreadsNice(), base) << "the caller's priority changed";
 }
 
 TEST(WorkPoolTest, TheDestructorRunsEveryQueuedTaskOnce) {
