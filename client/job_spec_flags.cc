@@ -1,8 +1,13 @@
 #include "client/job_spec_flags.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/cli/command_line.h"
 
 namespace shard::client {
@@ -89,6 +94,46 @@ absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const JobSpecFlags& flags,
                               ? shard::v1::TORCH_RANDPERM_LEGACY
                               : shard::v1::TORCH_RANDPERM_2_6);
   return spec;
+}
+
+absl::Status ParseSourceShare(absl::string_view text,
+                              shard::v1::Source* source) {
+  const std::pair<absl::string_view, absl::string_view> kv =
+      absl::StrSplit(text, absl::MaxSplits('=', 1));
+  double fraction = 0;
+  uint64_t count = 0;
+  if (kv.first == "weight" && absl::SimpleAtod(kv.second, &fraction)) {
+    source->set_weight(fraction);
+  } else if (kv.first == "repeat" && absl::SimpleAtod(kv.second, &fraction)) {
+    source->set_repeat(fraction);
+  } else if (kv.first == "choose" && absl::SimpleAtoi(kv.second, &count)) {
+    source->set_choose(count);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "source \"", source->name(),
+        "\": give weight=W, repeat=R or choose=C, got \"", text, "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<shard::v1::Source> ParseSizedSource(absl::string_view text) {
+  const std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
+  shard::v1::Source source;
+  uint64_t size = 0;
+  if (parts.size() < 2 || parts.size() > 3 ||
+      !absl::SimpleAtoi(parts[1], &size)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--source takes NAME:SIZE[:weight=W|repeat=R|choose=C], got \"", text,
+        "\""));
+  }
+  source.set_name(std::string(parts[0]));
+  source.set_size(size);
+  if (parts.size() == 3) {
+    if (absl::Status s = ParseSourceShare(parts[2], &source); !s.ok()) {
+      return s;
+    }
+  }
+  return source;
 }
 
 }  // namespace shard::client

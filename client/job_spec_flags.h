@@ -13,6 +13,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::client {
@@ -46,6 +47,15 @@ void AddJobSpecOptions(CLI::App& app, JobSpecFlags* flags);
 absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const JobSpecFlags& flags,
                                                     uint64_t dataset_size,
                                                     uint64_t world_size);
+
+// One source of a mixture from "NAME:SIZE[:weight=W|repeat=R|choose=C]"
+// (shardctl create-job --source; no share: repeat=1). INVALID_ARGUMENT
+// saying what is wrong; the coordinator checks the values.
+absl::StatusOr<shard::v1::Source> ParseSizedSource(absl::string_view text);
+
+// Sets the share of `source` from "weight=W", "repeat=R" or "choose=C".
+absl::Status ParseSourceShare(absl::string_view text,
+                              shard::v1::Source* source);
 
 }  // namespace shard::client
 

@@ -126,7 +126,7 @@ absl::Status SetRecordedWorld(const shard::state::v1::JobRecord& record,
       return s;
     }
     if (job.committed_position >
-        job.spec.dataset_size() + job.spec.max_world_size()) {
+        plan::EpochSize(job.spec) + job.spec.max_world_size()) {
       return Unfit("the committed position lies past the epoch");
     }
     return absl::OkStatus();

@@ -18,6 +18,9 @@ shard::v1::Job JobView(const JobState& job) {
   view.set_generation(job.generation);
   view.set_joined_members(static_cast<uint32_t>(job.members.size()));
   view.set_samples_per_rank(plan::LayoutOf(job.spec).RankShardSize(0));
+  for (uint64_t count : plan::SourceCounts(job.spec)) {
+    view.add_source_counts(count);
+  }
   view.set_committed_epoch(job.committed_epoch);
   view.set_committed_position(job.committed_position);
   view.set_current_world_size(job.world_size());

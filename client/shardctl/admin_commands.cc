@@ -125,22 +125,62 @@ std::vector<std::vector<std::string>> ReplicaRows(
   return rows;
 }
 
-// describe's table: the job's fields, then its members.
+// "weight=W", "repeat=R" or "choose=C" (no share: repeat=1).
+std::string ShareName(const shard::v1::Source& source) {
+  switch (source.share_case()) {
+    case shard::v1::Source::kWeight:
+      return absl::StrCat("weight=", source.weight());
+    case shard::v1::Source::kRepeat:
+      return absl::StrCat("repeat=", source.repeat());
+    case shard::v1::Source::kChoose:
+      return absl::StrCat("choose=", source.choose());
+    case shard::v1::Source::SHARE_NOT_SET:
+      break;
+  }
+  return "repeat=1";
+}
+
+// A mixture's sources: name, size, share and samples per epoch.
+void PrintSources(const shard::v1::Job& job) {
+  std::vector<std::vector<std::string>> rows = {
+      {"SOURCE", "SIZE", "SHARE", "PER EPOCH"}};
+  for (int k = 0; k < job.spec().sources_size(); ++k) {
+    const shard::v1::Source& source = job.spec().sources(k);
+    rows.push_back(
+        {source.name(), absl::StrCat(source.size()), ShareName(source),
+         k < job.source_counts_size() ? absl::StrCat(job.source_counts(k))
+                                      : std::string("?")});
+  }
+  std::printf("\n");
+  PrintTable(rows);
+}
+
+// describe's table: the job's fields, then a mixture's sources, then its
+// members.
 void PrintJobDetails(const shard::v1::Job& job) {
   const shard::v1::JobSpec& spec = job.spec();
-  PrintTable({
+  std::vector<std::vector<std::string>> fields = {
       {"job:", job.job_id()},
       {"dataset size:", absl::StrCat(spec.dataset_size())},
-      {"world size:", WorldName(job)},
-      {"seed:", absl::StrCat(spec.seed())},
-      {"shuffle:", ShuffleName(spec)},
-      {"tail:", std::string(plan::TailName(spec.tail()))},
-      {"samples per rank:", absl::StrCat(job.samples_per_rank())},
-      {"committed:", absl::StrCat("epoch ", job.committed_epoch(), " position ",
-                                  job.committed_position())},
-      {"generation:", absl::StrCat(job.generation())},
-      {"members:", absl::StrCat(job.joined_members())},
-  });
+  };
+  if (spec.sources_size() > 0) {
+    fields.push_back({"epoch size:", absl::StrCat(spec.epoch_size())});
+  }
+  fields.insert(
+      fields.end(),
+      {
+          {"world size:", WorldName(job)},
+          {"seed:", absl::StrCat(spec.seed())},
+          {"shuffle:", ShuffleName(spec)},
+          {"tail:", std::string(plan::TailName(spec.tail()))},
+          {"samples per rank:", absl::StrCat(job.samples_per_rank())},
+          {"committed:", absl::StrCat("epoch ", job.committed_epoch(),
+                                      " position ", job.committed_position())},
+          {"generation:", absl::StrCat(job.generation())},
+          {"members:", absl::StrCat(job.joined_members())},
+      });
+  PrintTable(fields);
+  if (spec.sources_size() > 0) PrintSources(job);
   if (job.members_size() == 0) return;
   std::printf("\n");
   std::vector<std::vector<std::string>> rows = {{"MEMBER", "RANK"}};

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/job_spec_flags.h"
@@ -29,44 +31,88 @@ class StdoutBuffer {
   std::string text_;
 };
 
+struct CreateJobFlags {
+  std::string job;
+  uint64_t size = 0;
+  uint64_t world_size = 0;
+  std::vector<std::string> sources;
+  uint64_t epoch_size = 0;
+  client::JobSpecFlags spec;
+};
+
+// The spec the create-job options describe: a plain job of --size samples
+// or a mixture of the --source options.
+absl::StatusOr<shard::v1::JobSpec> CreateJobSpec(const CreateJobFlags& flags) {
+  if (flags.size == 0 && flags.sources.empty()) {
+    return absl::InvalidArgumentError(
+        "give --size N, or the sources of a mixture with --source");
+  }
+  absl::StatusOr<shard::v1::JobSpec> spec =
+      client::JobSpecFromFlags(flags.spec, flags.size, flags.world_size);
+  if (!spec.ok()) return spec.status();
+  for (const std::string& text : flags.sources) {
+    absl::StatusOr<shard::v1::Source> source = client::ParseSizedSource(text);
+    if (!source.ok()) return source.status();
+    *spec->add_sources() = *std::move(source);
+  }
+  spec->set_epoch_size(flags.epoch_size);
+  return spec;
+}
+
+// "job J: dataset_size=N world_size=W samples_per_rank=S", and for a
+// mixture its epoch size and each source's samples per epoch.
+void PrintCreatedJob(const shard::v1::Job& job) {
+  std::printf("job %s: dataset_size=%llu world_size=%u samples_per_rank=%llu\n",
+              job.job_id().c_str(),
+              static_cast<unsigned long long>(job.spec().dataset_size()),
+              job.spec().world_size(),
+              static_cast<unsigned long long>(job.samples_per_rank()));
+  if (job.spec().sources_size() == 0) return;
+  std::printf("epoch_size=%llu\n",
+              static_cast<unsigned long long>(job.spec().epoch_size()));
+  for (int k = 0; k < job.spec().sources_size() && k < job.source_counts_size();
+       ++k) {
+    std::printf("source %s: size=%llu per_epoch=%llu\n",
+                job.spec().sources(k).name().c_str(),
+                static_cast<unsigned long long>(job.spec().sources(k).size()),
+                static_cast<unsigned long long>(job.source_counts(k)));
+  }
+}
+
 }  // namespace
 
 Command AddCreateJob(CLI::App& shardctl) {
-  struct Flags {
-    std::string job;
-    uint64_t size = 0;
-    uint64_t world_size = 0;
-    client::JobSpecFlags spec;
-  };
-  auto flags = std::make_shared<Flags>();
+  auto flags = std::make_shared<CreateJobFlags>();
   CLI::App* app = shardctl.add_subcommand(
       "create-job", "create a job (or check that an existing one is equal)");
   cli::AddOption(*app, "--job", flags->job, "job id")->required();
-  cli::AddOption(*app, "--size", flags->size, "samples in the dataset")
-      ->required();
+  CLI::Option* size = cli::AddOption(*app, "--size", flags->size,
+                                     "samples in the dataset (not a mixture)");
+  CLI::Option* sources =
+      cli::AddOption(*app, "--source", flags->sources,
+                     "a source of a mixture, NAME:SIZE[:weight=W|repeat=R|"
+                     "choose=C] (repeatable, in dataset order; no share: "
+                     "repeat=1); see docs/mixtures.md")
+          ->type_name("SOURCE");
+  size->excludes(sources);
+  cli::AddOption(*app, "--epoch-size", flags->epoch_size,
+                 "samples per epoch of a mixture whose sources have weights")
+      ->needs(sources);
   cli::AddOption(*app, "--world-size", flags->world_size, "ranks (members)")
       ->required();
   client::AddJobSpecOptions(*app, &flags->spec);
-  return {
-      app,
-      Connected(
-          [flags](const std::shared_ptr<client::CoordinatorClient>& client,
-                  const client::ClientOptions&) -> absl::Status {
-            absl::StatusOr<shard::v1::JobSpec> spec = client::JobSpecFromFlags(
-                flags->spec, flags->size, flags->world_size);
-            if (!spec.ok()) return spec.status();
-            absl::StatusOr<shard::v1::Job> created =
-                client->CreateJob(flags->job, *spec);
-            if (!created.ok()) return created.status();
-            std::printf(
-                "job %s: dataset_size=%llu world_size=%u "
-                "samples_per_rank=%llu\n",
-                created->job_id().c_str(),
-                static_cast<unsigned long long>(created->spec().dataset_size()),
-                created->spec().world_size(),
-                static_cast<unsigned long long>(created->samples_per_rank()));
-            return absl::OkStatus();
-          })};
+  return {app,
+          Connected(
+              [flags](const std::shared_ptr<client::CoordinatorClient>& client,
+                      const client::ClientOptions&) -> absl::Status {
+                absl::StatusOr<shard::v1::JobSpec> spec = CreateJobSpec(*flags);
+                if (!spec.ok()) return spec.status();
+                absl::StatusOr<shard::v1::Job> created =
+                    client->CreateJob(flags->job, *spec);
+                if (!created.ok()) return created.status();
+                PrintCreatedJob(*created);
+                return absl::OkStatus();
+              })};
 }
 
 Command AddPlan(CLI::App& shardctl) {

@@ -1,4 +1,5 @@
-// The global order of one epoch: a permutation of 0..N-1.
+// The global order of one epoch: a permutation of 0..N-1 (for a mixture,
+// the epoch's chosen samples in shuffled order; see mixture.h).
 //
 // Built once per (job, epoch) and shared read-only by every rank's stream.
 // The identity order (shuffle off) stores nothing; a torch-shuffled order is
@@ -20,10 +21,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
 #include "common/plan/keyed_permutation.h"
+#include "common/plan/mixture.h"
 #include "common/plan/order_allocator.h"
 #include "common/plan/order_progress.h"
 #include "common/plan/torch_randperm.h"
@@ -70,13 +73,17 @@ class EpochOrder {
   static EpochOrder Blocks(uint64_t n, uint64_t block_size,
                            uint64_t window_blocks, uint64_t key);
 
+  // A mixture's order: each entry e of this order (a position in the
+  // epoch's list of chosen samples) reads as mixture.Chosen(e). Requires
+  // mixture.size() == size().
+  void SelectFrom(MixtureEpoch mixture) {
+    mixture_.emplace(std::move(mixture));
+  }
+
   // Entry i of the order; requires i < FinalPrefix().
   uint64_t At(uint64_t i) const {
-    if (!narrow_.empty()) return narrow_[i] ^ static_cast<uint32_t>(i);
-    if (!wide_.empty()) return wide_[i] ^ i;
-    if (feistel_) return feistel_->At(i);
-    if (blocks_) return blocks_->At(i);
-    return i;
+    const uint64_t entry = Shuffled(i);
+    return mixture_ ? mixture_->Chosen(entry) : entry;
   }
   // Replaces each entry i of `positions` (each < FinalPrefix()) with At(i). The
   // block order reuses its per-window state across neighbouring positions
@@ -84,9 +91,12 @@ class EpochOrder {
   void AtMany(absl::Span<uint64_t> positions) const {
     if (blocks_) {
       blocks_->AtMany(positions);
-      return;
+    } else {
+      for (uint64_t& i : positions) i = Shuffled(i);
     }
-    for (uint64_t& i : positions) i = At(i);
+    if (mixture_) {
+      for (uint64_t& entry : positions) entry = mixture_->Chosen(entry);
+    }
   }
   // Bytes held by the stored permutation (0 for the identity).
   uint64_t MemoryBytes() const {
@@ -95,6 +105,15 @@ class EpochOrder {
 
  private:
   explicit EpochOrder(uint64_t n) : size_(n) {}
+
+  // Entry i of the shuffle, before a mixture's selection.
+  uint64_t Shuffled(uint64_t i) const {
+    if (!narrow_.empty()) return narrow_[i] ^ static_cast<uint32_t>(i);
+    if (!wide_.empty()) return wide_[i] ^ i;
+    if (feistel_) return feistel_->At(i);
+    if (blocks_) return blocks_->At(i);
+    return i;
+  }
 
   uint64_t size_;
   // A torch shuffle's progress, and its state until it is done.
@@ -105,6 +124,7 @@ class EpochOrder {
   std::vector<uint64_t, OrderAllocator<uint64_t>> wide_;
   std::optional<FeistelPermutation> feistel_;
   std::optional<BlockShuffle> blocks_;
+  std::optional<MixtureEpoch> mixture_;
 };
 
 }  // namespace shard::plan

@@ -1,5 +1,8 @@
 #include "common/plan/job_spec.h"
 
+#include <numeric>
+#include <vector>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -69,7 +72,9 @@ namespace {
 
 // The rules for the fields as given, before defaults are filled in.
 absl::Status CheckGivenFields(const JobSpec& spec) {
-  if (spec.dataset_size() == 0 || spec.dataset_size() > kMaxDatasetSize) {
+  if (absl::Status s = CheckSources(spec); !s.ok()) return s;
+  if (spec.sources_size() == 0 &&
+      (spec.dataset_size() == 0 || spec.dataset_size() > kMaxDatasetSize)) {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset_size must be in 1..", kMaxDatasetSize, ", got ",
                      spec.dataset_size()));
@@ -116,6 +121,16 @@ absl::Status CheckGivenFields(const JobSpec& spec) {
 // `spec` with every unset field at its default.
 JobSpec WithDefaults(const JobSpec& spec) {
   JobSpec normal = spec;
+  if (spec.sources_size() > 0) {
+    uint64_t dataset_size = 0;
+    for (const shard::v1::Source& source : spec.sources()) {
+      dataset_size += source.size();
+    }
+    const std::vector<uint64_t> counts = SourceCounts(spec);
+    normal.set_dataset_size(dataset_size);
+    normal.set_epoch_size(
+        std::accumulate(counts.begin(), counts.end(), uint64_t{0}));
+  }
   if (normal.min_world_size() == 0)
     normal.set_min_world_size(spec.world_size());
   if (normal.max_world_size() == 0)
@@ -161,18 +176,22 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
         normal.block_size(), " * window_blocks ", normal.window_blocks()));
   }
   if (EpochOrderBytes(normal) > max_order_bytes) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("a shuffled epoch order of dataset_size ",
-                     normal.dataset_size(), " needs ", EpochOrderBytes(normal),
-                     " bytes, above this coordinator's limit of ",
-                     max_order_bytes, " (--max-order-bytes)"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a shuffled epoch order of ", EpochSize(normal), " samples needs ",
+        EpochOrderBytes(normal), " bytes, above this coordinator's limit of ",
+        max_order_bytes, " (--max-order-bytes)"));
   }
   return normal;
 }
 
 std::string DescribeJobSpec(const JobSpec& spec) {
-  return absl::StrCat("N=", spec.dataset_size(), " W=", spec.world_size(),
-                      " seed=", spec.seed(),
+  const std::string mixture =
+      spec.sources_size() == 0
+          ? ""
+          : absl::StrCat(" sources=", spec.sources_size(),
+                         " epoch_size=", spec.epoch_size());
+  return absl::StrCat("N=", spec.dataset_size(), mixture,
+                      " W=", spec.world_size(), " seed=", spec.seed(),
                       " shuffle=", spec.shuffle() ? "true" : "false",
                       " tail=", TailName(spec.tail()),
                       spec.torch_randperm() == shard::v1::TORCH_RANDPERM_LEGACY
@@ -188,7 +207,7 @@ ShardLayout LayoutOf(const JobSpec& spec, uint32_t world_size, uint64_t base) {
   Tail tail = Tail::kPad;
   if (spec.tail() == shard::v1::TAIL_POLICY_DROP) tail = Tail::kDrop;
   if (spec.tail() == shard::v1::TAIL_POLICY_UNEVEN) tail = Tail::kUneven;
-  return ShardLayout(spec.dataset_size(), world_size, tail, base);
+  return ShardLayout(EpochSize(spec), world_size, tail, base);
 }
 
 uint64_t EpochOrderBytes(const JobSpec& spec) {
@@ -198,10 +217,35 @@ uint64_t EpochOrderBytes(const JobSpec& spec) {
       spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_BLOCK) {
     return 0;
   }
-  const uint64_t entry = spec.dataset_size() <= (uint64_t{1} << 32) ? 4 : 8;
-  return spec.dataset_size() > UINT64_MAX / entry ? UINT64_MAX
-                                                  : spec.dataset_size() * entry;
+  // A mixture's order holds positions of its chosen list.
+  const uint64_t n = EpochSize(spec);
+  const uint64_t entry = n <= (uint64_t{1} << 32) ? 4 : 8;
+  return n > UINT64_MAX / entry ? UINT64_MAX : n * entry;
 }
+
+namespace {
+
+// The shuffle of an epoch's positions 0..EpochSize(spec)-1.
+EpochOrder StartShuffle(const JobSpec& spec, uint64_t epoch) {
+  const uint64_t n = EpochSize(spec);
+  if (!spec.shuffle()) return EpochOrder::Identity(n);
+  if (spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_FEISTEL) {
+    return EpochOrder::Feistel(n, MixKey(spec.seed() + epoch));
+  }
+  if (spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_BLOCK) {
+    return EpochOrder::Blocks(n, spec.block_size(), spec.window_blocks(),
+                              MixKey(spec.seed() + epoch));
+  }
+  const RandpermVariant variant =
+      spec.torch_randperm() == shard::v1::TORCH_RANDPERM_LEGACY
+          ? RandpermVariant::kLegacy
+          : RandpermVariant::kTorch26;
+  // Python adds seed + epoch as integers; torch keeps the low 32 bits, so
+  // unsigned wrap-around is exact.
+  return EpochOrder::PendingTorchShuffle(n, spec.seed() + epoch, variant);
+}
+
+}  // namespace
 
 EpochOrder BuildEpochOrder(const JobSpec& spec, uint64_t epoch,
                            const std::atomic<bool>* cancelled) {
@@ -211,24 +255,9 @@ EpochOrder BuildEpochOrder(const JobSpec& spec, uint64_t epoch,
 }
 
 EpochOrder StartEpochOrder(const JobSpec& spec, uint64_t epoch) {
-  if (!spec.shuffle()) return EpochOrder::Identity(spec.dataset_size());
-  if (spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_FEISTEL) {
-    return EpochOrder::Feistel(spec.dataset_size(),
-                               MixKey(spec.seed() + epoch));
-  }
-  if (spec.shuffle_algorithm() == shard::v1::SHUFFLE_ALGORITHM_BLOCK) {
-    return EpochOrder::Blocks(spec.dataset_size(), spec.block_size(),
-                              spec.window_blocks(),
-                              MixKey(spec.seed() + epoch));
-  }
-  const RandpermVariant variant =
-      spec.torch_randperm() == shard::v1::TORCH_RANDPERM_LEGACY
-          ? RandpermVariant::kLegacy
-          : RandpermVariant::kTorch26;
-  // Python adds seed + epoch as integers; torch keeps the low 32 bits, so
-  // unsigned wrap-around is exact.
-  return EpochOrder::PendingTorchShuffle(spec.dataset_size(),
-                                         spec.seed() + epoch, variant);
+  EpochOrder order = StartShuffle(spec, epoch);
+  if (spec.sources_size() > 0) order.SelectFrom(MixtureEpoch(spec, epoch));
+  return order;
 }
 
 }  // namespace shard::plan

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/plan/epoch_order.h"
+#include "common/plan/mixture.h"
 #include "common/plan/shard_layout.h"
 #include "shard/v1/shard.pb.h"
 
@@ -35,7 +36,8 @@ absl::Status ValidateEpoch(uint64_t epoch);
 
 // Returns the spec with every defaulted field filled in (shuffle true, tail
 // pad, algorithm torch, torch_randperm 2.6, min/max world size = world
-// size), or INVALID_ARGUMENT saying which
+// size; a mixture's dataset_size and epoch_size), or INVALID_ARGUMENT saying
+// which
 // field is wrong. `max_order_bytes` bounds the memory one shuffled epoch order
 // may take (FAILED_PRECONDITION above it).
 absl::StatusOr<shard::v1::JobSpec> NormalizeJobSpec(

@@ -154,7 +154,8 @@ def check_usage_errors(bin_dir):
 NUMERIC_TYPES = {"UINT", "INT", "N", "BYTES"}
 FLOAT_TYPES = {"FLOAT"}
 OTHER_TYPES = {"TEXT", "DURATION", "HOST:PORT", "HOST:PORT,...",
-               "HOST:PORT[,...]", "DIR", "FILE", "PEM", "PREFIX", "BOOLEAN"}
+               "HOST:PORT[,...]", "DIR", "FILE", "PEM", "PREFIX", "BOOLEAN",
+               "SOURCE"}
 HELP_OPTION = re.compile(r"^\s+(?:-\w,)?(--[a-z][\w-]*)(?:\s+([A-Z]\S*))?")
 
 

@@ -159,5 +159,26 @@ TEST(JobSpecFlagsTest, AValueOutsideItsChoicesIsAUsageError) {
   EXPECT_NE(error.find("--tail"), std::string::npos) << error;
 }
 
+// shardctl create-job --source NAME:SIZE[:weight=W|repeat=R|choose=C].
+TEST(JobSpecFlagsTest, ASourceFlagGivesNameSizeAndShare) {
+  absl::StatusOr<shard::v1::Source> plain = client::ParseSizedSource("web:10");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->name(), "web");
+  EXPECT_EQ(plain->size(), 10u);
+  EXPECT_EQ(plain->share_case(), shard::v1::Source::SHARE_NOT_SET);
+  EXPECT_DOUBLE_EQ(client::ParseSizedSource("a:5:weight=0.25")->weight(), 0.25);
+  EXPECT_DOUBLE_EQ(client::ParseSizedSource("a:5:repeat=1.5")->repeat(), 1.5);
+  EXPECT_EQ(client::ParseSizedSource("a:5:choose=3")->choose(), 3u);
+  for (const char* wrong : {"web", "web:", "web:x", "a:5:weight", "a:5:w=1",
+                            "a:5:choose=1.5", "a:5:weight=1:extra"}) {
+    absl::StatusOr<shard::v1::Source> parsed = client::ParseSizedSource(wrong);
+    ASSERT_FALSE(parsed.ok()) << wrong;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    // Says what a source looks like.
+    EXPECT_NE(parsed.status().message().find("weight=W"), std::string::npos)
+        << parsed.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace shard::cli

@@ -7,7 +7,8 @@ import random
 import sys
 import threading
 import time
-from typing import (Callable, Iterable, Iterator, Optional, Tuple, TypeVar)
+from typing import (Callable, Iterable, Iterator, Optional, Sequence, Tuple,
+                    TypeVar)
 
 import grpc
 import numpy as np
@@ -47,16 +48,36 @@ class Membership:
 
 def job_spec(dataset_size: int, world_size: int, *, seed: int = 0,
              shuffle: bool = True, tail: str = "pad", min_world_size: int = 0,
-             max_world_size: int = 0) -> pb.JobSpec:
+             max_world_size: int = 0, sources: Sequence[pb.Source] = (),
+             epoch_size: int = 0) -> pb.JobSpec:
     """A JobSpec with DistributedSampler's meaning: tail "pad" is
     drop_last=False, "drop" is drop_last=True, "uneven" splits every sample
-    exactly once (evaluation)."""
+    exactly once (evaluation). With `sources` (see source()) the job is a
+    mixture of them (docs/mixtures.md): dataset_size is their total (or 0),
+    and epoch_size is given when they have weights."""
     if tail not in _TAILS:
         raise ValueError(f"tail must be one of {sorted(_TAILS)}, got {tail!r}")
     return pb.JobSpec(dataset_size=dataset_size, world_size=world_size,
                       seed=seed, shuffle=shuffle, tail=_TAILS[tail],
                       min_world_size=min_world_size,
-                      max_world_size=max_world_size)
+                      max_world_size=max_world_size, sources=list(sources),
+                      epoch_size=epoch_size)
+
+
+def source(name: str, size: int = 0, *, weight: Optional[float] = None,
+           repeat: Optional[float] = None,
+           choose: Optional[int] = None) -> pb.Source:
+    """One source of a mixture (docs/mixtures.md), in the style of Mosaic
+    Streaming's Stream: `size` samples and at most one share, a relative
+    `weight`, a `repeat` of its size per epoch or `choose` samples per
+    epoch (none: repeat=1). DistributedMixtureSampler fills in a size of 0
+    from its ConcatDataset."""
+    shares = {k: v for k, v in (("weight", weight), ("repeat", repeat),
+                                ("choose", choose)) if v is not None}
+    if len(shares) > 1:
+        raise ValueError(f"source {name!r}: give at most one of weight, "
+                         f"repeat and choose, got {sorted(shares)}")
+    return pb.Source(name=name, size=size, **shares)
 
 
 class Client:

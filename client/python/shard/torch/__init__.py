@@ -3,7 +3,9 @@
 DistributedShardSampler is a drop-in for
 torch.utils.data.distributed.DistributedSampler whose indices come from the
 coordinator (the same indices, bit for bit), DistributedEvalSampler splits
-every sample exactly once across ranks (no padding), gather_uneven collects
+every sample exactly once across ranks (no padding),
+DistributedMixtureSampler serves a mixture of the parts of a ConcatDataset
+with exact per-source counts (docs/mixtures.md), gather_uneven collects
 variable-length per-rank results, and CoordinatorStore lets
 init_process_group form through the coordinator (no MASTER_ADDR/PORT);
 shard.torch.init_process_group(sampler) does so and re-joins when the world
@@ -13,8 +15,11 @@ training loop received, so that positions stay exact with worker processes.
 """
 from shard.torch.gather import gather_uneven
 from shard.torch.loader import DataLoader
-from shard.torch.sampler import DistributedEvalSampler, DistributedShardSampler
+from shard.torch.sampler import (DistributedEvalSampler,
+                                 DistributedMixtureSampler,
+                                 DistributedShardSampler)
 from shard.torch.store import CoordinatorStore, init_process_group
 
 __all__ = ["CoordinatorStore", "DataLoader", "DistributedEvalSampler",
-           "DistributedShardSampler", "gather_uneven", "init_process_group"]
+           "DistributedMixtureSampler", "DistributedShardSampler",
+           "gather_uneven", "init_process_group"]

@@ -99,8 +99,7 @@ class DistributedShardSampler:
             num_replicas = int(launcher_world)
         self._spec = None
         if num_replicas is not None:
-            self._spec = job_spec(self.dataset_size, num_replicas, seed=seed,
-                                  shuffle=shuffle, tail=self._tail)
+            self._spec = self._job_spec(num_replicas)
         self._job = job
         self._member = member or default_member_id()
         self._requested_rank = rank
@@ -110,6 +109,11 @@ class DistributedShardSampler:
         self._tracker = None  # Set by shard.torch.DataLoader for one iter().
         self._warned_untracked = False
         self.rejoin()
+
+    def _job_spec(self, num_replicas):
+        """The spec this sampler creates its job with."""
+        return job_spec(self.dataset_size, num_replicas, seed=self.seed,
+                        shuffle=self.shuffle, tail=self._tail)
 
     def rejoin(self):
         """Joins the job's current world again (after ABORTED: a member
@@ -141,7 +145,9 @@ class DistributedShardSampler:
 
     def __len__(self):
         """This rank's samples per epoch (as DistributedSampler counts)."""
-        n, w = self.dataset_size, self.num_replicas
+        # A mixture's epoch has its own size (0 for a plain job).
+        n = self.membership.spec.epoch_size or self.dataset_size
+        w = self.num_replicas
         if self._tail == "uneven":
             return len(range(self.rank, n, w))
         if self._tail == "drop" and n % w != 0:
@@ -273,3 +279,46 @@ class DistributedEvalSampler(DistributedShardSampler):
         if kwargs.pop("drop_last", False):
             raise ValueError("DistributedEvalSampler never drops samples")
         super().__init__(dataset, _tail="uneven", **kwargs)
+
+
+class DistributedMixtureSampler(DistributedShardSampler):
+    """DistributedShardSampler over a mixture (docs/mixtures.md): `dataset`
+    is a torch ConcatDataset of the sources in order, and `sources` names
+    each part with its share, e.g.
+
+        DistributedMixtureSampler(
+            ConcatDataset([web, books]),
+            sources=[shard.source("web", weight=0.8),
+                     shard.source("books", weight=0.2)],
+            epoch_size=100_000, coordinator=..., job=...)
+
+    (a source's size, when 0, is its part's length). Each epoch takes
+    exactly its count from every source, a down-sampled source serves every
+    sample once before any twice, and everything else (resume, commits,
+    elastic worlds, shard.torch.DataLoader) is as with
+    DistributedShardSampler. len() is this rank's share of the epoch
+    size."""
+
+    def __init__(self, dataset, *, sources, epoch_size=0, **kwargs):
+        parts = getattr(dataset, "datasets", None)
+        if parts is None or len(parts) != len(sources):
+            raise ValueError(
+                f"dataset must be a torch ConcatDataset of the {len(sources)} "
+                f"sources, in order")
+        self._sources = []
+        for given, part in zip(sources, parts):
+            if given.size not in (0, len(part)):
+                raise ValueError(
+                    f"source {given.name!r} has size {given.size} but its "
+                    f"part of the dataset holds {len(part)} samples")
+            filled = type(given)()
+            filled.CopyFrom(given)
+            filled.size = len(part)
+            self._sources.append(filled)
+        self._epoch_size = epoch_size
+        super().__init__(dataset, **kwargs)
+
+    def _job_spec(self, num_replicas):
+        return job_spec(0, num_replicas, seed=self.seed, shuffle=self.shuffle,
+                        tail=self._tail, sources=self._sources,
+                        epoch_size=self._epoch_size)
