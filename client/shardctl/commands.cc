@@ -1,11 +1,13 @@
 #include "client/shardctl/commands.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "client/job_spec_flags.h"
 #include "common/cli/command_line.h"
@@ -115,44 +117,91 @@ Command AddCreateJob(CLI::App& shardctl) {
               })};
 }
 
+namespace {
+
+struct PlanFlags {
+  std::string job;
+  uint64_t epoch = 0;
+  uint32_t rank = 0;
+  bool by_source = false;
+};
+
+// Calls `each` with every index of the rank's shard of the epoch, in order,
+// reading the preview a page at a time.
+absl::Status ForEachPlannedIndex(client::CoordinatorClient& client,
+                                 const PlanFlags& flags,
+                                 absl::FunctionRef<void(uint64_t)> each) {
+  // Pages sized by bytes, not counts: near N = 2^62 every index takes 9
+  // bytes on the wire.
+  constexpr uint32_t kPage = client::CoordinatorClient::kMaxPreviewPage;
+  uint64_t offset = 0;
+  while (true) {
+    absl::StatusOr<shard::v1::PreviewShardResponse> page =
+        client.Preview(flags.job, flags.rank, flags.epoch, offset, kPage);
+    if (!page.ok()) return page.status();
+    for (uint64_t index : page->indices()) each(index);
+    offset += page->indices_size();
+    if (offset >= page->rank_shard_size() || page->indices_size() == 0) {
+      return absl::OkStatus();
+    }
+  }
+}
+
+absl::Status PrintPlan(client::CoordinatorClient& client,
+                       const PlanFlags& flags) {
+  StdoutBuffer out;
+  return ForEachPlannedIndex(client, flags, [&out](uint64_t index) {
+    absl::StrAppend(&out.text(), index, "\n");
+    out.MaybeFlush();
+  });
+}
+
+// --by-source: how many of the rank's indices of the epoch come from each
+// source of a mixture, "source NAME: COUNT" per line.
+absl::Status PrintPlanBySource(client::CoordinatorClient& client,
+                               const PlanFlags& flags) {
+  absl::StatusOr<shard::v1::Job> job = client.GetJob(flags.job);
+  if (!job.ok()) return job.status();
+  const auto& sources = job->spec().sources();
+  if (sources.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", flags.job, " has no sources: --by-source is for mixtures"));
+  }
+  std::vector<uint64_t> ends;  // Each source's end in the global indices.
+  for (const shard::v1::Source& source : sources) {
+    ends.push_back((ends.empty() ? 0 : ends.back()) + source.size());
+  }
+  std::vector<uint64_t> counts(ends.size(), 0);
+  absl::Status read = ForEachPlannedIndex(client, flags, [&](uint64_t index) {
+    ++counts[std::upper_bound(ends.begin(), ends.end(), index) - ends.begin()];
+  });
+  if (!read.ok()) return read;
+  for (int k = 0; k < sources.size(); ++k) {
+    std::printf("source %s: %llu\n", sources[k].name().c_str(),
+                static_cast<unsigned long long>(counts[k]));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 Command AddPlan(CLI::App& shardctl) {
-  struct Flags {
-    std::string job;
-    uint64_t epoch = 0;
-    uint32_t rank = 0;
-  };
-  auto flags = std::make_shared<Flags>();
+  auto flags = std::make_shared<PlanFlags>();
   CLI::App* app = shardctl.add_subcommand(
       "plan", "print a rank's indices of an epoch, one per line");
   cli::AddOption(*app, "--job", flags->job, "job id")->required();
   cli::AddOption(*app, "--epoch", flags->epoch, "epoch")->required();
   cli::AddOption(*app, "--rank", flags->rank, "rank")->required();
-  return {
-      app,
-      Connected([flags](
-                    const std::shared_ptr<client::CoordinatorClient>& client,
-                    const client::ClientOptions&) -> absl::Status {
-        // Pages sized by bytes, not counts: near N = 2^62 every index
-        // takes 9 bytes on the wire.
-        constexpr uint32_t kPage = client::CoordinatorClient::kMaxPreviewPage;
-        StdoutBuffer out;
-        uint64_t offset = 0;
-        while (true) {
-          absl::StatusOr<shard::v1::PreviewShardResponse> page =
-              client->Preview(flags->job, flags->rank, flags->epoch, offset,
-                              kPage);
-          if (!page.ok()) return page.status();
-          for (uint64_t index : page->indices()) {
-            absl::StrAppend(&out.text(), index, "\n");
-            out.MaybeFlush();
-          }
-          offset += page->indices_size();
-          if (offset >= page->rank_shard_size() || page->indices_size() == 0) {
-            break;
-          }
-        }
-        return absl::OkStatus();
-      })};
+  app->add_flag("--by-source", flags->by_source,
+                "a mixture: print how many of the indices come from each "
+                "source instead");
+  return {app,
+          Connected(
+              [flags](const std::shared_ptr<client::CoordinatorClient>& client,
+                      const client::ClientOptions&) {
+                return flags->by_source ? PrintPlanBySource(*client, *flags)
+                                        : PrintPlan(*client, *flags);
+              })};
 }
 
 Command AddConsume(CLI::App& shardctl) {

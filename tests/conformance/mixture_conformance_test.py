@@ -8,7 +8,8 @@ sizes up to 10^6, weights summing to non-integers, fractional repeats,
 choose), tails and world sizes 1, 3, 8 creates the job with `shardctl
 create-job --source ...`, checks the per-source counts it prints, streams
 epochs 0..2 with W `shardctl consume` processes and previews epoch 7 (later
-passes of each source's walk) with `shardctl plan`.
+passes of each source's walk) with `shardctl plan`, and rank 0's count per
+source with `shardctl plan --by-source`.
 Exit status 0 when every case matches; each mismatch is printed.
 """
 import argparse
@@ -62,6 +63,22 @@ def create_job(shardctl, address, job, sources, epoch_size, w, tail,
     return printed
 
 
+def per_source(indices, sources):
+    """{name: how many of `indices` fall in the source}."""
+    counts, start = {}, 0
+    for name, size, _, _ in sources:
+        counts[name] = sum(start <= i < start + size for i in indices)
+        start += size
+    return counts
+
+
+def planned_by_source(shardctl, address, job, epoch, rank):
+    out = run([shardctl, "--coordinator", address, "plan", "--job", job,
+               "--epoch", str(epoch), "--rank", str(rank), "--by-source"])
+    return {line[len("source "):].split(": ")[0]: int(line.split(": ")[1])
+            for line in out.stdout.splitlines()}
+
+
 def check_case(shardctl, address, job, mixture, w, tail, shuffle):
     sources, epoch_size = mixture
     per_epoch = reference.counts(sources, epoch_size)
@@ -89,6 +106,13 @@ def check_case(shardctl, address, job, mixture, w, tail, shuffle):
             failures += 1
             print(f"MISMATCH {job} epoch={epoch} rank={rank}\n"
                   f"  expected {expected[:20]}\n  got      {got[:20]}")
+        if epoch == LATE_EPOCH and rank == 0:
+            cases += 1
+            counted = planned_by_source(shardctl, address, job, epoch, rank)
+            if counted != per_source(expected, sources):
+                failures += 1
+                print(f"MISMATCH {job} plan --by-source: {counted}, "
+                      f"expected {per_source(expected, sources)}")
     return cases, failures
 
 
