@@ -12,6 +12,9 @@
 namespace shard::client {
 namespace {
 
+// A connection attempt may take this long before it counts as failed.
+constexpr int kMinConnectTimeoutMs = 2000;
+
 // Adds the authorization metadata to each outgoing call.
 class BearerTokenInterceptor : public grpc::experimental::Interceptor {
  public:
@@ -66,8 +69,12 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewCoordinatorChannel(
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  // gRPC takes this as the shortest time a connection attempt may take
+  // (its minimum connect timeout), not as a backoff: at the backoff's
+  // 100 ms, a handshake slower than the backoff (a loaded coordinator, TLS
+  // far away) was cut off every time and never connected.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
   std::vector<
       std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
       interceptors;

@@ -89,12 +89,15 @@ def open_channel(address, token_file=None, tls_ca=None, tls_cert=None,
     # Ping open calls every 3 s; a paused or cut off replica fails the call
     # UNAVAILABLE within 2 s of a missed ping; reconnect to a replica that
     # went away after 100 ms, backing off to at most 1 s (gRPC's default
-    # grows to 120 s). As the C++ client (coordinator_channel.h).
+    # grows to 120 s); give a connection attempt 2 s (gRPC takes
+    # min_reconnect_backoff_ms as its minimum connect timeout: at 100 ms a
+    # slower handshake never connected). As the C++ client
+    # (coordinator_channel.cc).
     options = [("grpc.max_receive_message_length", 16 << 20),
                ("grpc.keepalive_time_ms", 3000),
                ("grpc.keepalive_timeout_ms", 2000),
                ("grpc.initial_reconnect_backoff_ms", 100),
-               ("grpc.min_reconnect_backoff_ms", 100),
+               ("grpc.min_reconnect_backoff_ms", 2000),
                ("grpc.max_reconnect_backoff_ms", 1000)]
     if tls_ca or tls_cert or tls_key:
         if bool(tls_cert) != bool(tls_key):
