@@ -7,7 +7,7 @@ W = 8, through the Python client), at each --sizes:
                it (its last index, from the world formed);
   recovered    shardd is SIGKILLed with the 8 members joined and restarted
                on its data directory; rank 0 streams epoch 0 again (timed
-               from the restarted shardd listening);
+               from the restart: the new shardd process started);
   failover     the same job on 3 shardd replicas over a 3-member etcd
                (leader lease 2 s); the leader is SIGKILLed and rank 0
                streams epoch 0 through the replicas' address list (timed
@@ -18,7 +18,7 @@ generator (what a trainer's own DistributedSampler computes for its first
 index) and a numpy copy of the same 4N bytes. Then --many-jobs jobs of
 --many-size (W = 8 each, all joined) on one shardd, SIGKILLed and
 restarted: every job's rank 0 streams epoch 0 at once; p50 and max of
-their first index, from the restarted shardd listening. Each figure is the
+their first index, from the restart. Each figure is the
 median of --repeats runs. With --baseline-bin-dir, every shardd figure is
 measured for that build's shardd too, in the same run (the clients are this
 build's). Prints Markdown tables.
@@ -41,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 from shardd_process import ShardDaemon  # noqa: E402
+from python_client_runs import join_world, servers_to_compare  # noqa: E402
 
 W = 8
 
@@ -90,17 +91,8 @@ def first_and_last_index_after(client, membership, epoch, began):
 
 
 def join_all(client, job):
-    """The W members of `job`, joined at once (waiting for the world)."""
-    members = [None] * W
-
-    def join(rank):
-        members[rank] = client.join(job, f"m{rank}", wait=120)
-    threads = [threading.Thread(target=join, args=(r,)) for r in range(W)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return next(m for m in members if m.rank == 0)
+    """Rank 0 of the job's W members, joined at once."""
+    return join_world(client, job, W)[0]
 
 
 def one_run(bin_dir, n):
@@ -235,7 +227,7 @@ def print_tables(results, args):
     if args.many_jobs > 0:
         print(f"\n{args.many_jobs} jobs of {float(args.many_size):.0e} "
               f"(W={W}), shardd restarted: first index of every job's rank "
-              "0, from the restarted shardd listening\n")
+              "0, from the restart\n")
         print("| shardd | p50 | max |")
         print("| --- | --- | --- |")
         for name, (_, (p50, worst)) in results:
@@ -254,11 +246,8 @@ def main():
     parser.add_argument("--baseline-bin-dir")
     args = parser.parse_args()
     sys.path.insert(0, args.python_dir)
-    servers = [("this build", args.bin_dir)]
-    if args.baseline_bin_dir:
-        servers.insert(0, ("baseline", args.baseline_bin_dir))
     results = [(name, shardd_rows(bin_dir, args))
-               for name, bin_dir in servers]
+               for name, bin_dir in servers_to_compare(args)]
     print_tables(results, args)
 
 

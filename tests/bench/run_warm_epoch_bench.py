@@ -19,12 +19,12 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 from shardd_process import ShardDaemon  # noqa: E402
+from python_client_runs import join_world, servers_to_compare  # noqa: E402
 
 W = 8
 
@@ -33,16 +33,8 @@ def python_latencies(address, n, epochs, pause):
     from shard.client import Client, job_spec
     client = Client(address)
     client.create_job("warm-python", job_spec(n, W))
-    members = [None] * W
-
-    def join(rank):
-        members[rank] = client.join("warm-python", f"m{rank}", wait=120)
-    threads = [threading.Thread(target=join, args=(r,)) for r in range(W)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    rank0 = next(m for m in members if m.rank == 0)
+    members = join_world(client, "warm-python", W)
+    rank0 = members[0]
     # The run outlasts a lease: the members stay alive.
     heartbeats = [client.start_heartbeat(m) for m in members]
     latencies, previous = [], None
@@ -97,11 +89,8 @@ def main():
     args = parser.parse_args()
     sys.path.insert(0, args.python_dir)
     n = int(float(args.size))
-    servers = [("this build", args.bin_dir)]
-    if args.baseline_bin_dir:
-        servers.insert(0, ("baseline", args.baseline_bin_dir))
     rows = []
-    for name, server_dir in servers:
+    for name, server_dir in servers_to_compare(args):
         with ShardDaemon(server_dir) as daemon:
             python = python_latencies(daemon.address, n, args.epochs,
                                       args.pause)
