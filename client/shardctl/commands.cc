@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/job_spec_flags.h"
 #include "common/cli/command_line.h"
+#include "common/plan/mixture.h"
 #include "shard/client/heartbeater.h"
 
 namespace shard::shardctl {
@@ -167,10 +168,7 @@ absl::Status PrintPlanBySource(client::CoordinatorClient& client,
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", flags.job, " has no sources: --by-source is for mixtures"));
   }
-  std::vector<uint64_t> ends;  // Each source's end in the global indices.
-  for (const shard::v1::Source& source : sources) {
-    ends.push_back((ends.empty() ? 0 : ends.back()) + source.size());
-  }
+  const std::vector<uint64_t> ends = plan::SourceEnds(job->spec());
   std::vector<uint64_t> counts(ends.size(), 0);
   absl::Status read = ForEachPlannedIndex(client, flags, [&](uint64_t index) {
     ++counts[std::upper_bound(ends.begin(), ends.end(), index) - ends.begin()];

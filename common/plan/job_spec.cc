@@ -122,12 +122,8 @@ absl::Status CheckGivenFields(const JobSpec& spec) {
 JobSpec WithDefaults(const JobSpec& spec) {
   JobSpec normal = spec;
   if (spec.sources_size() > 0) {
-    uint64_t dataset_size = 0;
-    for (const shard::v1::Source& source : spec.sources()) {
-      dataset_size += source.size();
-    }
     const std::vector<uint64_t> counts = SourceCounts(spec);
-    normal.set_dataset_size(dataset_size);
+    normal.set_dataset_size(SourceEnds(spec).back());
     normal.set_epoch_size(
         std::accumulate(counts.begin(), counts.end(), uint64_t{0}));
   }

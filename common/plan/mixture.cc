@@ -232,16 +232,24 @@ std::vector<uint64_t> SourceCounts(const JobSpec& spec) {
   return counts;
 }
 
+std::vector<uint64_t> SourceEnds(const JobSpec& spec) {
+  std::vector<uint64_t> ends;
+  for (const Source& source : spec.sources()) {
+    ends.push_back((ends.empty() ? 0 : ends.back()) + source.size());
+  }
+  return ends;
+}
+
 MixtureEpoch::MixtureEpoch(const JobSpec& spec, uint64_t epoch) {
   const std::vector<uint64_t> counts = SourceCounts(spec);
+  const std::vector<uint64_t> ends = SourceEnds(spec);
   const uint64_t seed_key = MixKey(spec.seed());
-  uint64_t offset = 0;
   for (size_t k = 0; k < counts.size(); ++k) {
     const uint64_t size = spec.sources(static_cast<int>(k)).size();
     if (counts[k] > 0) {
       Part part;
       part.first = size_;
-      part.offset = offset;
+      part.offset = ends[k] - size;
       part.size = size;
       const u128 taken_before = u128{epoch} * counts[k];
       part.first_pass = static_cast<uint64_t>(taken_before / size);
@@ -252,7 +260,6 @@ MixtureEpoch::MixtureEpoch(const JobSpec& spec, uint64_t epoch) {
       parts_.push_back(std::move(part));
       size_ += counts[k];
     }
-    offset += size;
   }
 }
 

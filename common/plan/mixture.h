@@ -42,6 +42,11 @@ absl::Status CheckSources(const shard::v1::JobSpec& spec);
 // spec.epoch_size(); otherwise to the rounded sum of the quotas.
 std::vector<uint64_t> SourceCounts(const shard::v1::JobSpec& spec);
 
+// Where each source ends in the global indices (source k holds
+// [ends[k-1], ends[k]), source 0 from 0), for a spec whose sources passed
+// CheckSources; empty for a plain job.
+std::vector<uint64_t> SourceEnds(const shard::v1::JobSpec& spec);
+
 // Positions per epoch: the dataset size for a plain job, the epoch size of
 // a normalised mixture.
 inline uint64_t EpochSize(const shard::v1::JobSpec& spec) {

@@ -12,9 +12,11 @@ regression trains on them through shard.torch.DataLoader; after every
 epoch the script prints, for each class, the images the coordinator plans
 per epoch (Job.source_counts) and those the training loop received (the
 figure as the trainer sees it), and the accuracy on the 10,000 test
-images. Start --world-size
-copies for a multi-process job (each prints its own rank's counts; with
-more than one rank, padding may repeat a few images).
+images. Start --world-size copies (or let torchrun start them) for a
+multi-process job: each prints its own rank's counts (the ranks' add up
+to the plan; with more than one rank, padding may repeat a few images) and
+trains its own copy of the model (train_ddp.py shows
+DistributedDataParallel).
 """
 import argparse
 import gzip
