@@ -96,6 +96,9 @@ absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const JobSpecFlags& flags,
   return spec;
 }
 
+namespace {
+
+// Sets the share of `source` from "weight=W", "repeat=R" or "choose=C".
 absl::Status ParseSourceShare(absl::string_view text,
                               shard::v1::Source* source) {
   const std::pair<absl::string_view, absl::string_view> kv =
@@ -116,24 +119,48 @@ absl::Status ParseSourceShare(absl::string_view text,
   return absl::OkStatus();
 }
 
-absl::StatusOr<shard::v1::Source> ParseSizedSource(absl::string_view text) {
-  const std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
-  shard::v1::Source source;
-  uint64_t size = 0;
-  if (parts.size() < 2 || parts.size() > 3 ||
-      !absl::SimpleAtoi(parts[1], &size)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--source takes NAME:SIZE[:weight=W|repeat=R|choose=C], got \"", text,
-        "\""));
+}  // namespace
+
+absl::StatusOr<SourceOption> ParseSourceOption(absl::string_view text,
+                                               absl::string_view syntax) {
+  const size_t name_end = text.find(':');
+  // The share is the last part when it names one (a path may hold ':').
+  size_t value_end = text.rfind(':');
+  if (value_end == name_end ||
+      text.substr(value_end + 1).find('=') == absl::string_view::npos) {
+    value_end = text.size();
   }
-  source.set_name(std::string(parts[0]));
-  source.set_size(size);
-  if (parts.size() == 3) {
-    if (absl::Status s = ParseSourceShare(parts[2], &source); !s.ok()) {
+  if (name_end == absl::string_view::npos || name_end == 0 ||
+      value_end == name_end + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--source takes ", syntax, ", got \"", text, "\""));
+  }
+  SourceOption option;
+  option.source.set_name(std::string(text.substr(0, name_end)));
+  option.value =
+      std::string(text.substr(name_end + 1, value_end - name_end - 1));
+  if (value_end < text.size()) {
+    if (absl::Status s =
+            ParseSourceShare(text.substr(value_end + 1), &option.source);
+        !s.ok()) {
       return s;
     }
   }
-  return source;
+  return option;
+}
+
+absl::StatusOr<shard::v1::Source> ParseSizedSource(absl::string_view text) {
+  constexpr absl::string_view kSyntax =
+      "NAME:SIZE[:weight=W|repeat=R|choose=C]";
+  absl::StatusOr<SourceOption> option = ParseSourceOption(text, kSyntax);
+  if (!option.ok()) return option.status();
+  uint64_t size = 0;
+  if (!absl::SimpleAtoi(option->value, &size)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--source takes ", kSyntax, ", got \"", text, "\""));
+  }
+  option->source.set_size(size);
+  return std::move(option->source);
 }
 
 }  // namespace shard::client

@@ -48,14 +48,21 @@ absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const JobSpecFlags& flags,
                                                     uint64_t dataset_size,
                                                     uint64_t world_size);
 
-// One source of a mixture from "NAME:SIZE[:weight=W|repeat=R|choose=C]"
-// (shardctl create-job --source; no share: repeat=1). INVALID_ARGUMENT
-// saying what is wrong; the coordinator checks the values.
-absl::StatusOr<shard::v1::Source> ParseSizedSource(absl::string_view text);
+// A --source option "NAME:VALUE[:weight=W|repeat=R|choose=C]" split into
+// the source's name and share (no share: repeat=1) and VALUE, the text in
+// between (shardctl: the size; shard-train: a path, which may hold ':').
+// INVALID_ARGUMENT naming `syntax` when a part is missing or the share is
+// not one of the three; the coordinator checks the values.
+struct SourceOption {
+  shard::v1::Source source;
+  std::string value;
+};
+absl::StatusOr<SourceOption> ParseSourceOption(absl::string_view text,
+                                               absl::string_view syntax);
 
-// Sets the share of `source` from "weight=W", "repeat=R" or "choose=C".
-absl::Status ParseSourceShare(absl::string_view text,
-                              shard::v1::Source* source);
+// One source of a mixture from "NAME:SIZE[:weight=W|repeat=R|choose=C]"
+// (shardctl create-job --source).
+absl::StatusOr<shard::v1::Source> ParseSizedSource(absl::string_view text);
 
 }  // namespace shard::client
 

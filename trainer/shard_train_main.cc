@@ -30,8 +30,8 @@ std::string DefaultMember() {
 // The command line's values, before they are checked and turned into
 // TrainerOptions.
 struct Flags {
-  std::string dataset = "synthetic";
-  std::string model;  // empty: the dataset's default
+  std::string dataset;  // empty: synthetic, or records with --source
+  std::string model;    // empty: the dataset's default
   std::string backend = "auto";
   uint64_t world_size = 0;
   // Synthetic data: the size of a new job and of its evaluation set; real
@@ -41,7 +41,29 @@ struct Flags {
   std::optional<uint64_t> eval_size;
   absl::Duration pg_timeout = absl::Minutes(5);
   shard::client::JobSpecFlags spec;
+  // A mixture: "NAME:PATH[:weight=W|repeat=R|choose=C]" each, and the
+  // epoch size of weighted sources.
+  std::vector<std::string> sources;
+  uint64_t epoch_size = 0;
 };
+
+constexpr char kSourceSyntax[] = "NAME:PATH[:weight=W|repeat=R|choose=C]";
+
+// --source and --epoch-size (a job-spec option).
+void AddMixtureOptions(CLI::App& app, Flags& flags) {
+  CLI::Option* sources =
+      shard::cli::AddOption(
+          app, "--source", flags.sources,
+          absl::StrCat("a source of a mixture of record files, ", kSourceSyntax,
+                       " (repeatable, in dataset order; PATH: a record file or "
+                       "a directory of *.rec); see docs/mixtures.md"))
+          ->type_name("SOURCE");
+  shard::cli::AddOption(app, "--epoch-size", flags.epoch_size,
+                        "samples per epoch of a mixture whose sources have "
+                        "weights")
+      ->needs(sources)
+      ->group("Job spec");
+}
 
 void AddOptions(CLI::App& app, Flags& flags,
                 shard::trainer::TrainerOptions& options) {
@@ -57,9 +79,11 @@ void AddOptions(CLI::App& app, Flags& flags,
                         "member id (unique per process)")
       ->default_str("HOSTNAME-$LOCAL_RANK");
   shard::cli::AddOption(app, "--dataset", flags.dataset, "training data")
-      ->check(CLI::IsMember({"synthetic", "fashion-mnist", "records"}));
+      ->check(CLI::IsMember({"synthetic", "fashion-mnist", "records"}))
+      ->default_str("synthetic; records with --source");
   shard::cli::AddOption(app, "--data-path", options.data.path,
-                        "directory of fashion-mnist, or the records file");
+                        "directory of fashion-mnist, or of the records' "
+                        "train/ and test/ (with --source: test/ only)");
   shard::cli::AddOption(
       app, "--dataset-size", flags.dataset_size,
       "synthetic: samples of a new job (default 4096); real data: "
@@ -114,19 +138,62 @@ void AddOptions(CLI::App& app, Flags& flags,
       "ranks; with it shard-train creates the job (or checks that "
       "the existing one has this spec)")
       ->group("Job spec");
+  AddMixtureOptions(app, flags);
   shard::client::AddJobSpecOptions(app, &flags.spec);
 }
 
-// Checks what CLI11 cannot and completes `options`.
-absl::Status FinishOptions(const Flags& flags,
+// A mixture's --source options: the files in options.data.sources, the
+// names and shares in the spec's sources (sized from the files when the
+// job is created).
+absl::Status FinishSources(const Flags& flags,
                            shard::trainer::TrainerOptions& options) {
+  if (flags.dataset != "records") {
+    return absl::InvalidArgumentError(
+        "--source trains on record files: leave out --dataset or give "
+        "--dataset records");
+  }
+  if (flags.dataset_size) {
+    return absl::InvalidArgumentError(
+        "--dataset-size takes the first N samples; a mixture trains on "
+        "its sources whole");
+  }
+  bool spec_given = flags.epoch_size > 0;
+  std::vector<shard::v1::Source> spec_sources;
+  for (const std::string& text : flags.sources) {
+    absl::StatusOr<shard::client::SourceOption> option =
+        shard::client::ParseSourceOption(text, kSourceSyntax);
+    if (!option.ok()) return option.status();
+    options.data.sources.push_back({option->source.name(), option->value});
+    spec_given |=
+        option->source.share_case() != shard::v1::Source::SHARE_NOT_SET;
+    spec_sources.push_back(std::move(option->source));
+  }
+  if (!options.job_spec) {
+    if (!spec_given) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        "the shares of --source and --epoch-size state the job's spec and "
+        "need --world-size");
+  }
+  for (shard::v1::Source& source : spec_sources) {
+    *options.job_spec->add_sources() = std::move(source);
+  }
+  options.job_spec->set_epoch_size(flags.epoch_size);
+  return absl::OkStatus();
+}
+
+// Checks what CLI11 cannot and completes `options`.
+absl::Status FinishOptions(Flags& flags,
+                           shard::trainer::TrainerOptions& options) {
+  if (flags.dataset.empty()) {
+    flags.dataset = flags.sources.empty() ? "synthetic" : "records";
+  }
   absl::StatusOr<shard::trainer::DatasetKind> dataset =
       shard::trainer::ParseDatasetKind(flags.dataset);
   if (!dataset.ok()) return dataset.status();
   const bool synthetic = *dataset == shard::trainer::DatasetKind::kSynthetic;
   options.data.kind = *dataset;
   if (*dataset == shard::trainer::DatasetKind::kRecords &&
-      options.data.path.empty()) {
+      flags.sources.empty() && options.data.path.empty()) {
     return absl::InvalidArgumentError(
         "--dataset records needs --data-path: the directory holding the "
         "record files' train/ and test/");
@@ -163,6 +230,9 @@ absl::Status FinishOptions(const Flags& flags,
     return absl::InvalidArgumentError(
         "the job-spec options (--seed, --tail, ...) state the job's spec and "
         "need --world-size");
+  }
+  if (!flags.sources.empty()) {
+    if (absl::Status s = FinishSources(flags, options); !s.ok()) return s;
   }
   if (options.member_id.empty()) options.member_id = DefaultMember();
   options.client.retry.on_retrying =

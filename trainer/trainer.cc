@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/plan/job_spec.h"
 #include "shard/client/heartbeater.h"
 #include "shard/client/torch/coordinator_store.h"
@@ -23,6 +24,7 @@
 #include "trainer/gradient_sync.h"
 #include "trainer/models.h"
 #include "trainer/progress_report.h"
+#include "trainer/source_tally.h"
 #include "trainer/synthetic_dataset.h"
 #include "trainer/training_data.h"
 
@@ -266,6 +268,48 @@ absl::Status Evaluate(const TrainerOptions& options, const TrainingData& data,
   return absl::OkStatus();
 }
 
+// Sets the sizes of a new job's spec from the training data: the dataset
+// size, or each source's size of a mixture.
+void SizeToData(const TrainingData& data, shard::v1::JobSpec& spec) {
+  spec.set_dataset_size(data.train_size());
+  for (int k = 0; k < spec.sources_size(); ++k) {
+    spec.mutable_sources(k)->set_size(data.source_sizes()[k]);
+  }
+}
+
+// FAILED_PRECONDITION when the job's indices do not number the training
+// data: another dataset size, or a mixture's sources of other names, order
+// or sizes.
+absl::Status CheckJobFitsData(const std::string& job_id,
+                              const shard::v1::JobSpec& spec,
+                              const TrainingData& data) {
+  if (!data.size_from_job() && spec.dataset_size() != data.train_size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " has dataset_size ", spec.dataset_size(),
+        " but the training data (", data.description(), ") has ",
+        data.train_size(),
+        " samples; create the job for this dataset or pass a matching "
+        "--dataset-size"));
+  }
+  std::vector<std::string> job_sources;
+  for (const shard::v1::Source& source : spec.sources()) {
+    job_sources.push_back(absl::StrCat(source.name(), ":", source.size()));
+  }
+  std::vector<std::string> data_sources;
+  for (size_t k = 0; k < data.source_names().size(); ++k) {
+    data_sources.push_back(
+        absl::StrCat(data.source_names()[k], ":", data.source_sizes()[k]));
+  }
+  if (job_sources != data_sources) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " has the sources [", absl::StrJoin(job_sources, " "),
+        "] (NAME:RECORDS) but --source gives [",
+        absl::StrJoin(data_sources, " "),
+        "]; give the job's sources, in its order"));
+  }
+  return absl::OkStatus();
+}
+
 // Appends "EPOCH RANK INDEX" lines for trained samples and counts them.
 // Flushed after every step so a SIGKILL loses nothing that was trained.
 class IndexLog {
@@ -343,24 +387,37 @@ class Attempt {
 
  private:
   // Joins (creating the job from --job-spec flags sized to the data) and
-  // starts heartbeating; FAILED_PRECONDITION when the job's dataset_size
-  // does not match the training data.
+  // starts heartbeating; FAILED_PRECONDITION when the job does not fit the
+  // training data.
   absl::Status Join() {
+    // An existing job is checked before the join waits for the world.
+    absl::StatusOr<shard::v1::Job> existing = client_->GetJob(options_.job_id);
+    if (existing.ok()) {
+      absl::Status fits =
+          CheckJobFitsData(options_.job_id, existing->spec(), data_);
+      if (!fits.ok()) return fits;
+    } else if (!absl::IsNotFound(existing.status())) {
+      return existing.status();
+    }
     std::optional<shard::v1::JobSpec> spec = options_.job_spec;
-    if (spec) spec->set_dataset_size(data_.train_size());
+    if (spec) SizeToData(data_, *spec);
     absl::StatusOr<client::Membership> joined =
         JoinJob(*client_, options_, options_.job_id, spec);
     if (!joined.ok()) return joined.status();
     membership_ = *joined;
-    if (!data_.size_from_job() &&
-        membership_.spec.dataset_size() != data_.train_size()) {
+    // Again: the job may have been created meanwhile (by another rank).
+    if (absl::Status fits =
+            CheckJobFitsData(membership_.job_id, membership_.spec, data_);
+        !fits.ok()) {
       client_->Leave(membership_).IgnoreError();
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", membership_.job_id, " has dataset_size ",
-          membership_.spec.dataset_size(), " but the training data (",
-          data_.description(), ") has ", data_.train_size(),
-          " samples; create the job for this dataset or pass a matching "
-          "--dataset-size"));
+      return fits;
+    }
+    if (membership_.spec.sources_size() > 0) {
+      std::printf(
+          "mixture job=%s epoch_size=%llu per epoch: %s\n",
+          membership_.job_id.c_str(),
+          static_cast<unsigned long long>(membership_.spec.epoch_size()),
+          PlannedPerSource(membership_.spec).c_str());
     }
     heartbeater_ = std::make_unique<client::Heartbeater>(
         client_, membership_, options_.heartbeat_interval);
@@ -451,6 +508,7 @@ class Attempt {
         torch::zeros({}, torch::dtype(torch::kFloat64).device(device_));
     const Clock::time_point began = Clock::now();
     const absl::Duration index_wait_before = progress.IndexWait();
+    SourceTally per_source(membership_.spec);
     try {
       for (ExampleBatch& batch : loader) {
         // ABORTED: the generation ended (re-join); anything else (NOT_FOUND:
@@ -474,6 +532,7 @@ class Attempt {
         // the device each step.
         loss_sum += loss.detach();
         index_log_.Write(epoch, membership_.rank, batch.indices);
+        per_source.Add(batch.indices);
         // The position includes this step's batch (the loop received it).
         const torch_adapter::EpochPosition at = progress.Current();
         report_.Step(membership_.rank, epoch, at.position, epoch_end,
@@ -511,6 +570,11 @@ class Attempt {
         static_cast<unsigned long long>(samples),
         steps > 0 ? loss_sum.item<double>() / steps : 0.0,
         seconds > 0 ? samples / seconds : 0.0, seconds, index_wait);
+    if (per_source.mixture()) {
+      std::printf("epoch %llu rank=%u trained per source: %s\n",
+                  static_cast<unsigned long long>(epoch), membership_.rank,
+                  per_source.Line().c_str());
+    }
     std::fflush(stdout);
     return checkpointer_->Save({epoch + 1, 0});
   }

@@ -24,7 +24,8 @@ struct TrainerOptions {
   std::string member_id;
   // The job's spec, as `shardctl create-job` states it (--world-size and the
   // job-spec flags): the job is created with it if it does not exist and it
-  // must equal an existing job's. Its dataset_size is set from `data`.
+  // must equal an existing job's. Its dataset_size (a mixture: each
+  // source's size) is set from `data`.
   // Without it the job must exist.
   std::optional<shard::v1::JobSpec> job_spec;
   // What to train and evaluate on (--dataset, --data-path, --dataset-size,

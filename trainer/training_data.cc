@@ -73,7 +73,10 @@ absl::StatusOr<TrainingData> TrainingData::Load(const DataOptions& options) {
   if (!files.ok()) return files.status();
   data.shape_ = {1, files->rows, files->cols};
   data.description_ = absl::StrCat(
-      options.kind == DatasetKind::kFashionMnist ? "fashion-mnist" : "records",
+      options.kind == DatasetKind::kFashionMnist ? "fashion-mnist"
+      : options.sources.empty()
+          ? "records"
+          : absl::StrCat("records of ", options.sources.size(), " sources"),
       " (", data.train_size_, " of ", files->train_available, " train, ",
       data.eval_size_, " of ", files->eval_available, " test, ", files->rows,
       "x", files->cols, ", ", kImageClasses, " classes)");
@@ -105,30 +108,54 @@ absl::StatusOr<TrainingData::ImageFiles> TrainingData::LoadFashionMnist(
   return files;
 }
 
+absl::StatusOr<data::RecordSet> TrainingData::OpenTrainRecords(
+    const DataOptions& options) {
+  if (options.sources.empty()) {
+    if (options.path.empty()) {
+      return absl::InvalidArgumentError(
+          "--dataset records needs --data-path (a directory with train/ and "
+          "optionally test/ record files) or the sources of a mixture "
+          "(--source)");
+    }
+    return data::RecordSet::Open(options.path + "/train");
+  }
+  std::vector<data::RecordSet> sets;
+  for (const SourceFiles& source : options.sources) {
+    absl::StatusOr<data::RecordSet> set = data::RecordSet::Open(source.path);
+    if (!set.ok()) {
+      return absl::Status(
+          set.status().code(),
+          absl::StrCat("source ", source.name, ": ", set.status().message()));
+    }
+    source_names_.push_back(source.name);
+    source_sizes_.push_back(set->size());
+    sets.push_back(*std::move(set));
+  }
+  return data::RecordSet::Concat(std::move(sets));
+}
+
 absl::StatusOr<TrainingData::ImageFiles> TrainingData::LoadRecords(
     const DataOptions& options) {
-  if (options.path.empty()) {
-    return absl::InvalidArgumentError(
-        "--dataset records needs --data-path (a directory with train/ and "
-        "optionally test/ record files)");
-  }
-  absl::StatusOr<data::RecordSet> train =
-      data::RecordSet::Open(options.path + "/train");
+  absl::StatusOr<data::RecordSet> train = OpenTrainRecords(options);
   if (!train.ok()) return train.status();
+  const std::string train_name =
+      options.sources.empty() ? options.path + "/train" : "the sources";
   if (train->rows() == 0 || train->cols() == 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat(options.path, "/train: records are not images"));
+        absl::StrCat(train_name, ": records are not images"));
   }
   ImageFiles files{train->size(), 0, train->rows(), train->cols()};
   absl::StatusOr<FirstSamples> train_set = TakeFirst<RecordImages>(
       std::make_shared<const data::RecordSet>(*std::move(train)),
-      files.train_available, "--dataset-size", options.train_size,
-      options.path + "/train");
+      files.train_available, "--dataset-size", options.train_size, train_name);
   if (!train_set.ok()) return train_set.status();
   train_ = train_set->dataset;
   train_size_ = train_set->size;
   std::error_code error;
-  if (!std::filesystem::exists(options.path + "/test", error)) return files;
+  if (options.path.empty() ||
+      !std::filesystem::exists(options.path + "/test", error)) {
+    return files;
+  }
   absl::StatusOr<data::RecordSet> test =
       data::RecordSet::Open(options.path + "/test");
   if (!test.ok()) return test.status();

@@ -7,7 +7,10 @@
 //                  training and 10,000 test images of 10 classes;
 //   records        record files (trainer/data/record_file.h) of image
 //                  records: DIR/train (a file or a directory of *.rec) and,
-//                  for evaluation, DIR/test, as `shard-records` writes them.
+//                  for evaluation, DIR/test, as `shard-records` writes them;
+//                  or a mixture: the sources' record sets one after another
+//                  (source k's record j is the sizes of sources 0..k-1 plus
+//                  j) and, when DIR is given, DIR/test for evaluation.
 // Immutable after Load(); datasets it hands out are thread-safe.
 #ifndef TRAINER_TRAINING_DATA_H_
 #define TRAINER_TRAINING_DATA_H_
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "trainer/data/record_file.h"
 #include "trainer/indexed_dataset.h"
 
 namespace shard::trainer {
@@ -28,10 +32,18 @@ absl::StatusOr<DatasetKind> ParseDatasetKind(const std::string& name);
 
 enum class Task { kRegression, kClassification };
 
+// One source of a mixture of record files (shard-train --source).
+struct SourceFiles {
+  std::string name;
+  std::string path;  // a record file or a directory of *.rec
+};
+
 struct DataOptions {
   DatasetKind kind = DatasetKind::kSynthetic;
   // Directory (fashion-mnist, records); empty: the default location.
   std::string path;
+  // records only: a mixture's sources, in dataset order (empty: DIR/train).
+  std::vector<SourceFiles> sources;
   // Training samples: synthetic, the size a new job gets; real data, the
   // first N samples (0: all).
   uint64_t train_size = 0;
@@ -54,6 +66,9 @@ class TrainingData {
   int64_t outputs() const { return outputs_; }
   // The dataset size a new job is created with.
   uint64_t train_size() const { return train_size_; }
+  // A mixture's: each source's name and records, in order (else empty).
+  const std::vector<std::string>& source_names() const { return source_names_; }
+  const std::vector<uint64_t>& source_sizes() const { return source_sizes_; }
   // True when a job of any dataset size can be trained (synthetic); else
   // the job's size must equal train_size().
   bool size_from_job() const { return kind_ == DatasetKind::kSynthetic; }
@@ -77,12 +92,17 @@ class TrainingData {
   // Set train_/eval_ and their sizes from the files options name.
   absl::StatusOr<ImageFiles> LoadFashionMnist(const DataOptions& options);
   absl::StatusOr<ImageFiles> LoadRecords(const DataOptions& options);
+  // The training records: DIR/train, or the sources one after another
+  // (setting source_names_ and source_sizes_).
+  absl::StatusOr<data::RecordSet> OpenTrainRecords(const DataOptions& options);
 
   DatasetKind kind_ = DatasetKind::kSynthetic;
   Task task_ = Task::kRegression;
   std::vector<int64_t> shape_;
   int64_t outputs_ = 1;
   uint64_t train_size_ = 0;
+  std::vector<std::string> source_names_;
+  std::vector<uint64_t> source_sizes_;
   uint64_t eval_size_ = 0;
   std::shared_ptr<IndexedDataset> train_;
   std::shared_ptr<IndexedDataset> eval_;

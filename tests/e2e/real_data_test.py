@@ -196,40 +196,46 @@ def spec_checks(bin_dir, address, work):
           "spec flags without --world-size: a usage error")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_checks(description, prefix, checks):
+    """The test's main: checks(bin_dir, work) in a fresh directory; exit 77
+    (skipped) without the dataset, 1 when a check failed."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--bin-dir", required=True)
     args = parser.parse_args()
     if not os.path.isdir(FASHION_MNIST):
         print(f"skipped: {FASHION_MNIST} is absent (install the Debian "
               "package dataset-fashion-mnist)")
         return 77
-    work = tempfile.mkdtemp(prefix="shard-real-data-")
+    work = tempfile.mkdtemp(prefix=prefix)
     try:
-        records = converter_round_trip(args.bin_dir, work)
-        with ShardDaemon(args.bin_dir) as daemon:
-            logs = [os.path.join(work, f"fm-{r}.log") for r in range(2)]
-            cmds = [trainer(args.bin_dir, daemon.address, "fm", f"fm-{r}",
-                            ["--world-size", "2", "--dataset",
-                             "fashion-mnist", "--dataset-size", "6000",
-                             "--epochs", "1", "--log-indices", logs[r]])
-                    for r in range(2)]
-            check_training(args.bin_dir, daemon.address, "fm", 2,
-                           train(cmds, work, "fm"), logs,
-                           "fashion-mnist W=2")
-            log = os.path.join(work, "rec-0.log")
-            cmd = trainer(args.bin_dir, daemon.address, "rec", "rec-0",
-                          ["--world-size", "1", "--dataset", "records",
-                           "--data-path", records, "--dataset-size", "3000",
-                           "--epochs", "1", "--log-indices", log])
-            check_training(args.bin_dir, daemon.address, "rec", 1,
-                           train([cmd], work, "rec"), [log], "records W=1")
-            spec_checks(args.bin_dir, daemon.address, work)
+        checks(args.bin_dir, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0
 
 
+def real_data_checks(bin_dir, work):
+    records = converter_round_trip(bin_dir, work)
+    with ShardDaemon(bin_dir) as daemon:
+        logs = [os.path.join(work, f"fm-{r}.log") for r in range(2)]
+        cmds = [trainer(bin_dir, daemon.address, "fm", f"fm-{r}",
+                        ["--world-size", "2", "--dataset", "fashion-mnist",
+                         "--dataset-size", "6000", "--epochs", "1",
+                         "--log-indices", logs[r]])
+                for r in range(2)]
+        check_training(bin_dir, daemon.address, "fm", 2,
+                       train(cmds, work, "fm"), logs, "fashion-mnist W=2")
+        log = os.path.join(work, "rec-0.log")
+        cmd = trainer(bin_dir, daemon.address, "rec", "rec-0",
+                      ["--world-size", "1", "--dataset", "records",
+                       "--data-path", records, "--dataset-size", "3000",
+                       "--epochs", "1", "--log-indices", log])
+        check_training(bin_dir, daemon.address, "rec", 1,
+                       train([cmd], work, "rec"), [log], "records W=1")
+        spec_checks(bin_dir, daemon.address, work)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_checks(__doc__.splitlines()[0], "shard-real-data-",
+                        real_data_checks))

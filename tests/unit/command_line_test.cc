@@ -180,5 +180,22 @@ TEST(JobSpecFlagsTest, ASourceFlagGivesNameSizeAndShare) {
   }
 }
 
+TEST(JobSpecFlagsTest, ASourceOptionsValueMayHoldColons) {
+  constexpr absl::string_view kSyntax = "NAME:PATH[:weight=W]";
+  auto path = client::ParseSourceOption("cls:/d/a:b.rec:weight=2", kSyntax);
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(path->source.name(), "cls");
+  EXPECT_EQ(path->value, "/d/a:b.rec");
+  EXPECT_DOUBLE_EQ(path->source.weight(), 2);
+  auto plain = client::ParseSourceOption("cls:/d/a:b.rec", kSyntax);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->value, "/d/a:b.rec");
+  EXPECT_EQ(plain->source.share_case(), shard::v1::Source::SHARE_NOT_SET);
+  for (const char* wrong : {":/d", "cls:", "cls::weight=1", "cls:/d:w=1"}) {
+    auto parsed = client::ParseSourceOption(wrong, kSyntax);
+    EXPECT_TRUE(absl::IsInvalidArgument(parsed.status())) << wrong;
+  }
+}
+
 }  // namespace
 }  // namespace shard::cli

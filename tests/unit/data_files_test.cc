@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -84,6 +86,44 @@ TEST_F(DataFilesTest, RecordsRoundTripAcrossShardFilesByIndex) {
     EXPECT_EQ(got, Payload(i, 785)) << i;
   }
   EXPECT_TRUE(absl::IsOutOfRange(set->Read(1001, absl::MakeSpan(got))));
+}
+
+TEST_F(DataFilesTest, ConcatenatedSetsNumberTheirRecordsOneAfterAnother) {
+  std::vector<RecordSet> sets;
+  for (auto [name, size, shards] :
+       {std::tuple{"a", 7, 1}, std::tuple{"b", 101, 3},
+        std::tuple{"c", 5, 2}}) {
+    auto set = RecordSet::Open(WriteSet(name, size, 16, shards));
+    ASSERT_TRUE(set.ok()) << set.status();
+    sets.push_back(*std::move(set));
+  }
+  auto all = RecordSet::Concat(std::move(sets));
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 113u);
+  std::vector<uint8_t> got(16);
+  // Each set's record j is (records before the set) + j.
+  for (auto [index, local] : {std::pair{0, 0},
+                              {6, 6},
+                              {7, 0},
+                              {41, 34},
+                              {107, 100},
+                              {108, 0},
+                              {112, 4}}) {
+    ASSERT_TRUE(all->Read(index, absl::MakeSpan(got)).ok()) << index;
+    EXPECT_EQ(got, Payload(local, 16)) << index;
+  }
+  EXPECT_TRUE(absl::IsOutOfRange(all->Read(113, absl::MakeSpan(got))));
+}
+
+TEST_F(DataFilesTest, SetsOfDifferentRecordsDoNotConcatenate) {
+  std::vector<RecordSet> sets;
+  sets.push_back(*RecordSet::Open(WriteSet("a", 3, 16, 1)));
+  const std::string other = WriteSet("b", 3, 8, 1);
+  sets.push_back(*RecordSet::Open(other));
+  auto all = RecordSet::Concat(std::move(sets));
+  ASSERT_TRUE(absl::IsFailedPrecondition(all.status())) << all.status();
+  EXPECT_NE(all.status().message().find(other), std::string::npos);
+  EXPECT_TRUE(absl::IsInvalidArgument(RecordSet::Concat({}).status()));
 }
 
 TEST_F(DataFilesTest, ATruncatedFileNamesTheFileAndOffset) {

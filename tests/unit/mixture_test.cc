@@ -116,6 +116,53 @@ TEST(MixtureTest, ADownSampledSourceServesEverySampleOnceBeforeAnyTwice) {
             std::vector<uint64_t>(walk.begin() + 1000, walk.begin() + 2000));
 }
 
+// Over many epochs at sizes where passes span epochs unevenly (co-prime
+// sizes, a source up-sampled hundreds of times): every epoch takes exactly
+// its counts, and each source's walk, cut into passes of its size, is a
+// permutation per whole pass and repeats nothing within the last, partial
+// one.
+TEST(MixtureTest, ManyEpochsAtLargeSizesStayFair) {
+  JobSpec spec = Mixture();
+  AddSource(spec, "big", 1000003)->set_weight(5);
+  AddSource(spec, "mid", 65537)->set_weight(1);
+  AddSource(spec, "tiny", 101)->set_weight(1);
+  spec.set_epoch_size(200000);
+  const JobSpec normal = Normalized(spec);
+  const std::vector<uint64_t> counts = SourceCounts(normal);
+  const std::vector<uint64_t> ends = SourceEnds(normal);
+  ASSERT_EQ(counts, (std::vector<uint64_t>{142857, 28572, 28571}));
+  std::vector<std::vector<uint64_t>> walks(3);
+  for (uint64_t epoch = 0; epoch < 25; ++epoch) {
+    const std::vector<uint64_t> chosen = ChosenList(normal, epoch);
+    ASSERT_EQ(chosen.size(), 200000u);
+    auto from = chosen.begin();
+    for (size_t k = 0; k < 3; ++k) {
+      for (auto it = from; it != from + counts[k]; ++it) {
+        ASSERT_LT(*it, ends[k]) << "epoch " << epoch << " source " << k;
+        ASSERT_GE(*it, ends[k] - normal.sources(k).size());
+      }
+      walks[k].insert(walks[k].end(), from, from + counts[k]);
+      from += counts[k];
+    }
+  }
+  for (size_t k = 0; k < 3; ++k) {
+    const uint64_t size = normal.sources(k).size();
+    for (size_t pass = 0; pass < walks[k].size(); pass += size) {
+      const size_t length = std::min<size_t>(size, walks[k].size() - pass);
+      std::vector<uint64_t> samples(walks[k].begin() + pass,
+                                    walks[k].begin() + pass + length);
+      std::sort(samples.begin(), samples.end());
+      ASSERT_EQ(std::adjacent_find(samples.begin(), samples.end()),
+                samples.end())
+          << "source " << k << " repeats within the pass at " << pass;
+    }
+  }
+  // "big" walked 3.57 passes, "mid" 10.9, "tiny" 7,072.
+  EXPECT_EQ(walks[0].size() / 1000003, 3u);
+  EXPECT_EQ(walks[1].size() / 65537, 10u);
+  EXPECT_EQ(walks[2].size() / 101, 7072u);
+}
+
 // An up-sampled source repeats whole passes: no sample twice within one
 // pass, and a count that is a whole number of passes takes them in order.
 TEST(MixtureTest, AnUpSampledSourceRepeatsWholePasses) {

@@ -222,8 +222,10 @@ absl::Status RecordFile::Read(uint64_t local_index,
 
 // ---- RecordSet ----
 
-RecordSet::RecordSet(std::vector<RecordFile> files) : files_(std::move(files)) {
-  total_records_ = files_.front().header().total_records;
+RecordSet::RecordSet(std::vector<RecordFile> files,
+                     std::vector<uint64_t> starts)
+    : files_(std::move(files)), starts_(std::move(starts)) {
+  total_records_ = starts_.back() + files_.back().header().record_count;
 }
 
 absl::StatusOr<RecordSet> RecordSet::Open(const std::string& path) {
@@ -278,7 +280,38 @@ absl::StatusOr<RecordSet> RecordSet::Open(const std::string& path) {
         absl::StrCat(path, ": the files hold ", next, " of ",
                      first.total_records, " records"));
   }
-  return RecordSet(std::move(files));
+  std::vector<uint64_t> starts;
+  for (const RecordFile& file : files) {
+    starts.push_back(file.header().first_index);
+  }
+  return RecordSet(std::move(files), std::move(starts));
+}
+
+absl::StatusOr<RecordSet> RecordSet::Concat(std::vector<RecordSet> sets) {
+  if (sets.empty()) {
+    return absl::InvalidArgumentError("no record sets to concatenate");
+  }
+  // Copies: the files are moved out of the sets below.
+  const RecordHeader model = sets.front().files_.front().header();
+  const std::string model_path = sets.front().files_.front().path();
+  std::vector<RecordFile> files;
+  std::vector<uint64_t> starts;
+  uint64_t offset = 0;
+  for (RecordSet& set : sets) {
+    const RecordHeader& h = set.files_.front().header();
+    if (h.record_size != model.record_size || h.rows != model.rows ||
+        h.cols != model.cols) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          set.files_.front().path(),
+          ": record size or image shape differ from ", model_path));
+    }
+    for (size_t i = 0; i < set.files_.size(); ++i) {
+      starts.push_back(offset + set.starts_[i]);
+      files.push_back(std::move(set.files_[i]));
+    }
+    offset += set.size();
+  }
+  return RecordSet(std::move(files), std::move(starts));
 }
 
 absl::Status RecordSet::Read(uint64_t index, absl::Span<uint8_t> out) const {
@@ -286,13 +319,10 @@ absl::Status RecordSet::Read(uint64_t index, absl::Span<uint8_t> out) const {
     return absl::OutOfRangeError(
         absl::StrCat("record ", index, " of ", total_records_));
   }
-  // The last file whose first_index <= index.
-  auto it = std::upper_bound(files_.begin(), files_.end(), index,
-                             [](uint64_t i, const RecordFile& file) {
-                               return i < file.header().first_index;
-                             });
-  const RecordFile& file = *std::prev(it);
-  return file.Read(index - file.header().first_index, out);
+  // The last file that starts at or before index.
+  const size_t k = std::upper_bound(starts_.begin(), starts_.end(), index) -
+                   starts_.begin() - 1;
+  return files_[k].Read(index - starts_[k], out);
 }
 
 // ---- RecordWriter ----

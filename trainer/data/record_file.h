@@ -87,6 +87,11 @@ class RecordFile {
 class RecordSet {
  public:
   static absl::StatusOr<RecordSet> Open(const std::string& path);
+  // The sets one after another, as the sources of a mixture are numbered:
+  // record j of sets[k] is record (size of sets[0..k-1]) + j. The sets
+  // must agree on record_size, rows and cols (FAILED_PRECONDITION naming
+  // the first file that differs); INVALID_ARGUMENT when `sets` is empty.
+  static absl::StatusOr<RecordSet> Concat(std::vector<RecordSet> sets);
 
   uint64_t size() const { return total_records_; }
   uint32_t record_size() const { return files_.front().header().record_size; }
@@ -97,8 +102,9 @@ class RecordSet {
   absl::Status Read(uint64_t index, absl::Span<uint8_t> out) const;
 
  private:
-  explicit RecordSet(std::vector<RecordFile> files);
-  std::vector<RecordFile> files_;  // ordered by first_index
+  RecordSet(std::vector<RecordFile> files, std::vector<uint64_t> starts);
+  std::vector<RecordFile> files_;  // in the order of their records
+  std::vector<uint64_t> starts_;   // the set's index of each file's first
   uint64_t total_records_ = 0;
 };
 

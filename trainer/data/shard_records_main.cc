@@ -1,16 +1,21 @@
 // shard-records: writes and checks record files (record_file.h).
 //   shard-records fashion-mnist --out DIR [--data-path SRC] [--shards K]
+//       [--by-class]
 //       DIR/train/ and DIR/test/ from the Fashion-MNIST idx files (default
 //       SRC: /usr/share/datasets/fashion-mnist); each record is the label
-//       byte and the 28x28 pixels (785 bytes).
+//       byte and the 28x28 pixels (785 bytes). --by-class: instead of
+//       DIR/train/, one dataset per class, DIR/classes/NAME/ (the sources
+//       of a mixture, shard-train --source).
 //   shard-records synthetic --out DIR --records N --record-size B
 //       [--shards K] [--seed S]
 //       opaque records of pseudo-random bytes (for I/O benchmarks).
 //   shard-records inspect PATH [--verify]
 //       the headers of a file or directory; --verify reads every record.
 // Exit codes: 0 ok, 1 an error (named), 2 bad usage.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -74,28 +79,63 @@ struct Flags {
   uint64_t seed = 0;
   std::string path;
   bool verify = false;
+  bool by_class = false;
 };
+
+// Fashion-MNIST's classes by label, as --by-class names their datasets.
+constexpr const char* kClassNames[] = {
+    "tshirt", "trouser", "pullover", "dress", "coat",
+    "sandal", "shirt",   "sneaker",  "bag",   "boot"};
+
+// `images` as image records in `shards` files of `dir`.
+absl::Status WriteImages(const ImageSplit& images, const std::string& dir,
+                         uint32_t shards) {
+  const uint64_t pixels = uint64_t{images.rows} * images.cols;
+  RecordHeader header;
+  header.record_size = static_cast<uint32_t>(1 + pixels);
+  header.total_records = images.size();
+  header.rows = images.rows;
+  header.cols = images.cols;
+  return WriteShards(dir, header, std::min<uint64_t>(shards, images.size()),
+                     [&](uint64_t index, uint8_t* payload) {
+                       payload[0] = images.labels[index];
+                       std::copy_n(images.pixels.data() + index * pixels,
+                                   pixels, payload + 1);
+                     });
+}
+
+// The images of `images` whose label is `label`, in their order.
+ImageSplit OfClass(const ImageSplit& images, uint8_t label) {
+  const uint64_t pixels = uint64_t{images.rows} * images.cols;
+  ImageSplit of_class{images.rows, images.cols, {}, {}};
+  for (uint64_t i = 0; i < images.size(); ++i) {
+    if (images.labels[i] != label) continue;
+    of_class.labels.push_back(label);
+    of_class.pixels.insert(of_class.pixels.end(),
+                           images.pixels.begin() + i * pixels,
+                           images.pixels.begin() + (i + 1) * pixels);
+  }
+  return of_class;
+}
 
 absl::Status FashionMnist(const Flags& flags) {
   for (const char* split : {"train", "test"}) {
     absl::StatusOr<ImageSplit> images =
         ReadFashionMnist(flags.data_path, split);
     if (!images.ok()) return images.status();
-    const uint64_t pixels = uint64_t{images->rows} * images->cols;
-    RecordHeader header;
-    header.record_size = static_cast<uint32_t>(1 + pixels);
-    header.total_records = images->size();
-    header.rows = images->rows;
-    header.cols = images->cols;
-    absl::Status written =
-        WriteShards(flags.out + "/" + split, header,
-                    std::min<uint64_t>(flags.shards, images->size()),
-                    [&](uint64_t index, uint8_t* payload) {
-                      payload[0] = images->labels[index];
-                      std::copy_n(images->pixels.data() + index * pixels,
-                                  pixels, payload + 1);
-                    });
-    if (!written.ok()) return written;
+    if (!flags.by_class || std::string(split) == "test") {
+      absl::Status written =
+          WriteImages(*images, flags.out + "/" + split, flags.shards);
+      if (!written.ok()) return written;
+      continue;
+    }
+    for (uint8_t label = 0; label < std::size(kClassNames); ++label) {
+      absl::Status written =
+          WriteImages(OfClass(*images, label),
+                      absl::StrCat(flags.out, "/classes/", kClassNames[label]),
+                      flags.shards);
+      if (!written.ok()) return written;
+    }
   }
   return absl::OkStatus();
 }
@@ -170,6 +210,11 @@ int main(int argc, char** argv) {
   }
   shard::cli::AddOption(*fashion, "--data-path", flags.data_path,
                         "directory of the idx files");
+  fashion->add_flag("--by-class", flags.by_class,
+                    "write each class of the training set as its own "
+                    "dataset, DIR/classes/NAME/ (tshirt, trouser, pullover, "
+                    "dress, coat, sandal, shirt, sneaker, bag, boot), "
+                    "instead of DIR/train/");
   shard::cli::AddOption(*synthetic, "--records", flags.records,
                         "records to write")
       ->required()

@@ -1,0 +1,54 @@
+#include "trainer/source_tally.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/plan/mixture.h"
+
+namespace shard::trainer {
+namespace {
+
+std::vector<std::string> SourceNames(const shard::v1::JobSpec& spec) {
+  std::vector<std::string> names;
+  for (const shard::v1::Source& source : spec.sources()) {
+    names.push_back(source.name());
+  }
+  return names;
+}
+
+// "NAME=COUNT ...".
+std::string NameEach(const std::vector<std::string>& names,
+                     const std::vector<uint64_t>& counts) {
+  std::string line;
+  for (size_t k = 0; k < names.size(); ++k) {
+    absl::StrAppend(&line, k > 0 ? " " : "", names[k], "=", counts[k]);
+  }
+  return line;
+}
+
+}  // namespace
+
+std::string PlannedPerSource(const shard::v1::JobSpec& spec) {
+  if (spec.sources_size() == 0) return "";
+  return NameEach(SourceNames(spec), plan::SourceCounts(spec));
+}
+
+SourceTally::SourceTally(const shard::v1::JobSpec& spec) {
+  if (spec.sources_size() == 0) return;
+  names_ = SourceNames(spec);
+  ends_ = plan::SourceEnds(spec);
+  counts_.assign(ends_.size(), 0);
+}
+
+void SourceTally::Add(const std::vector<int64_t>& indices) {
+  if (!mixture()) return;
+  for (int64_t index : indices) {
+    const auto source = std::upper_bound(ends_.begin(), ends_.end(),
+                                         static_cast<uint64_t>(index));
+    if (source != ends_.end()) ++counts_[source - ends_.begin()];
+  }
+}
+
+std::string SourceTally::Line() const { return NameEach(names_, counts_); }
+
+}  // namespace shard::trainer
