@@ -53,6 +53,7 @@ CoordinatorFigures CoordinatorService::Figures() {
     figures.waiting_by_kind[kind] =
         core_.waiting_calls().waiting(static_cast<WaitingCalls::Kind>(kind));
   }
+  SourceCounterTable& by_source = shards_.source_counters();
   core_.Decide([&](LockedCore& core) {
     if (!core.CheckServing().ok()) return;
     figures.jobs.reserve(core.state().jobs().size());
@@ -60,7 +61,11 @@ CoordinatorFigures CoordinatorService::Figures() {
       figures.jobs.push_back({id, static_cast<uint32_t>(job->members.size()),
                               job->world_size(), job->generation,
                               job->committed_epoch, job->committed_position});
+      if (auto counters = by_source.Find(job->incarnation)) {
+        figures.jobs.back().indices_streamed_by_source = counters->Counts();
+      }
     }
+    by_source.Retain(LiveIncarnations(core));
   });
   return figures;
 }

@@ -1,10 +1,13 @@
 // What the metrics show of one job: a few numbers, copied under the core's
-// lock at scrape time (never the job's members).
+// lock at scrape time (never the job's members), and a mixture's counts of
+// indices streamed per source (at most 17).
 #ifndef SERVER_JOB_FIGURES_H_
 #define SERVER_JOB_FIGURES_H_
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace shard::server {
 
@@ -15,6 +18,9 @@ struct JobFigures {
   uint64_t generation = 0;
   uint64_t committed_epoch = 0;
   uint64_t committed_position = 0;
+  // A mixture that has streamed: indices delivered per source (label,
+  // count), see SourceCounters.
+  std::vector<std::pair<std::string, uint64_t>> indices_streamed_by_source;
 };
 
 }  // namespace shard::server

@@ -12,14 +12,20 @@ namespace shard::server {
 
 ShardCursor::ShardCursor(std::shared_ptr<const plan::EpochOrder> order,
                          plan::ShardLayout layout, uint32_t rank,
-                         uint64_t begin_offset, uint32_t chunk_indices)
+                         uint64_t begin_offset, uint32_t chunk_indices,
+                         std::shared_ptr<SourceCounters> by_source)
     : order_(std::move(order)),
       layout_(layout),
       rank_(rank),
       next_offset_(begin_offset),
       shard_size_(layout.RankShardSize(rank)),
       chunk_indices_(chunk_indices),
-      index_width_(wire::IndexWidthFor(order_->size())) {}
+      index_width_(wire::IndexWidthFor(order_->size())),
+      by_source_(std::move(by_source)) {
+  if (by_source_ != nullptr) {
+    chunk_by_source_.assign(by_source_->tally_size(), 0);
+  }
+}
 
 std::optional<uint64_t> ShardCursor::Awaits() const {
   const uint64_t left = shard_size_ - next_offset_;
@@ -47,16 +53,24 @@ bool ShardCursor::Next(shard::v1::IndexChunk* chunk) {
   // 64-bit copy of it as well (this matters with a thousand streams).
   char* packed = wire::ResizePackedIndices(count, index_width_, chunk);
   uint64_t piece[1024];
+  std::fill(chunk_by_source_.begin(), chunk_by_source_.end(), 0);
   for (uint64_t done = 0; done < count;) {
     const uint64_t n = std::min<uint64_t>(std::size(piece), count - done);
     plan::CopyRankIndices(*order_, layout_, rank_, next_offset_ + done,
                           absl::MakeSpan(piece, n));
+    if (by_source_ != nullptr) {
+      by_source_->Tally(absl::MakeConstSpan(piece, n), chunk_by_source_);
+    }
     wire::WriteIndices(absl::MakeConstSpan(piece, n), index_width_,
                        packed + done * index_width_);
     done += n;
   }
   next_offset_ += count;
   return true;
+}
+
+void ShardCursor::Delivered() {
+  if (by_source_ != nullptr) by_source_->Add(chunk_by_source_);
 }
 
 }  // namespace shard::server

@@ -7,16 +7,20 @@
 // readable, so a stream starts within moments of its order's build; every
 // later chunk waits until it is whole (Awaits), so a stream that follows
 // the shuffle sends as many chunks as one over a finished order. Not
-// thread-safe: one cursor per stream.
+// thread-safe: one cursor per stream. For a mixture it also counts the
+// indices each chunk holds per source, added to the job's SourceCounters
+// once the chunk is delivered (Delivered()).
 #ifndef SERVER_SHARD_CURSOR_H_
 #define SERVER_SHARD_CURSOR_H_
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "common/plan/epoch_order.h"
 #include "common/plan/shard_layout.h"
+#include "server/source_counters.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
@@ -24,10 +28,12 @@ namespace shard::server {
 class ShardCursor {
  public:
   // Requires rank < layout.world_size(), begin_offset <=
-  // layout.RankShardSize(rank) and chunk_indices > 0.
+  // layout.RankShardSize(rank) and chunk_indices > 0. `by_source`: the
+  // job's counters when it is a mixture, else null.
   ShardCursor(std::shared_ptr<const plan::EpochOrder> order,
               plan::ShardLayout layout, uint32_t rank, uint64_t begin_offset,
-              uint32_t chunk_indices);
+              uint32_t chunk_indices,
+              std::shared_ptr<SourceCounters> by_source = nullptr);
 
   // Replaces *chunk with the next chunk (packed fixed-width indices, see
   // proto/index_chunk_codec.h; reusing the chunk's buffers) and returns
@@ -42,6 +48,10 @@ class ShardCursor {
   // called now.
   std::optional<uint64_t> Awaits() const;
 
+  // The chunk of the last Next() reached the client: counts its indices
+  // by source (a mixture; else nothing).
+  void Delivered();
+
   const plan::EpochOrder& order() const { return *order_; }
 
   uint64_t rank_shard_size() const { return shard_size_; }
@@ -55,6 +65,8 @@ class ShardCursor {
   uint32_t chunk_indices_;
   uint32_t index_width_;
   bool sent_any_ = false;
+  std::shared_ptr<SourceCounters> by_source_;
+  std::vector<uint64_t> chunk_by_source_;  // the last chunk's tally
 };
 
 }  // namespace shard::server

@@ -51,6 +51,14 @@ absl::Status CheckPreviewRequest(
 
 }  // namespace
 
+absl::flat_hash_set<uint64_t> LiveIncarnations(const LockedCore& core) {
+  absl::flat_hash_set<uint64_t> live;
+  for (const auto& [id, job] : core.state().jobs()) {
+    live.insert(job->incarnation);
+  }
+  return live;
+}
+
 absl::StatusOr<ShardService::PreparedShard> ShardService::PrepareShard(
     const shard::v1::StreamShardRequest& request) {
   if (absl::Status s = plan::ValidateJobId(request.job_id()); !s.ok()) return s;
@@ -79,14 +87,20 @@ absl::StatusOr<ShardService::PreparedShard> ShardService::PrepareShard(
         return PreparedShard{
             core_->orders().ClaimOrder(IncarnationOf(**job), (*job)->spec,
                                        request.epoch()),
-            *layout, request.rank(), offset, chunk};
+            *layout,
+            request.rank(),
+            offset,
+            chunk,
+            source_counters_.ForJob((*job)->incarnation, (*job)->spec, [&core] {
+              return LiveIncarnations(core);
+            })};
       });
 }
 
 absl::StatusOr<ShardCursor> ShardService::PreparedShard::Open(
     absl::StatusOr<EpochOrderCache::Order> order) const {
   if (!order.ok()) return order.status();
-  return ShardCursor(*std::move(order), layout, rank, offset, chunk);
+  return ShardCursor(*std::move(order), layout, rank, offset, chunk, by_source);
 }
 
 void ShardService::StartOpenShard(const shard::v1::StreamShardRequest& request,

@@ -8,11 +8,15 @@
 // after max_wait. A stream reads the order while it is being shuffled
 // (ShardCursor); a preview answers once the entries of its page are final.
 //
-// Thread-safe; holds nothing but the core, which must outlive it.
+// Also keeps the indices streams delivered per source of each mixture job
+// (source_counters(), for the metrics).
+//
+// Thread-safe; holds the core, which must outlive it, and the counters.
 #ifndef SERVER_SHARD_SERVICE_H_
 #define SERVER_SHARD_SERVICE_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -21,9 +25,14 @@
 #include "server/epoch_order_cache.h"
 #include "server/reply.h"
 #include "server/shard_cursor.h"
+#include "server/source_counter_table.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
+
+// The incarnations of the jobs `core` holds (SourceCounterTable's live
+// set).
+absl::flat_hash_set<uint64_t> LiveIncarnations(const LockedCore& core);
 
 class ShardService {
  public:
@@ -43,14 +52,18 @@ class ShardService {
                          absl::Time call_deadline,
                          Reply<shard::v1::PreviewShardResponse> reply);
 
+  // Indices delivered per source of each mixture job that has streamed.
+  SourceCounterTable& source_counters() { return source_counters_; }
+
  private:
   // A validated stream request with its claimed epoch order.
   struct PreparedShard {
     EpochOrderCache::Claim claim;
     plan::ShardLayout layout;
     uint32_t rank;
-    uint64_t offset;  // In the rank's shard.
-    uint32_t chunk;   // Indices per chunk.
+    uint64_t offset;                            // In the rank's shard.
+    uint32_t chunk;                             // Indices per chunk.
+    std::shared_ptr<SourceCounters> by_source;  // null: not a mixture
 
     absl::StatusOr<ShardCursor> Open(
         absl::StatusOr<EpochOrderCache::Order> order) const;
@@ -75,6 +88,7 @@ class ShardService {
       const shard::v1::PreviewShardRequest& request);
 
   CoordinatorCore* const core_;
+  SourceCounterTable source_counters_;
 };
 
 }  // namespace shard::server

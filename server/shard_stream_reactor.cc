@@ -95,6 +95,7 @@ void ShardStreamReactor::OnWriteDone(bool ok) {
                         "client went away during the stream"));
     return;
   }
+  cursor_->Delivered();
   if (hooks_->indices_streamed) {
     hooks_->indices_streamed(wire::ChunkIndexCount(chunk_));
   }

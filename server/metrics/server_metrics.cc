@@ -106,15 +106,27 @@ prometheus::MetricFamily SingleGauge(std::string name, std::string help,
   return family;
 }
 
-prometheus::MetricFamily SingleCounter(std::string name, std::string help,
-                                       double value) {
+prometheus::MetricFamily CounterFamily(std::string name, std::string help) {
   prometheus::MetricFamily family;
   family.name = std::move(name);
   family.help = std::move(help);
   family.type = prometheus::MetricType::Counter;
+  return family;
+}
+
+prometheus::ClientMetric CounterValue(
+    std::vector<prometheus::ClientMetric::Label> labels, double value) {
   prometheus::ClientMetric metric;
+  metric.label = std::move(labels);
   metric.counter.value = value;
-  family.metric.push_back(metric);
+  return metric;
+}
+
+prometheus::MetricFamily SingleCounter(std::string name, std::string help,
+                                       double value) {
+  prometheus::MetricFamily family =
+      CounterFamily(std::move(name), std::move(help));
+  family.metric.push_back(CounterValue({}, value));
   return family;
 }
 
@@ -145,7 +157,8 @@ std::vector<prometheus::MetricFamily> EndpointIndex() {
   return {family};
 }
 
-// The job gauges, one series per job.
+// The job gauges (one series per job) and the counters of a mixture's
+// indices streamed by source.
 std::vector<prometheus::MetricFamily> JobFamilies(const CoordinatorView& view) {
   std::vector<prometheus::MetricFamily> families = {
       SingleGauge("shard_jobs", "Jobs the coordinator holds.",
@@ -158,7 +171,11 @@ std::vector<prometheus::MetricFamily> JobFamilies(const CoordinatorView& view) {
       GaugeFamily("shard_job_committed_epoch",
                   "Epoch of the job's last committed progress."),
       GaugeFamily("shard_job_committed_position",
-                  "Global position within the committed epoch.")};
+                  "Global position within the committed epoch."),
+      CounterFamily("shard_job_source_indices_streamed_total",
+                    "Indices of a mixture job delivered over StreamShard, "
+                    "by source (the first 16 sources by name, the rest as "
+                    "_other), since this shardd began serving.")};
   for (const server::JobFigures& job : view.jobs) {
     const std::vector<prometheus::ClientMetric::Label> labels = {
         {"job_id", job.job_id}};
@@ -170,6 +187,10 @@ std::vector<prometheus::MetricFamily> JobFamilies(const CoordinatorView& view) {
         GaugeValue(labels, static_cast<double>(job.committed_epoch)));
     families[5].metric.push_back(
         GaugeValue(labels, static_cast<double>(job.committed_position)));
+    for (const auto& [source, count] : job.indices_streamed_by_source) {
+      families[6].metric.push_back(
+          CounterValue({{"job_id", job.job_id}, {"source", source}}, count));
+    }
   }
   return families;
 }

@@ -227,6 +227,44 @@ TEST(MixtureTest, TheOrderShufflesTheChosenList) {
   }
 }
 
+// Orders that are materialised hold the epoch's positions, not the
+// dataset: a torch-shuffled mixture is within the order budget by its epoch
+// size (8 bytes a position above 2^32); a keyed (Feistel) one of 2^40
+// positions holds nothing and reads any position at once.
+TEST(MixtureTest, OrderMemoryFollowsTheEpochSize) {
+  JobSpec small_epoch = Mixture();
+  AddSource(small_epoch, "a", uint64_t{1} << 40)->set_choose(1000);
+  AddSource(small_epoch, "b", uint64_t{1} << 40)->set_choose(24);
+  absl::StatusOr<JobSpec> small = NormalizeJobSpec(small_epoch, 1 << 20);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(EpochOrderBytes(*small), 1024u * 4);
+
+  JobSpec large_epoch = Mixture();
+  AddSource(large_epoch, "a", uint64_t{1} << 39)->set_weight(1);
+  AddSource(large_epoch, "b", 1000)->set_weight(1);
+  large_epoch.set_epoch_size(uint64_t{1} << 33);
+  absl::StatusOr<JobSpec> refused =
+      NormalizeJobSpec(large_epoch, uint64_t{4} << 30);
+  ASSERT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find("of 8589934592 samples needs "
+                                            "68719476736 bytes"),
+            std::string::npos)
+      << refused.status();
+
+  large_epoch.set_epoch_size(uint64_t{1} << 40);
+  large_epoch.set_shuffle_algorithm(shard::v1::SHUFFLE_ALGORITHM_FEISTEL);
+  absl::StatusOr<JobSpec> keyed = NormalizeJobSpec(large_epoch, 0);
+  ASSERT_TRUE(keyed.ok()) << keyed.status();
+  EXPECT_EQ(EpochOrderBytes(*keyed), 0u);
+  const EpochOrder order = StartEpochOrder(*keyed, 3);
+  ASSERT_EQ(order.size(), uint64_t{1} << 40);
+  const uint64_t end = (uint64_t{1} << 39) + 1000;
+  for (uint64_t i : {uint64_t{0}, uint64_t{12345}, uint64_t{1} << 39,
+                     (uint64_t{1} << 40) - 1}) {
+    EXPECT_LT(order.At(i), end) << i;
+  }
+}
+
 TEST(MixtureTest, NormalizingTwiceChangesNothing) {
   JobSpec spec = Mixture();
   AddSource(spec, "a", 10)->set_repeat(0.5);
