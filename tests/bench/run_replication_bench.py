@@ -11,8 +11,10 @@ one run. Prints a Markdown table.
 3. Failovers, for each leader lease in --leases: while a writer creates
    a job after another (each create is acknowledged only once durable) and
    a reader streams a job's indices, the leader is SIGKILLed K times and
-   SIGTERMed T times (restarted as a standby each time), then SIGSTOPped
-   past its lease P times; reports, for kills and SIGTERMs apart, the time
+   SIGTERMed T times (restarted as a standby each time), then SIGSTOPped P
+   times (frozen, not killed: it keeps its connections open; thawed once
+   its lease has passed, it stands by); reports, for kills, SIGTERMs and
+   SIGSTOPs apart, the time
    from each stop to the first call another replica serves, to the answer
    of shardctl and of the C++ client started at the stop, and the longest
    wait across the stop between two creates of the Python writer and
@@ -191,11 +193,12 @@ def summary(values):
             "max": max(values), "n": len(values)}
 
 
-def failovers(bin_dir, rounds, pauses):
-    """`rounds`: [("kill" or "term", count)]. For each leader stopped that
-    way: the time to the first call another replica serves, and to the next
-    answer of each client (shardctl and the C++ client started right after
-    the stop, the Python writer, the Python stream)."""
+def failovers(bin_dir, rounds):
+    """`rounds`: [("kill", "term" or "stop", count)]. For each leader
+    stopped that way (SIGKILL, SIGTERM, SIGSTOP): the time to the first
+    call another replica serves, and to the next answer of each client
+    (shardctl and the C++ client started right after the stop, the Python
+    writer, the Python stream)."""
     def run(replicas, _):
         import shard
         watch = ClientWatch(replicas.coordinator)
@@ -207,8 +210,10 @@ def failovers(bin_dir, rounds, pauses):
                 leader = replicas.leader()
                 if how == "kill":
                     replicas.kill(leader)
-                else:
+                elif how == "term":
                     replicas.terminate(leader)
+                else:
+                    replicas.signal(leader, signal.SIGSTOP)
                 began = time.monotonic()
                 probes = {}
                 threads = [threading.Thread(target=lambda: probes.__setitem__(
@@ -230,27 +235,19 @@ def failovers(bin_dir, rounds, pauses):
                     thread.join()
                 if how == "term":
                     replicas.wait(leader)
-                replicas.start(leader)
+                if how == "stop":
+                    # Thawed past its lease: it finds itself deposed.
+                    time.sleep(replicas.lease_s)
+                    replicas.signal(leader, signal.SIGCONT)
+                else:
+                    replicas.start(leader)
                 events.append({"how": how, "at": began, "served": served,
                                **probes})
                 progress(f"{how} {k + 1}/{count}: served after {served:.2f} "
                          f"s, shardctl {probes['shardctl'] or 0:.2f} s, C++ "
                          f"{probes['cpp'] or 0:.2f} s")
-        ends = [e["at"] for e in events[1:]]
-        for p in range(pauses):
-            time.sleep(1.0)
-            leader = replicas.leader()
-            if p == 0:
-                ends.append(time.monotonic())
-            replicas.signal(leader, signal.SIGSTOP)
-            if replicas.leader(deadline_s=60, skip=(leader,)) is None:
-                sys.exit("no new leader after a pause")
-            time.sleep(replicas.lease_s)
-            replicas.signal(leader, signal.SIGCONT)
-            progress(f"pause {p + 1}/{pauses}")
         time.sleep(1.0)
-        if not pauses:
-            ends.append(time.monotonic())
+        ends = [e["at"] for e in events[1:]] + [time.monotonic()]
         watch.stop()
         for event, end in zip(events, ends):
             event["python"] = stall(watch.acknowledged_at, event["at"], end)
@@ -263,7 +260,8 @@ def failovers(bin_dir, rounds, pauses):
             figures[how] = {key: summary([e[key] for e in mine])
                             for key in ("served", "shardctl", "cpp",
                                         "python", "stream")}
-        return {"figures": figures, "pauses": pauses,
+        return {"figures": figures,
+                "pauses": sum(n for how, n in rounds if how == "stop"),
                 "acknowledged": len(watch.acknowledged), "lost": len(lost),
                 "failed_calls": len(watch.errors),
                 "failures": watch.errors[:5]}
@@ -329,8 +327,9 @@ def main():
         progress(f"failovers, lease {lease:g} s")
         failed_over[lease] = with_replicas(
             bin_dir, work, failovers(bin_dir, [("kill", args.kills),
-                                               ("term", args.terms)],
-                                     args.pauses), lease_s=lease)
+                                               ("term", args.terms),
+                                               ("stop", args.pauses)]),
+            lease_s=lease)
         progress(json.dumps(failed_over[lease]))
     progress("etcd footprint")
     # The benchmark's members commit without heartbeats: a member lease
@@ -354,8 +353,8 @@ def main():
           f"{journal_storm['form_s']:.2f} s | {etcd_storm['form_s']:.2f} s | "
           f"{etcd_storm['form_s'] / journal_storm['form_s']:.2f} |")
     print("\n| failover: leader stopped -> answered, p50 / p99 / max "
-          "(s) | kill -9 | SIGTERM |")
-    print("| --- | --- | --- |")
+          "(s) | kill -9 | SIGTERM | SIGSTOP |")
+    print("| --- | --- | --- | --- |")
     names = {"served": "first call another replica serves",
              "shardctl": "`shardctl describe`, started at the stop",
              "cpp": "C++ client call, started at the stop",
@@ -366,11 +365,11 @@ def main():
     for lease, f in failed_over.items():
         for key, name in names.items():
             cells = []
-            for how in ("kill", "term"):
+            for how in ("kill", "term", "stop"):
                 v = f["figures"][how][key]
                 cells.append(f"{v['p50']:.2f} / {v['p99']:.2f} / "
                              f"{v['max']:.2f} ({v['n']})")
-            print(f"| lease {lease:g} s: {name} | {cells[0]} | {cells[1]} |")
+            print(f"| lease {lease:g} s: {name} | {' | '.join(cells)} |")
     print("\n| failovers | acknowledged creates / lost / calls failed |")
     print("| --- | --- |")
     for lease, f in failed_over.items():
