@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "common/plan/job_spec.h"
 
 namespace shard::server {
@@ -57,7 +58,9 @@ CoordinatorFigures CoordinatorService::Figures() {
   core_.Decide([&](LockedCore& core) {
     if (!core.CheckServing().ok()) return;
     figures.jobs.reserve(core.state().jobs().size());
+    absl::flat_hash_set<uint64_t> live;
     for (const auto& [id, job] : core.state().jobs()) {
+      live.insert(job->incarnation);
       figures.jobs.push_back({id, static_cast<uint32_t>(job->members.size()),
                               job->world_size(), job->generation,
                               job->committed_epoch, job->committed_position});
@@ -65,7 +68,7 @@ CoordinatorFigures CoordinatorService::Figures() {
         figures.jobs.back().indices_streamed_by_source = counters->Counts();
       }
     }
-    by_source.Retain(LiveIncarnations(core));
+    by_source.Retain(live);
   });
   return figures;
 }

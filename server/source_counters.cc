@@ -23,8 +23,7 @@ SourceCounters::SourceCounters(const shard::v1::JobSpec& spec) {
 void SourceCounters::Tally(absl::Span<const uint64_t> indices,
                            std::vector<uint64_t>& tally) const {
   for (uint64_t index : indices) {
-    const size_t k =
-        std::upper_bound(ends_.begin(), ends_.end(), index) - ends_.begin();
+    const size_t k = plan::SourceOf(ends_, index);
     if (k < tally.size()) ++tally[k];
   }
 }

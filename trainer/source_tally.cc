@@ -1,7 +1,5 @@
 #include "trainer/source_tally.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "common/plan/mixture.h"
 
@@ -43,9 +41,8 @@ SourceTally::SourceTally(const shard::v1::JobSpec& spec) {
 void SourceTally::Add(const std::vector<int64_t>& indices) {
   if (!mixture()) return;
   for (int64_t index : indices) {
-    const auto source = std::upper_bound(ends_.begin(), ends_.end(),
-                                         static_cast<uint64_t>(index));
-    if (source != ends_.end()) ++counts_[source - ends_.begin()];
+    const size_t k = plan::SourceOf(ends_, static_cast<uint64_t>(index));
+    if (k < counts_.size()) ++counts_[k];
   }
 }
 

@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "common/plan/job_spec.h"
 #include "shard/client/heartbeater.h"
 #include "shard/client/torch/coordinator_store.h"
@@ -22,6 +21,7 @@
 #include "trainer/checkpoint.h"
 #include "trainer/gather_uneven.h"
 #include "trainer/gradient_sync.h"
+#include "trainer/index_log.h"
 #include "trainer/models.h"
 #include "trainer/progress_report.h"
 #include "trainer/source_tally.h"
@@ -268,74 +268,6 @@ absl::Status Evaluate(const TrainerOptions& options, const TrainingData& data,
   return absl::OkStatus();
 }
 
-// Sets the sizes of a new job's spec from the training data: the dataset
-// size, or each source's size of a mixture.
-void SizeToData(const TrainingData& data, shard::v1::JobSpec& spec) {
-  spec.set_dataset_size(data.train_size());
-  for (int k = 0; k < spec.sources_size(); ++k) {
-    spec.mutable_sources(k)->set_size(data.source_sizes()[k]);
-  }
-}
-
-// FAILED_PRECONDITION when the job's indices do not number the training
-// data: another dataset size, or a mixture's sources of other names, order
-// or sizes.
-absl::Status CheckJobFitsData(const std::string& job_id,
-                              const shard::v1::JobSpec& spec,
-                              const TrainingData& data) {
-  if (!data.size_from_job() && spec.dataset_size() != data.train_size()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job_id, " has dataset_size ", spec.dataset_size(),
-        " but the training data (", data.description(), ") has ",
-        data.train_size(),
-        " samples; create the job for this dataset or pass a matching "
-        "--dataset-size"));
-  }
-  std::vector<std::string> job_sources;
-  for (const shard::v1::Source& source : spec.sources()) {
-    job_sources.push_back(absl::StrCat(source.name(), ":", source.size()));
-  }
-  std::vector<std::string> data_sources;
-  for (size_t k = 0; k < data.source_names().size(); ++k) {
-    data_sources.push_back(
-        absl::StrCat(data.source_names()[k], ":", data.source_sizes()[k]));
-  }
-  if (job_sources != data_sources) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job_id, " has the sources [", absl::StrJoin(job_sources, " "),
-        "] (NAME:RECORDS) but --source gives [",
-        absl::StrJoin(data_sources, " "),
-        "]; give the job's sources, in its order"));
-  }
-  return absl::OkStatus();
-}
-
-// Appends "EPOCH RANK INDEX" lines for trained samples and counts them.
-// Flushed after every step so a SIGKILL loses nothing that was trained.
-class IndexLog {
- public:
-  explicit IndexLog(std::FILE* file) : file_(file) {}
-  ~IndexLog() {
-    if (file_ != nullptr) std::fclose(file_);
-  }
-  void Write(uint64_t epoch, uint32_t rank,
-             const std::vector<int64_t>& indices) {
-    if (file_ == nullptr) return;
-    for (int64_t index : indices) {
-      std::fprintf(file_, "%llu %u %lld\n",
-                   static_cast<unsigned long long>(epoch), rank,
-                   static_cast<long long>(index));
-    }
-    std::fflush(file_);
-    lines_ += indices.size();
-  }
-  uint64_t lines() const { return lines_; }
-
- private:
-  std::FILE* file_;
-  uint64_t lines_ = 0;
-};
-
 // One membership's training, in named steps: Join (and check the job
 // against the data), FormGroup, BuildModel (weights equal on every rank,
 // resumed from the committed progress), RunEpoch for each remaining epoch,
@@ -393,21 +325,20 @@ class Attempt {
     // An existing job is checked before the join waits for the world.
     absl::StatusOr<shard::v1::Job> existing = client_->GetJob(options_.job_id);
     if (existing.ok()) {
-      absl::Status fits =
-          CheckJobFitsData(options_.job_id, existing->spec(), data_);
+      absl::Status fits = data_.CheckFits(options_.job_id, existing->spec());
       if (!fits.ok()) return fits;
     } else if (!absl::IsNotFound(existing.status())) {
       return existing.status();
     }
     std::optional<shard::v1::JobSpec> spec = options_.job_spec;
-    if (spec) SizeToData(data_, *spec);
+    if (spec) data_.SizeSpec(*spec);
     absl::StatusOr<client::Membership> joined =
         JoinJob(*client_, options_, options_.job_id, spec);
     if (!joined.ok()) return joined.status();
     membership_ = *joined;
     // Again: the job may have been created meanwhile (by another rank).
     if (absl::Status fits =
-            CheckJobFitsData(membership_.job_id, membership_.spec, data_);
+            data_.CheckFits(membership_.job_id, membership_.spec);
         !fits.ok()) {
       client_->Leave(membership_).IgnoreError();
       return fits;

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "trainer/data/idx_file.h"
 #include "trainer/data/record_file.h"
 #include "trainer/image_datasets.h"
@@ -172,6 +173,41 @@ absl::StatusOr<TrainingData::ImageFiles> TrainingData::LoadRecords(
   eval_ = eval_set->dataset;
   eval_size_ = eval_set->size;
   return files;
+}
+
+void TrainingData::SizeSpec(shard::v1::JobSpec& spec) const {
+  spec.set_dataset_size(train_size_);
+  for (int k = 0; k < spec.sources_size(); ++k) {
+    spec.mutable_sources(k)->set_size(source_sizes_[k]);
+  }
+}
+
+absl::Status TrainingData::CheckFits(const std::string& job_id,
+                                     const shard::v1::JobSpec& spec) const {
+  if (!size_from_job() && spec.dataset_size() != train_size_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " has dataset_size ", spec.dataset_size(),
+        " but the training data (", description_, ") has ", train_size_,
+        " samples; create the job for this dataset or pass a matching "
+        "--dataset-size"));
+  }
+  std::vector<std::string> job_sources;
+  for (const shard::v1::Source& source : spec.sources()) {
+    job_sources.push_back(absl::StrCat(source.name(), ":", source.size()));
+  }
+  std::vector<std::string> data_sources;
+  for (size_t k = 0; k < source_names_.size(); ++k) {
+    data_sources.push_back(
+        absl::StrCat(source_names_[k], ":", source_sizes_[k]));
+  }
+  if (job_sources != data_sources) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job_id, " has the sources [", absl::StrJoin(job_sources, " "),
+        "] (NAME:RECORDS) but --source gives [",
+        absl::StrJoin(data_sources, " "),
+        "]; give the job's sources, in its order"));
+  }
+  return absl::OkStatus();
 }
 
 SharedDataset TrainingData::Train(uint64_t job_size) const {

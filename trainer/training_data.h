@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "shard/v1/shard.pb.h"
 #include "trainer/data/record_file.h"
 #include "trainer/indexed_dataset.h"
 
@@ -74,6 +75,15 @@ class TrainingData {
   bool size_from_job() const { return kind_ == DatasetKind::kSynthetic; }
   // Samples evaluated after training (0: none).
   uint64_t eval_size() const { return eval_size_; }
+  // Sets the sizes of a new job's spec from the data: the dataset size,
+  // and a mixture's source sizes (the spec has the --source names, in
+  // order).
+  void SizeSpec(shard::v1::JobSpec& spec) const;
+  // FAILED_PRECONDITION when the indices of job `job_id` (of normalised
+  // `spec`) do not number this data: another dataset size, or a mixture's
+  // sources of other names, order or sizes.
+  absl::Status CheckFits(const std::string& job_id,
+                         const shard::v1::JobSpec& spec) const;
   // The training and evaluation sets of a job of `job_size` samples.
   SharedDataset Train(uint64_t job_size) const;
   SharedDataset Eval(uint64_t job_size) const;

@@ -171,7 +171,7 @@ absl::Status PrintPlanBySource(client::CoordinatorClient& client,
   const std::vector<uint64_t> ends = plan::SourceEnds(job->spec());
   std::vector<uint64_t> counts(ends.size(), 0);
   absl::Status read = ForEachPlannedIndex(client, flags, [&](uint64_t index) {
-    ++counts[std::upper_bound(ends.begin(), ends.end(), index) - ends.begin()];
+    ++counts[plan::SourceOf(ends, index)];
   });
   if (!read.ok()) return read;
   for (int k = 0; k < sources.size(); ++k) {

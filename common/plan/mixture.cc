@@ -263,6 +263,10 @@ MixtureEpoch::MixtureEpoch(const JobSpec& spec, uint64_t epoch) {
   }
 }
 
+size_t SourceOf(const std::vector<uint64_t>& ends, uint64_t index) {
+  return std::upper_bound(ends.begin(), ends.end(), index) - ends.begin();
+}
+
 uint64_t MixtureEpoch::Chosen(uint64_t j) const {
   const auto after = std::upper_bound(parts_.begin(), parts_.end(), j,
                                       [](uint64_t position, const Part& part) {

@@ -17,6 +17,7 @@
 #ifndef COMMON_PLAN_MIXTURE_H_
 #define COMMON_PLAN_MIXTURE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -46,6 +47,11 @@ std::vector<uint64_t> SourceCounts(const shard::v1::JobSpec& spec);
 // [ends[k-1], ends[k]), source 0 from 0), for a spec whose sources passed
 // CheckSources; empty for a plain job.
 std::vector<uint64_t> SourceEnds(const shard::v1::JobSpec& spec);
+
+// The source holding global index `index` given the sources' `ends` (as
+// SourceEnds gives them): the k with ends[k-1] <= index < ends[k];
+// ends.size() when the index lies past the last source.
+size_t SourceOf(const std::vector<uint64_t>& ends, uint64_t index);
 
 // Positions per epoch: the dataset size for a plain job, the epoch size of
 // a normalised mixture.
