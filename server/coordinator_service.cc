@@ -61,12 +61,14 @@ CoordinatorFigures CoordinatorService::Figures() {
     absl::flat_hash_set<uint64_t> live;
     for (const auto& [id, job] : core.state().jobs()) {
       live.insert(job->incarnation);
-      figures.jobs.push_back({id, static_cast<uint32_t>(job->members.size()),
-                              job->world_size(), job->generation,
-                              job->committed_epoch, job->committed_position});
-      if (auto counters = by_source.Find(job->incarnation)) {
-        figures.jobs.back().indices_streamed_by_source = counters->Counts();
-      }
+      std::shared_ptr<const SourceCounters> counters =
+          by_source.Find(job->incarnation);
+      figures.jobs.push_back(
+          {id, static_cast<uint32_t>(job->members.size()), job->world_size(),
+           job->generation, job->committed_epoch, job->committed_position,
+           counters != nullptr
+               ? counters->Counts()
+               : std::vector<std::pair<std::string, uint64_t>>{}});
     }
     by_source.Retain(live);
   });
