@@ -79,9 +79,11 @@ struct CoordinatorOptions {
   bool expire_leases_in_background = true;
   // The clock leases are measured with.
   std::function<absl::Time()> now = [] { return absl::Now(); };
-  // Told how long each Decide (every call, every lease check, every
-  // scrape) held the core's lock; called with the lock still held, so it
-  // must be quick and must not call the coordinator. Unset: not measured.
+  // Told how long each hold of the core's lock lasted: each Decide (every
+  // call, every lease check, every scrape) and each hold the parked calls
+  // take (a batch of woken joins, a deadline, a cancellation); called with
+  // the lock still held, so it must be quick and must not call the
+  // coordinator. Unset: not measured.
   std::function<void(absl::Duration held)> on_lock_held;
 };
 
@@ -162,7 +164,7 @@ class CoordinatorCore {
   // Leases and job activity. Reads (FindJob) count as activity.
   LeaseTable leases_ ABSL_GUARDED_BY(mu_);
   // Calls waiting for the state of a job to change (joins), by job id.
-  ParkedCalls parked_{&mu_};
+  ParkedCalls parked_{&mu_, options_.on_lock_held};
   // The rendezvous store lives in memory: the generations recovered from
   // the store (up to this one) lost their keys, and their store calls
   // answer ABORTED so that trainers form a new generation instead of

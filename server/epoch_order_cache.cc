@@ -164,15 +164,12 @@ absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Await(
   if (claim.compute_here_) {
     Fill(Key(claim.job_.incarnation, claim.epoch_), slot, claim.spec_);
   }
+  if (absl::IsDeadlineExceeded(slot->allocated.AwaitReached(1, deadline))) {
+    return StillComputing(claim);
+  }
   absl::StatusOr<Order> order;
   {
     absl::MutexLock lock(&mu_);
-    auto done = [&slot]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return slot->order != nullptr || slot->failed;
-    };
-    if (!mu_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
-      return StillComputing(claim);
-    }
     order = Outcome(*slot);
   }
   if (!order.ok()) return order;
@@ -221,17 +218,21 @@ void EpochOrderCache::WhenReady(Claim claim, OrderCallback done,
     std::move(done)(Await(std::move(claim), absl::InfiniteFuture()));
     return;
   }
-  std::shared_ptr<Slot> slot = claim.slot_;
-  absl::StatusOr<Order> outcome;
-  {
-    absl::MutexLock lock(&mu_);
-    if (slot->order == nullptr && !slot->failed) {
-      slot->waiting.push_back(std::move(done));
-      return;
-    }
-    outcome = Outcome(*slot);
-  }
-  std::move(done)(std::move(outcome));
+  WhenAllocated(claim.slot_, std::move(done));
+}
+
+void EpochOrderCache::WhenAllocated(const std::shared_ptr<Slot>& slot,
+                                    OrderCallback done) {
+  slot->allocated.WhenReached(
+      1, [this, slot, done = std::move(done)](absl::Status allocated) mutable {
+        if (!allocated.ok()) return std::move(done)(std::move(allocated));
+        absl::StatusOr<Order> outcome;
+        {
+          absl::MutexLock lock(&mu_);
+          outcome = Outcome(*slot);  // It may have failed since.
+        }
+        std::move(done)(std::move(outcome));
+      });
 }
 
 absl::StatusOr<std::shared_ptr<const plan::EpochOrder>> EpochOrderCache::Get(
@@ -282,13 +283,11 @@ std::optional<EpochOrderCache::Building> EpochOrderCache::Start(
   }
   // Published before it is shuffled: readers take the entries final so far
   // and wait for the rest (EpochOrder::progress).
-  std::vector<OrderCallback> waiting;
   {
     absl::MutexLock lock(&mu_);
     slot->order = order;
-    waiting.swap(slot->waiting);
   }
-  for (OrderCallback& callback : waiting) std::move(callback)(HandOut(order));
+  slot->allocated.Advance(1);  // Runs the WhenReady() callbacks waiting.
   order->ShuffleFront();
   return Building{key, slot, std::move(order)};
 }
@@ -310,7 +309,6 @@ void EpochOrderCache::Abandon(const Building& building) {
 
 void EpochOrderCache::Fail(const Key& key, const std::shared_ptr<Slot>& slot,
                            const absl::Status& error) {
-  std::vector<OrderCallback> waiting;
   {
     absl::MutexLock lock(&mu_);
     if (error.code() == absl::StatusCode::kUnavailable) {
@@ -320,9 +318,8 @@ void EpochOrderCache::Fail(const Key& key, const std::shared_ptr<Slot>& slot,
     slot->error = error;
     auto it = slots_.find(key);
     if (it != slots_.end() && it->second == slot) slots_.erase(it);
-    waiting.swap(slot->waiting);
   }
-  for (OrderCallback& callback : waiting) std::move(callback)(error);
+  slot->allocated.Break(error);  // Runs the WhenReady() callbacks waiting.
 }
 
 void EpochOrderCache::Prepare(const JobIncarnation& job,
@@ -433,7 +430,7 @@ void EpochOrderCache::PrefetchLoop() {
     Prefetch next;
     std::shared_ptr<Slot> slot;
     std::optional<Building> finishing;
-    std::vector<std::pair<OrderCallback, absl::StatusOr<Order>>> answers;
+    std::vector<absl::AnyInvocable<void() &&>> answers;
     std::vector<std::shared_ptr<Slot>> freeing;
     {
       absl::MutexLock lock(&mu_);
@@ -460,7 +457,7 @@ void EpochOrderCache::PrefetchLoop() {
     // Orders only the cache held are freed here, outside every lock; their
     // bytes go back to the budget, which wakes claims waiting for memory.
     freeing.clear();
-    for (auto& [done, outcome] : answers) std::move(done)(std::move(outcome));
+    for (auto& answer : answers) std::move(answer)();
     if (slot != nullptr) {
       std::optional<Building> started =
           Start(Key(next.job.incarnation, next.epoch), slot, next.spec);
@@ -534,24 +531,24 @@ absl::Status EpochOrderCache::OverBudget(const Claim& claim) const {
                    " bytes are held by orders in use)"));
 }
 
-std::vector<std::pair<EpochOrderCache::OrderCallback,
-                      absl::StatusOr<EpochOrderCache::Order>>>
+std::vector<absl::AnyInvocable<void() &&>>
 EpochOrderCache::ServeMemoryWaiters() {
-  std::vector<std::pair<OrderCallback, absl::StatusOr<Order>>> answers;
+  std::vector<absl::AnyInvocable<void() &&>> answers;
   const absl::Time now = absl::Now();
   std::deque<MemoryWaiter> still_waiting;
   while (!memory_waiters_.empty()) {
     MemoryWaiter waiter = std::move(memory_waiters_.front());
     memory_waiters_.pop_front();
     if (PlaceOverBudgetClaim(waiter.claim)) {
-      Slot& slot = *waiter.claim.slot_;
-      if (slot.order != nullptr || slot.failed) {
-        answers.emplace_back(std::move(waiter.done), Outcome(slot));
-      } else {
-        slot.waiting.push_back(std::move(waiter.done));
-      }
+      answers.push_back([this, slot = waiter.claim.slot_,
+                         done = std::move(waiter.done)]() mutable {
+        WhenAllocated(slot, std::move(done));
+      });
     } else if (now >= waiter.deadline) {
-      answers.emplace_back(std::move(waiter.done), OverBudget(waiter.claim));
+      answers.push_back([done = std::move(waiter.done),
+                         error = OverBudget(waiter.claim)]() mutable {
+        std::move(done)(std::move(error));
+      });
     } else {
       still_waiting.push_back(std::move(waiter));
     }

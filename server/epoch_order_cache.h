@@ -68,6 +68,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/plan/epoch_order.h"
+#include "common/sync/watermark.h"
 #include "server/work_pool.h"
 #include "shard/v1/shard.pb.h"
 
@@ -195,8 +196,9 @@ class EpochOrderCache {
     uint64_t last_used = 0;
     // Why it failed, once failed.
     absl::Status error;
-    // WhenReady() callbacks waiting for the order to be allocated.
-    std::vector<OrderCallback> waiting;
+    // 1 once `order` is published, broken with `error` if it failed
+    // before: what Await() and WhenReady() wait for.
+    sync::Watermark allocated;
   };
   // The byte count all orders share; outlives the cache (orders held by
   // streams release into it), hence its own lock and shared ownership.
@@ -257,10 +259,14 @@ class EpochOrderCache {
   bool PlaceOverBudgetClaim(Claim& claim) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The error of a claim that found no memory.
   absl::Status OverBudget(const Claim& claim) const;
-  // Retries the WhenReady() claims waiting for memory; returns the
-  // callbacks to run (outside the lock) with their outcome.
-  std::vector<std::pair<OrderCallback, absl::StatusOr<Order>>>
-  ServeMemoryWaiters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Retries the WhenReady() claims waiting for memory; returns what to run
+  // for them outside the lock (an answer, or the wait for the allocation).
+  std::vector<absl::AnyInvocable<void() &&>> ServeMemoryWaiters()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Calls `done` with the slot's outcome once its order is allocated (or
+  // failed): at once if it is. Call it without mu_.
+  void WhenAllocated(const std::shared_ptr<Slot>& slot, OrderCallback done)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // An order published and started (Start), not finished yet.
   struct Building {

@@ -1,13 +1,17 @@
 #include "server/parked_calls.h"
 
+#include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "absl/time/clock.h"
 
 namespace shard::server {
 
-ParkedCalls::ParkedCalls(absl::Mutex* owner_mu)
-    : owner_mu_(owner_mu), timer_([this] { TimerLoop(); }) {}
+ParkedCalls::ParkedCalls(absl::Mutex* owner_mu, HoldObserver on_owner_held)
+    : owner_mu_(owner_mu),
+      on_owner_held_(std::move(on_owner_held)),
+      timer_([this] { TimerLoop(); }) {}
 
 ParkedCalls::~ParkedCalls() {
   {
@@ -51,17 +55,40 @@ void ParkedCalls::Wake(const std::string& topic, AfterUnlock& then) {
   absl::MutexLock lock(&mu_);
   auto found = by_topic_.find(topic);
   if (found == by_topic_.end()) return;
-  // Decide() may erase the topic's entry: iterate over a copy.
-  const std::vector<Id> ids(found->second.begin(), found->second.end());
-  for (Id id : ids) Decide(calls_.find(id), Why::kWoken, then);
+  then.Add([this, woken = std::vector<Id>(found->second.begin(),
+                                          found->second.end())] {
+    DecideWoken(woken);
+  });
 }
 
 void ParkedCalls::WakeAll(AfterUnlock& then) {
   absl::MutexLock lock(&mu_);
-  for (auto it = calls_.begin(); it != calls_.end();) {
-    auto next = std::next(it);
-    Decide(it, Why::kWoken, then);
-    it = next;
+  std::vector<Id> woken;
+  woken.reserve(calls_.size());
+  for (const auto& [id, call] : calls_) woken.push_back(id);
+  then.Add([this, woken = std::move(woken)] { DecideWoken(woken); });
+}
+
+void ParkedCalls::HoldingOwner(absl::FunctionRef<void(AfterUnlock&)> decide) {
+  UnlockThenRun owner(owner_mu_);
+  const auto taken = std::chrono::steady_clock::now();
+  decide(owner.then());
+  if (on_owner_held_) {
+    on_owner_held_(absl::FromChrono(std::chrono::steady_clock::now() - taken));
+  }
+}
+
+void ParkedCalls::DecideWoken(const std::vector<Id>& woken) {
+  for (size_t begin = 0; begin < woken.size(); begin += kBatch) {
+    const size_t end = std::min(woken.size(), begin + kBatch);
+    HoldingOwner([&](AfterUnlock& then) {
+      absl::MutexLock lock(&mu_);
+      for (size_t i = begin; i < end; ++i) {
+        // Ended meanwhile (deadline, cancellation) if no longer parked.
+        auto call = calls_.find(woken[i]);
+        if (call != calls_.end()) Decide(call, Why::kWoken, then);
+      }
+    });
   }
 }
 
@@ -71,10 +98,11 @@ void ParkedCalls::EndAll(AfterUnlock& then) {
 }
 
 void ParkedCalls::Cancel(Id id) {
-  UnlockThenRun owner(owner_mu_);
-  absl::MutexLock lock(&mu_);
-  auto call = calls_.find(id);
-  if (call != calls_.end()) Decide(call, Why::kCancelled, owner.then());
+  HoldingOwner([&](AfterUnlock& then) {
+    absl::MutexLock lock(&mu_);
+    auto call = calls_.find(id);
+    if (call != calls_.end()) Decide(call, Why::kCancelled, then);
+  });
 }
 
 size_t ParkedCalls::parked() const {
@@ -98,17 +126,27 @@ void ParkedCalls::TimerLoop() {
       }
     }
     // Something is due: decisions need the owner's mutex, taken first.
-    UnlockThenRun owner(owner_mu_);
-    absl::MutexLock lock(&mu_);
-    const absl::Time now = absl::Now();
-    while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
-      // A decision must finish an expired call; never spin if one does not.
-      if (!Decide(calls_.find(by_deadline_.begin()->second), Why::kDeadline,
-                  owner.then())) {
-        break;
-      }
+    bool more = true;
+    while (more) {
+      HoldingOwner([&](AfterUnlock& then) { more = EndDueCalls(then); });
     }
   }
+}
+
+bool ParkedCalls::EndDueCalls(AfterUnlock& then) {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  for (size_t ended = 0; ended < kBatch; ++ended) {
+    if (by_deadline_.empty() || by_deadline_.begin()->first > now) {
+      return false;
+    }
+    // A decision must finish an expired call; never spin if one does not.
+    if (!Decide(calls_.find(by_deadline_.begin()->second), Why::kDeadline,
+                then)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace shard::server

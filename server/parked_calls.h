@@ -8,25 +8,38 @@
 // cancelled the call, once it let go of every lock (after_unlock.h): a
 // parked call costs no thread of its own at any point.
 //
+// Wakes and deadlines decide at most kBatch calls per hold of the owner's
+// mutex: a wake asks its topic's calls after the waker let go of the mutex,
+// taking it again for each batch (so the change that forms a world of
+// 8,000 does not hold the owner's lock while 8,000 joins are decided), and
+// the timer ends due calls a batch at a time (EndAll, at shutdown, ends
+// every call in the caller's hold). Each hold ParkedCalls takes itself (a
+// batch, the timer's, a cancellation's) is reported to the owner's
+// `on_owner_held`.
+//
 // Locking: Park(), Wake(), WakeAll(), EndAll() and parked() must be called
-// with the owner's mutex held; they add the answers they decide to the
-// caller's AfterUnlock. The destructor is called without the mutex (it, a
-// cancellation and the timer thread take it). Decisions run with the owner's
-// mutex held and must not call back into this object. The owner calls
-// EndAll() before destroying it.
+// with the owner's mutex held; they add what they decide (and, for wakes,
+// the deciding itself) to the caller's AfterUnlock, which must run on this
+// thread before the owner destroys this object. The destructor is called
+// without the mutex (it, a cancellation and the timer thread take it).
+// Decisions run with the owner's mutex held and must not call back into
+// this object. The owner calls EndAll() before destroying it.
 #ifndef SERVER_PARKED_CALLS_H_
 #define SERVER_PARKED_CALLS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/after_unlock.h"
@@ -47,7 +60,12 @@ class ParkedCalls {
   // waiting (only allowed for kWoken).
   using Decision = absl::AnyInvocable<bool(Why why, AfterUnlock& then)>;
 
-  explicit ParkedCalls(absl::Mutex* owner_mu);
+  // Told how long each hold of the owner's mutex ParkedCalls took lasted.
+  using HoldObserver = std::function<void(absl::Duration held)>;
+  // The most calls one hold of the owner's mutex decides.
+  static constexpr size_t kBatch = 64;
+
+  explicit ParkedCalls(absl::Mutex* owner_mu, HoldObserver on_owner_held = {});
   ~ParkedCalls();
   ParkedCalls(const ParkedCalls&) = delete;
   ParkedCalls& operator=(const ParkedCalls&) = delete;
@@ -58,6 +76,7 @@ class ParkedCalls {
   void Park(const std::string& topic, absl::Time deadline, Decision decision,
             const std::shared_ptr<Cancellation>& cancellation,
             AfterUnlock& then) ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks the calls of `topic` (every call) again, in `then`.
   void Wake(const std::string& topic, AfterUnlock& then)
       ABSL_LOCKS_EXCLUDED(mu_);
   void WakeAll(AfterUnlock& then) ABSL_LOCKS_EXCLUDED(mu_);
@@ -76,11 +95,21 @@ class ParkedCalls {
   // keeps waiting. Returns whether it finished.
   bool Decide(std::map<Id, Call>::iterator call, Why why, AfterUnlock& then)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `decide` holding the owner's mutex (reporting the hold), then
+  // what it added to the AfterUnlock.
+  void HoldingOwner(absl::FunctionRef<void(AfterUnlock&)> decide)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks the calls `woken` that are still parked, kBatch per hold of the
+  // owner's mutex. Called holding no lock.
+  void DecideWoken(const std::vector<Id>& woken) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the call if it is still parked (its client went away).
   void Cancel(Id id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends up to kBatch calls whose deadline passed; whether any is left.
+  bool EndDueCalls(AfterUnlock& then) ABSL_LOCKS_EXCLUDED(mu_);
   void TimerLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::Mutex* const owner_mu_;
+  const HoldObserver on_owner_held_;
   mutable absl::Mutex mu_;  // Taken after owner_mu_, never before it.
   absl::CondVar timer_cv_;
   Id next_id_ ABSL_GUARDED_BY(mu_) = 1;

@@ -177,7 +177,7 @@ EtcdStateStore::EtcdStateStore(EtcdSession* session,
     : session_(session),
       leadership_(std::move(leadership)),
       options_(std::move(options)),
-      waiters_(position.last_sequence),
+      durability_(position.last_sequence),
       last_sequence_(position.last_sequence),
       durable_(position.last_sequence),
       records_since_snapshot_(position.last_sequence -
@@ -192,7 +192,7 @@ EtcdStateStore::~EtcdStateStore() {
     stopping_ = true;
   }
   writer_.join();
-  waiters_.Close("the etcd store was closed");
+  durability_.Break(absl::UnavailableError("the etcd store was closed"));
 }
 
 absl::StatusOr<uint64_t> EtcdStateStore::Enqueue(
@@ -210,7 +210,7 @@ absl::StatusOr<uint64_t> EtcdStateStore::Enqueue(
 }
 
 void EtcdStateStore::WhenDurable(uint64_t sequence, Durable done) {
-  waiters_.Add(sequence, std::move(done));
+  durability_.WhenReached(sequence, std::move(done));
 }
 
 void EtcdStateStore::MaybeSnapshot(const CoordinatorState& state) {
@@ -306,10 +306,10 @@ bool EtcdStateStore::WriteRecords(uint64_t first, uint64_t last,
     }
   }
   if (!written.ok()) {
-    if (!broken.ok()) waiters_.Break(broken);
+    if (!broken.ok()) durability_.Break(broken);
     return false;
   }
-  waiters_.Advance(last);
+  durability_.Advance(last);
   return true;
 }
 
@@ -321,7 +321,7 @@ void EtcdStateStore::Abandon(const absl::Status& why) {
     queue_.clear();
     pending_snapshot_.reset();
   }
-  waiters_.Break(why);
+  durability_.Break(why);
 }
 
 void EtcdStateStore::WriteSnapshot(const PendingSnapshot& pending) {

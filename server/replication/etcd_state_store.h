@@ -46,10 +46,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/sync/watermark.h"
 #include "server/coordinator_state.h"
 #include "server/replication/etcd_session.h"
 #include "server/replication/etcd_snapshot.h"
-#include "server/storage/durable_waiters.h"
 #include "server/storage/state_store.h"
 
 namespace shard::server::replication {
@@ -168,7 +168,9 @@ class EtcdStateStore : public storage::StateStore {
   const EtcdSession::Leadership leadership_;
   const Options options_;
 
-  storage::DurableWaiters waiters_;  // Thread-safe on its own.
+  // The durable sequence, and the WhenDurable() callbacks waiting for it
+  // (thread-safe on its own).
+  sync::Watermark durability_;
   mutable absl::Mutex mu_;
   std::deque<QueuedRecord> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_);

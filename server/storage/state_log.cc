@@ -246,7 +246,7 @@ StateLog::~StateLog() {
   }
   if (writer_.joinable()) writer_.join();
   // The writer wrote everything queued, so nothing should be left.
-  waiters_.Close("the journal was closed");
+  durability_.Break(absl::UnavailableError("the journal was closed"));
 }
 
 std::unique_ptr<StateLog> StateLog::InMemory() {
@@ -286,7 +286,7 @@ absl::StatusOr<OpenedLog> StateLog::Open(FileSystem* fs, const std::string& dir,
   } else if (absl::Status s = log.StartSegment(last + 1); !s.ok()) {
     return s;
   }
-  log.waiters_.Advance(last);
+  log.durability_.Advance(last);
   log.writer_ = std::thread([&log] { log.WriterLoop(); });
   return opened;
 }
@@ -307,7 +307,7 @@ absl::StatusOr<uint64_t> StateLog::Enqueue(
   ++records_since_snapshot_;
   if (file_system_ == nullptr) {
     lock.Release();
-    waiters_.Advance(sequence);  // Kept nowhere: durable at once.
+    durability_.Advance(sequence);  // Kept nowhere: durable at once.
     return sequence;
   }
   shard::state::v1::JournalRecord record;
@@ -320,7 +320,7 @@ absl::StatusOr<uint64_t> StateLog::Enqueue(
 }
 
 void StateLog::WhenDurable(uint64_t sequence, Durable done) {
-  waiters_.Add(sequence, std::move(done));
+  durability_.WhenReached(sequence, std::move(done));
 }
 
 void StateLog::MaybeSnapshot(const server::CoordinatorState& state) {
@@ -413,7 +413,7 @@ bool StateLog::WriteGroup(const std::string& framed, uint64_t last,
   if (options_.on_sync) {
     options_.on_sync(written - began, absl::Now() - written, records);
   }
-  waiters_.Advance(last);
+  durability_.Advance(last);
   return true;
 }
 
@@ -428,7 +428,7 @@ void StateLog::Break(const absl::Status& cause) {
     queue_.clear();
     changed_.SignalAll();
   }
-  waiters_.Break(broken);
+  durability_.Break(broken);
   if (options_.on_broken) options_.on_broken(broken);
 }
 

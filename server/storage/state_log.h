@@ -50,8 +50,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/storage/file_system.h"
+#include "common/sync/watermark.h"
 #include "server/coordinator_state.h"
-#include "server/storage/durable_waiters.h"
 #include "server/storage/state_store.h"
 #include "shard/state/v1/updates.pb.h"
 
@@ -187,8 +187,8 @@ class StateLog : public StateStore {
   uint64_t records_since_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t snapshot_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status broken_ ABSL_GUARDED_BY(mu_);
-  // WhenDurable callbacks (thread-safe on its own).
-  DurableWaiters waiters_{0};
+  // The durable sequence, and the WhenDurable() callbacks waiting for it.
+  sync::Watermark durability_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread writer_;
 };

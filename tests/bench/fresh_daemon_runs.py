@@ -47,9 +47,10 @@ def run_per_size(args, client, size_flag, sizes, extra=(), timeout=900):
 
 
 def core_lock_holds(metrics_address):
-    """p50, p99 (the upper bound of the histogram bucket holding them) and
-    max of the core's lock hold times, in ms; NaN from a shardd that does
-    not export them (an older build)."""
+    """p50, p99 (the upper bound of the histogram bucket holding them), max
+    of the core's lock hold times, in ms, and how many holds lasted over
+    1 ms and over 5 ms; NaN from a shardd that does not export them (an
+    older build)."""
     text = urllib.request.urlopen(f"http://{metrics_address}/metrics",
                                   timeout=10).read().decode()
     buckets, maximum = [], math.nan
@@ -68,6 +69,12 @@ def core_lock_holds(metrics_address):
                 return bound * 1000
         return math.inf
 
+    def over(seconds):
+        within = [cumulative for bound, cumulative in buckets
+                  if bound == seconds]
+        return buckets[-1][1] - within[0] if within else math.nan
+
     return {"lock_p50_ms": quantile(0.5), "lock_p99_ms": quantile(0.99),
-            "lock_max_ms": maximum,
+            "lock_max_ms": maximum, "lock_over_1ms": over(0.001),
+            "lock_over_5ms": over(0.005),
             "lock_holds": buckets[-1][1] if buckets else 0}

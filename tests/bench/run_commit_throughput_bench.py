@@ -30,8 +30,8 @@ def main():
                         extra=["--seconds", str(args.seconds)], timeout=600)
     print("\n| M | commits/s | commit p50 / p99 / max | heartbeat p50 / p99 / "
           "max under the load | coordinator threads | core lock held per "
-          "call p50 / p99 / max |")
-    print("| --- | --- | --- | --- | --- | --- |")
+          "call p50 / p99 / max | core lock holds over 1 ms / 5 ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['members']} | {r['commits_per_s']:.0f} | "
               f"{r['commit_p50_ms']:.1f} / {r['commit_p99_ms']:.1f} / "
@@ -39,7 +39,8 @@ def main():
               f"{r['load_hb_p50_ms']:.1f} / {r['load_hb_p99_ms']:.1f} / "
               f"{r['load_hb_max_ms']:.1f} ms | {r['threads']:.0f} | "
               f"<= {r['lock_p50_ms']:.3f} / <= {r['lock_p99_ms']:.3f} / "
-              f"{r['lock_max_ms']:.2f} ms |")
+              f"{r['lock_max_ms']:.2f} ms | "
+              f"{r['lock_over_1ms']:.0f} / {r['lock_over_5ms']:.0f} |")
 
 
 if __name__ == "__main__":

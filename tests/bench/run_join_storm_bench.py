@@ -31,8 +31,9 @@ def main():
     print("\n| W | world formed in | heartbeat p50 / p99 / max during the "
           "storm | W joins parked: heartbeat p50 / p99 / max | coordinator "
           "threads idle -> W parked -> 1 s after cancelling them | coordinator "
-          "RSS, W parked | core lock held per call p50 / p99 / max |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "RSS, W parked | core lock held per call p50 / p99 / max | core "
+          "lock holds over 1 ms / 5 ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['joins']} | {r['form_s']:.2f} s ({r['formed']} ok) | "
               f"{r['storm_hb_p50_ms']:.1f} / {r['storm_hb_p99_ms']:.1f} / "
@@ -43,7 +44,8 @@ def main():
               f"{r['threads_after_cancel']:.0f} | "
               f"{r['rss_waiting_mib']:.0f} MiB | "
               f"<= {r['lock_p50_ms']:.3f} / <= {r['lock_p99_ms']:.3f} / "
-              f"{r['lock_max_ms']:.2f} ms |")
+              f"{r['lock_max_ms']:.2f} ms | "
+              f"{r['lock_over_1ms']:.0f} / {r['lock_over_5ms']:.0f} |")
 
 
 if __name__ == "__main__":

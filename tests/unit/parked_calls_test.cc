@@ -1,14 +1,19 @@
 // ParkedCalls: a wake asks only its topic's calls, deadlines, cancellation
 // and shutdown each end a call exactly once with their reason, and the
 // answers run on the thread that ended the wait, after it let go of the
-// owner's lock.
+// owner's lock. Wakes and deadlines decide at most kBatch calls per hold of
+// the owner's lock, never in the waker's own hold, and every hold
+// ParkedCalls takes is reported.
 #include "server/parked_calls.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -34,6 +39,7 @@ class ParkedCallsTest : public ::testing::Test {
         [this, name](Why why, AfterUnlock& then)
             ABSL_NO_THREAD_SAFETY_ANALYSIS {
               ++asked_[name];
+              ++asked_in_hold_;
               if (why == Why::kWoken && ready_.count(name) == 0) return false;
               then.Add([this, name, why] {
                 // The owner's lock is free: taking it here must not block.
@@ -86,14 +92,36 @@ class ParkedCallsTest : public ::testing::Test {
     return calls_.parked();
   }
 
+  // Parks `count` calls on `topic`, named prefix0, prefix1, ...
+  std::vector<std::string> ParkMany(const std::string& topic,
+                                    const std::string& prefix, size_t count,
+                                    absl::Time deadline) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < count; ++i) {
+      names.push_back(prefix + std::to_string(i));
+      Park(topic, names.back(), deadline);
+    }
+    return names;
+  }
+  // How many calls each hold ParkedCalls took of owner_ asked so far.
+  std::vector<int> Holds() {
+    absl::MutexLock lock(&owner_);
+    return holds_;
+  }
+
   absl::Mutex owner_;
   std::map<std::string, int> asked_;   // Under owner_.
   std::map<std::string, bool> ready_;  // Under owner_.
+  int asked_in_hold_ = 0;              // Under owner_.
+  std::vector<int> holds_;             // Under owner_.
   absl::Mutex results_mu_;
   std::map<std::string, Why> ended_;
   std::map<std::string, std::thread::id> answered_on_;
   std::map<std::string, bool> owner_free_;
-  ParkedCalls calls_{&owner_};
+  ParkedCalls calls_{&owner_,
+                     [this](absl::Duration) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                       holds_.push_back(std::exchange(asked_in_hold_, 0));
+                     }};
 };
 
 TEST_F(ParkedCallsTest, AWakeAsksOnlyTheCallsOfItsTopic) {
@@ -169,6 +197,40 @@ TEST_F(ParkedCallsTest, WakeAllAsksEveryTopic) {
   Wake("", {"a", "b"});
   EXPECT_EQ(Ended("a", absl::ZeroDuration()), Why::kWoken);
   EXPECT_EQ(Ended("b", absl::ZeroDuration()), Why::kWoken);
+}
+
+TEST_F(ParkedCallsTest, AWakeDecidesAfterTheWakerUnlocksABatchPerHold) {
+  const size_t count = 2 * ParkedCalls::kBatch + 10;
+  const std::vector<std::string> names =
+      ParkMany("job", "c", count, absl::InfiniteFuture());
+  {
+    UnlockThenRun lock(&owner_);
+    for (const std::string& name : names) ready_[name] = true;
+    calls_.Wake("job", lock.then());
+    // Nothing is decided in the waker's own hold, however many are woken.
+    EXPECT_TRUE(asked_.empty());
+  }
+  // Decided before the waker's unlock returned, on its thread, each batch
+  // in a hold of its own.
+  EXPECT_EQ(Parked(), 0u);
+  for (const std::string& name : {names.front(), names.back()}) {
+    EXPECT_TRUE(AnsweredOutsideTheLockOn(name, std::this_thread::get_id()));
+  }
+  const int batch = ParkedCalls::kBatch;
+  EXPECT_EQ(Holds(), (std::vector<int>{batch, batch, 10}));
+}
+
+TEST_F(ParkedCallsTest, TheTimerEndsDueCallsABatchPerHold) {
+  const size_t count = ParkedCalls::kBatch + 5;
+  const std::vector<std::string> names =
+      ParkMany("job", "due", count, absl::Now() + absl::Milliseconds(200));
+  for (const std::string& name : names) {
+    EXPECT_EQ(Ended(name), Why::kDeadline);
+  }
+  const std::vector<int> holds = Holds();
+  EXPECT_EQ(std::accumulate(holds.begin(), holds.end(), 0u), count);
+  EXPECT_LE(*std::max_element(holds.begin(), holds.end()),
+            static_cast<int>(ParkedCalls::kBatch));
 }
 
 }  // namespace
