@@ -82,6 +82,7 @@ def worker(rank, args, port):
             correct = (model.module(x).argmax(1) == y).sum().item()
         print(json.dumps({"accuracy": correct / len(y)}), flush=True)
     dist.barrier()
+    del model  # Before the group: docs/user-guide.md, "Ending a DDP script".
     dist.destroy_process_group()
 
 

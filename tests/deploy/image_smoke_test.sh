@@ -111,7 +111,7 @@ replica --listen "127.0.0.1:$((client_port + 2000))" --shutdown-grace 2s \
   >"$work/replica.out" 2>"$work/replica.log" &
 replica_pid=$!
 address=127.0.0.1:$((client_port + 2000))
-for _ in $(seq 150); do
+for _ in $(seq 450); do  # 90 s: buildah starts slowly beside other tests
   grep -q "leading the coordinator cluster" "$work/replica.log" && break
   sleep 0.2
 done

@@ -168,6 +168,11 @@ def main():
     print(f"rank {rank}: eval samples {total.numel()} mse "
           f"{total.mean().item():.6f} params {checksum:.10f}", flush=True)
     evaluator.close()
+    # DDP first, while its process group is still registered: torch 1.13
+    # frees a Gloo group with the GIL held when a DDP reducer drops the
+    # last reference to it, and hangs if a thread of the group still has a
+    # tensor to free (see docs/user-guide.md, "Ending a DDP script").
+    del ddp
     dist.destroy_process_group()
     sampler.close()
 
