@@ -8,9 +8,12 @@ sources and an epoch size, and train 3 epochs with 2 DataLoader workers:
 every epoch of every rank equals the independent reference of
 docs/mixtures.md (tests/conformance/mixture_reference.py), len(sampler) is
 the rank's share of the epoch size. Wrong arguments (not a ConcatDataset,
-a size unlike its part's, two shares) raise ValueError. The worked example
-(client/python/examples/mixture_fashion_mnist.py, each Fashion-MNIST class
-a source, two re-weighted) trains 2 epochs: each class's images the loop
+a size unlike its part's, two shares) raise ValueError, and so does a
+sampler joining an existing job (no num_replicas) that is not its
+dataset's: sources in another order, a plain sampler and a mixture job, a
+plain job of another size (one over the job's dataset joins it). The worked
+example (client/python/examples/mixture_fashion_mnist.py, each
+Fashion-MNIST class a source, two re-weighted) trains 2 epochs: each class's images the loop
 received equal the coordinator's plan and the reference's counts.
 Exit status 0 when every check passes.
 """
@@ -84,6 +87,52 @@ def expected(rank, epoch):
     return reference.rank_indices(
         reference.chosen(triples, counts, SEED, epoch), WORLD, rank, SEED,
         epoch, True, "pad")
+
+
+def check_joins_without_spec(address):
+    """A sampler joining an existing job (no num_replicas) is refused, with
+    ValueError before it waits, unless the job is its dataset's."""
+    import shard
+    import shard.torch
+    from torch.utils.data import ConcatDataset
+    client = shard.Client(address)
+    client.create_job("plain", shard.job_spec(100, 1))
+    client.create_job("mixture-1", shard.job_spec(
+        0, 1, epoch_size=EPOCH_SIZE,
+        sources=[shard.source(name, size, weight=weight)
+                 for name, size, weight in PARTS]))
+    reordered = ConcatDataset(list(reversed(concat_dataset().datasets)))
+    reordered_sources = list(reversed(sources()))
+    for what, make in [
+            ("a mixture sampler whose parts are in another order",
+             lambda: shard.torch.DistributedMixtureSampler(
+                 reordered, sources=reordered_sources, epoch_size=EPOCH_SIZE,
+                 coordinator=address, job="mixture-1", member="late")),
+            ("a plain sampler joining the mixture job",
+             lambda: shard.torch.DistributedShardSampler(
+                 concat_dataset(), coordinator=address, job="mixture-1",
+                 member="late")),
+            ("a plain sampler over 50 samples joining a job of 100",
+             lambda: shard.torch.DistributedShardSampler(
+                 range(50), coordinator=address, job="plain", member="late")),
+            ("a mixture sampler joining a plain job",
+             lambda: shard.torch.DistributedMixtureSampler(
+                 concat_dataset(), sources=sources(), coordinator=address,
+                 job="plain", member="late"))]:
+        try:
+            make()
+            check(False, f"{what} raises ValueError")
+        except ValueError as error:
+            check(True, f"{what} raises ValueError: {error}")
+        except shard.ShardError as error:
+            check(False, f"{what} raises ValueError, not {error!r}")
+    for job in ("plain", "mixture-1"):
+        check(client.get_job(job).generation == 0,
+              f"no refused sampler joined {job} (it formed no world)")
+    sampler = shard.torch.DistributedShardSampler(
+        range(100), coordinator=address, job="plain", member="fits")
+    check(len(sampler) == 100, "a sampler over the job's dataset joins it")
+    sampler.close()
 
 
 def check_wrong_arguments(address):
@@ -172,6 +221,7 @@ def main():
                       f"rank {rank} epoch {epoch}: {len(got)} indices equal "
                       f"the reference's")
         check_wrong_arguments(daemon.address)
+        check_joins_without_spec(daemon.address)
         check_fashion_mnist_example(args, daemon.address)
     return exit_code()
 

@@ -108,12 +108,28 @@ class DistributedShardSampler:
         self._heartbeat = None
         self._tracker = None  # Set by shard.torch.DataLoader for one iter().
         self._warned_untracked = False
+        if self._spec is None:
+            # Joining a job it does not create: refuse another dataset's
+            # job before waiting for its world.
+            self._check_fits(self.client.get_job(job).spec)
         self.rejoin()
 
     def _job_spec(self, num_replicas):
         """The spec this sampler creates its job with."""
         return job_spec(self.dataset_size, num_replicas, seed=self.seed,
                         shuffle=self.shuffle, tail=self._tail)
+
+    def _check_fits(self, spec):
+        """ValueError unless the job's `spec` describes this dataset (its
+        size; a mixture's sources are DistributedMixtureSampler's)."""
+        if spec.sources:
+            raise ValueError(
+                f"job {self._job!r} is a mixture of {len(spec.sources)} "
+                f"sources: use shard.torch.DistributedMixtureSampler")
+        if spec.dataset_size != self.dataset_size:
+            raise ValueError(
+                f"job {self._job!r} has {spec.dataset_size} samples but the "
+                f"dataset holds {self.dataset_size}: another dataset's job")
 
     def rejoin(self):
         """Joins the job's current world again (after ABORTED: a member
@@ -125,6 +141,11 @@ class DistributedShardSampler:
         self.membership = self.client.join(self._job, self._member,
                                            spec=self._spec, wait=self._wait,
                                            rank=self._requested_rank)
+        try:
+            self._check_fits(self.membership.spec)  # Re-created meanwhile?
+        except ValueError:
+            self.client.leave(self.membership)
+            raise
         if (self._requested_rank is not None and
                 self.membership.rank != self._requested_rank):
             warnings.warn(
@@ -322,3 +343,15 @@ class DistributedMixtureSampler(DistributedShardSampler):
         return job_spec(0, num_replicas, seed=self.seed, shuffle=self.shuffle,
                         tail=self._tail, sources=self._sources,
                         epoch_size=self._epoch_size)
+
+    def _check_fits(self, spec):
+        """ValueError unless the job's sources are this sampler's, by name
+        and size, in order."""
+        def described(sources):
+            return [f"{s.name}:{s.size}" for s in sources]
+        if described(spec.sources) != described(self._sources):
+            raise ValueError(
+                f"job {self._job!r} has the sources "
+                f"{described(spec.sources) or 'none (a plain job)'} but the "
+                f"sampler's dataset has {described(self._sources)} (name:size, "
+                f"in order)")
