@@ -1,6 +1,5 @@
 #include "server/coordinator_core.h"
 
-#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,14 +54,9 @@ CoordinatorCore::~CoordinatorCore() {
 }
 
 uint64_t CoordinatorCore::Decide(absl::FunctionRef<void(LockedCore&)> decide) {
-  UnlockThenRun lock(&mu_);
-  const auto taken = std::chrono::steady_clock::now();
+  UnlockThenRun lock(&mu_, &options_.on_lock_held);
   LockedCore core(*this, lock.then());
   decide(core);
-  if (options_.on_lock_held) {
-    options_.on_lock_held(
-        absl::FromChrono(std::chrono::steady_clock::now() - taken));
-  }
   return writes_.journaled();
 }
 

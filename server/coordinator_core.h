@@ -84,7 +84,7 @@ struct CoordinatorOptions {
   // take (a batch of woken joins, a deadline, a cancellation); called with
   // the lock still held, so it must be quick and must not call the
   // coordinator. Unset: not measured.
-  std::function<void(absl::Duration held)> on_lock_held;
+  LockHoldObserver on_lock_held;
 };
 
 class CoordinatorCore {

@@ -1,14 +1,13 @@
 #include "server/parked_calls.h"
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
 
 #include "absl/time/clock.h"
 
 namespace shard::server {
 
-ParkedCalls::ParkedCalls(absl::Mutex* owner_mu, HoldObserver on_owner_held)
+ParkedCalls::ParkedCalls(absl::Mutex* owner_mu, LockHoldObserver on_owner_held)
     : owner_mu_(owner_mu),
       on_owner_held_(std::move(on_owner_held)),
       timer_([this] { TimerLoop(); }) {}
@@ -70,12 +69,8 @@ void ParkedCalls::WakeAll(AfterUnlock& then) {
 }
 
 void ParkedCalls::HoldingOwner(absl::FunctionRef<void(AfterUnlock&)> decide) {
-  UnlockThenRun owner(owner_mu_);
-  const auto taken = std::chrono::steady_clock::now();
+  UnlockThenRun owner(owner_mu_, &on_owner_held_);
   decide(owner.then());
-  if (on_owner_held_) {
-    on_owner_held_(absl::FromChrono(std::chrono::steady_clock::now() - taken));
-  }
 }
 
 void ParkedCalls::DecideWoken(const std::vector<Id>& woken) {

@@ -28,7 +28,6 @@
 #define SERVER_PARKED_CALLS_H_
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -60,12 +59,13 @@ class ParkedCalls {
   // waiting (only allowed for kWoken).
   using Decision = absl::AnyInvocable<bool(Why why, AfterUnlock& then)>;
 
-  // Told how long each hold of the owner's mutex ParkedCalls took lasted.
-  using HoldObserver = std::function<void(absl::Duration held)>;
   // The most calls one hold of the owner's mutex decides.
   static constexpr size_t kBatch = 64;
 
-  explicit ParkedCalls(absl::Mutex* owner_mu, HoldObserver on_owner_held = {});
+  // `on_owner_held` is told how long each hold of the owner's mutex
+  // ParkedCalls takes lasted.
+  explicit ParkedCalls(absl::Mutex* owner_mu,
+                       LockHoldObserver on_owner_held = {});
   ~ParkedCalls();
   ParkedCalls(const ParkedCalls&) = delete;
   ParkedCalls& operator=(const ParkedCalls&) = delete;
@@ -109,7 +109,7 @@ class ParkedCalls {
   void TimerLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
   absl::Mutex* const owner_mu_;
-  const HoldObserver on_owner_held_;
+  const LockHoldObserver on_owner_held_;
   mutable absl::Mutex mu_;  // Taken after owner_mu_, never before it.
   absl::CondVar timer_cv_;
   Id next_id_ ABSL_GUARDED_BY(mu_) = 1;
