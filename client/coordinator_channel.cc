@@ -70,6 +70,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewCoordinatorChannel(
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, kMinReresolveMs);
   // gRPC takes this as the shortest time a connection attempt may take
   // (its minimum connect timeout), not as a backoff: at the backoff's
   // 100 ms, a handshake slower than the backoff (a loaded coordinator, TLS

@@ -26,20 +26,23 @@ absl::StatusOr<Response> CallWithRetry(
     const char* name, const Request& request, absl::Duration timeout,
     const RetryPolicy& retry) {
   Response response;
-  absl::Status status = RetryUnavailable(retry, [&]() -> absl::Status {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    const CoordinatorReplicas::Pick replica = replicas.Current();
-    // This client never cancels its unary calls.
-    const absl::Status status = ServerCancelledAsUnavailable(FromGrpcStatus(
-        ((*replica.stub).*method)(&context, request, &response), name));
-    if (!absl::IsUnavailable(status)) {
-      replicas.Answered();
-    } else if (replicas.Failed(replica, context)) {
-      return MarkedRetrySoon(status);
-    }
-    return status;
-  });
+  absl::Status status = RetryUnavailable(
+      retry,
+      [&]() -> absl::Status {
+        grpc::ClientContext context;
+        context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+        const CoordinatorReplicas::Pick replica = replicas.Current();
+        // This client never cancels its unary calls.
+        const absl::Status status = ServerCancelledAsUnavailable(FromGrpcStatus(
+            ((*replica.stub).*method)(&context, request, &response), name));
+        if (!absl::IsUnavailable(status)) {
+          replicas.Answered();
+        } else if (replicas.Failed(replica, context)) {
+          return MarkedRetrySoon(status);
+        }
+        return status;
+      },
+      [&replicas](absl::Duration pause) { replicas.PauseBeforeRetry(pause); });
   if (!status.ok()) return status;
   return response;
 }

@@ -40,12 +40,26 @@ absl::Status CoordinatorReplicas::Add(const std::string& address) {
   if (!channel.ok()) return channel.status();
   addresses_.push_back(address);
   stubs_.push_back(shard::v1::Coordinator::NewStub(*channel));
+  channels_.push_back(*channel);
   return absl::OkStatus();
 }
 
 CoordinatorReplicas::Pick CoordinatorReplicas::Current() const {
   absl::MutexLock lock(&mu_);
-  return Pick{stubs_[current_], current_};
+  return Pick{stubs_[current_], current_, channels_[current_]};
+}
+
+void CoordinatorReplicas::PauseBeforeRetry(absl::Duration pause) const {
+  const std::shared_ptr<grpc::Channel> channel = Current().channel;
+  const absl::Time until = absl::Now() + pause;
+  if (channel->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) {
+    // A live coordinator answered UNAVAILABLE: the whole pause.
+    absl::SleepFor(pause);
+    return;
+  }
+  // Returns once the channel is READY, or at the end of the pause.
+  if (channel->WaitForConnected(absl::ToChronoTime(until))) return;
+  absl::SleepFor(until - absl::Now());
 }
 
 bool CoordinatorReplicas::Failed(const Pick& used,

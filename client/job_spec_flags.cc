@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -119,15 +120,22 @@ absl::Status ParseSourceShare(absl::string_view text,
   return absl::OkStatus();
 }
 
+// True when `part` (the text after an option's last ':') is a share:
+// "weight=...", "repeat=..." or "choose=...", whatever follows the '='.
+bool NamesAShare(absl::string_view part) {
+  return absl::StartsWith(part, "weight=") ||
+         absl::StartsWith(part, "repeat=") || absl::StartsWith(part, "choose=");
+}
+
 }  // namespace
 
 absl::StatusOr<SourceOption> ParseSourceOption(absl::string_view text,
                                                absl::string_view syntax) {
   const size_t name_end = text.find(':');
-  // The share is the last part when it names one (a path may hold ':').
+  // The share is the last part when it names one (a path may hold ':' and
+  // '=').
   size_t value_end = text.rfind(':');
-  if (value_end == name_end ||
-      text.substr(value_end + 1).find('=') == absl::string_view::npos) {
+  if (value_end == name_end || !NamesAShare(text.substr(value_end + 1))) {
     value_end = text.size();
   }
   if (name_end == absl::string_view::npos || name_end == 0 ||

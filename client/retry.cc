@@ -42,7 +42,8 @@ absl::Duration Backoff::Next(const absl::Status& last) {
 void Backoff::Reset() { current_ = policy_.initial_backoff; }
 
 absl::Status RetryUnavailable(const RetryPolicy& policy,
-                              absl::FunctionRef<absl::Status()> attempt) {
+                              absl::FunctionRef<absl::Status()> attempt,
+                              absl::FunctionRef<void(absl::Duration)> pause) {
   const absl::Time started = absl::Now();
   const absl::Time give_up = started + policy.deadline;
   absl::Time reported = started;
@@ -50,16 +51,16 @@ absl::Status RetryUnavailable(const RetryPolicy& policy,
   while (true) {
     absl::Status status = attempt();
     if (!absl::IsUnavailable(status)) return status;
-    const absl::Duration pause = backoff.Next(status);
+    const absl::Duration wait = backoff.Next(status);
     const absl::Time now = absl::Now();
-    if (now + pause > give_up) return status;
+    if (now + wait > give_up) return status;
     // Announced before a pause that ends report_every or more after the
     // previous report (or the first attempt).
-    if (policy.on_retrying && now + pause - reported >= policy.report_every) {
+    if (policy.on_retrying && now + wait - reported >= policy.report_every) {
       policy.on_retrying(status, give_up - now);
       reported = now;
     }
-    absl::SleepFor(pause);
+    pause(wait);
   }
 }
 

@@ -31,6 +31,23 @@ ShardStream::~ShardStream() {
   reader_.join();
 }
 
+void ShardStream::PauseBeforeReconnect(absl::Duration pause) {
+  const std::shared_ptr<grpc::Channel> channel = replicas_->Current().channel;
+  const bool connected =
+      channel->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY;
+  const absl::Time until = absl::Now() + pause;
+  auto cancelled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return cancelled_;
+  };
+  // In slices, to notice the reconnection (a restarted coordinator is
+  // called as soon as it serves, not after the rest of a backoff).
+  while (!cancelled_ && absl::Now() < until) {
+    mu_.AwaitWithTimeout(absl::Condition(&cancelled),
+                         std::min(until - absl::Now(), absl::Milliseconds(50)));
+    if (!connected && channel->GetState(false) == GRPC_CHANNEL_READY) return;
+  }
+}
+
 void ShardStream::ReadLoop() {
   absl::Time give_up = absl::Now() + retry_.deadline;
   Backoff backoff(retry_);
@@ -52,10 +69,7 @@ void ShardStream::ReadLoop() {
     }
     const absl::Duration pause = backoff.Next(status);
     if (absl::Now() + pause > give_up) break;
-    auto cancelled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return cancelled_;
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&cancelled), pause);
+    PauseBeforeReconnect(pause);
     if (cancelled_) break;
   }
   absl::MutexLock lock(&mu_);

@@ -5,8 +5,8 @@
 
 namespace shard::wire {
 
-uint32_t IndexWidthFor(uint64_t dataset_size) {
-  return dataset_size <= (uint64_t{1} << 32) ? 4 : 8;
+uint32_t IndexWidthFor(uint64_t index_bound) {
+  return index_bound <= (uint64_t{1} << 32) ? 4 : 8;
 }
 
 char* ResizePackedIndices(size_t count, uint32_t width,

@@ -14,9 +14,10 @@
 
 namespace shard::wire {
 
-// Bytes per index for a job of `dataset_size` samples: 4 when every index
-// fits 32 bits, else 8.
-uint32_t IndexWidthFor(uint64_t dataset_size);
+// Bytes per index for a stream whose indices are all below `index_bound`
+// (a job's dataset size; for a mixture, all its sources' samples, however
+// few an epoch takes): 4 when every index fits 32 bits, else 8.
+uint32_t IndexWidthFor(uint64_t index_bound);
 
 // Makes the chunk carry `count` packed indices of `width` (4 or 8) bytes:
 // clears the varint field, sets index_width and sizes packed_indices

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/plan/job_spec.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "server/coordinator_core.h"
 #include "server/event_log.h"
 
@@ -14,10 +13,6 @@ namespace shard::server {
 namespace {
 
 using shard::state::v1::StateUpdate;
-
-bool SameSpec(const shard::v1::JobSpec& a, const shard::v1::JobSpec& b) {
-  return google::protobuf::util::MessageDifferencer::Equals(a, b);
-}
 
 // ABORTED for a generation that is not the job's formed one (or
 // FAILED_PRECONDITION while none formed and the caller named none).
@@ -122,12 +117,18 @@ absl::StatusOr<const JobState*> LockedCore::CreateOrMatchJob(
     const std::string& job_id, const shard::v1::JobSpec& spec,
     absl::StatusCode conflict_code) {
   if (const JobState* existing = state().FindJob(job_id)) {
-    if (!SameSpec(existing->spec, spec)) {
+    if (const std::string difference =
+            plan::JobSpecDifference(existing->spec, spec);
+        !difference.empty()) {
+      const std::string stored = plan::DescribeJobSpec(existing->spec);
+      const std::string requested = plan::DescribeJobSpec(spec);
       return absl::Status(
-          conflict_code, absl::StrCat("job \"", job_id, "\" exists with spec {",
-                                      plan::DescribeJobSpec(existing->spec),
-                                      "}; the request asked for {",
-                                      plan::DescribeJobSpec(spec), "}"));
+          conflict_code,
+          absl::StrCat("job \"", job_id, "\" exists with spec {", stored,
+                       "}; the request asks for ",
+                       requested == stored ? std::string("another")
+                                           : absl::StrCat("{", requested, "}"),
+                       " (the job's -> the request's: ", difference, ")"));
     }
     return existing;
   }

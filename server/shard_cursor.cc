@@ -20,7 +20,7 @@ ShardCursor::ShardCursor(std::shared_ptr<const plan::EpochOrder> order,
       next_offset_(begin_offset),
       shard_size_(layout.RankShardSize(rank)),
       chunk_indices_(chunk_indices),
-      index_width_(wire::IndexWidthFor(order_->size())),
+      index_width_(wire::IndexWidthFor(order_->IndexBound())),
       by_source_(std::move(by_source)) {
   if (by_source_ != nullptr) {
     chunk_by_source_.assign(by_source_->tally_size(), 0);

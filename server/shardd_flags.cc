@@ -4,17 +4,16 @@
 #include "absl/strings/strip.h"
 #include "common/cli/command_line.h"
 #include "common/net/address.h"
+#include "server/metrics/server_metrics.h"
 
 namespace shard::server {
 namespace {
 
-// A CLI11 check of one address (`use`) or, with `list`, of a
-// comma-separated list of addresses to dial.
-CLI::Validator AddressCheck(net::AddressUse use, bool list = false) {
+// --metrics-listen as its HTTP server takes it (IPv4 only).
+CLI::Validator MetricsListenCheck() {
   return CLI::Validator(
-      [use, list](std::string& text) -> std::string {
-        const absl::Status status = list ? net::ParseAddressList(text).status()
-                                         : net::CheckAddress(text, use);
+      [](std::string& text) -> std::string {
+        const absl::Status status = metrics::CheckMetricsListen(text);
         return status.ok() ? "" : std::string(status.message());
       },
       "");
@@ -32,7 +31,7 @@ void AddStateOptions(CLI::App& app, DaemonFlags* f) {
                  "in etcd and run as one replica of a coordinator cluster "
                  "(one leader serves, the others stand by)")
       ->type_name("HOST:PORT,...")
-      ->check(AddressCheck(net::AddressUse::kDial, /*list=*/true))
+      ->check(cli::AddressCheck(net::AddressUse::kDial, /*list=*/true))
       ->group(state);
   app.add_flag("--in-memory", f->in_memory,
                "keep state in memory only (tests): a restart loses every job")
@@ -46,6 +45,9 @@ void AddReplicaOptions(CLI::App& app, DaemonFlags* f) {
                  "etcd key prefix of this coordinator cluster (clusters "
                  "sharing one etcd use different prefixes)")
       ->type_name("PREFIX")
+      ->check(cli::NotEmpty(
+          "the prefix keeps this cluster's keys apart from every other "
+          "user of the etcd cluster; give one such as /shard/"))
       ->group(replicas);
   cli::AddDuration(app, "--leader-lease", &f->leader_lease,
                    "etcd lease of a replica: a leader that cannot renew it "
@@ -71,7 +73,7 @@ void AddReplicaOptions(CLI::App& app, DaemonFlags* f) {
                  "leader by it); empty: the bound address, with the host "
                  "name for a wildcard host")
       ->type_name("HOST:PORT")
-      ->check(AddressCheck(net::AddressUse::kDial))
+      ->check(cli::AddressCheck(net::AddressUse::kDial))
       ->group(replicas);
   cli::AddOption(app, "--answer-log", f->answer_log,
                  "append a line for every call and streamed chunk this "
@@ -160,13 +162,14 @@ void AddSecurityOptions(CLI::App& app, DaemonFlags* f) {
                  "HOST:PORT to serve Prometheus metrics on (GET /metrics); "
                  "empty: none")
       ->type_name("HOST:PORT")
-      ->check(AddressCheck(net::AddressUse::kListen))
+      ->check(cli::AddressCheck(net::AddressUse::kListen))
+      ->check(MetricsListenCheck())
       ->group(security);
   cli::AddOption(app, "--health-listen", f->health_listen,
                  "HOST:PORT of an extra plaintext listener serving only the "
                  "gRPC health service; empty: none")
       ->type_name("HOST:PORT")
-      ->check(AddressCheck(net::AddressUse::kListen))
+      ->check(cli::AddressCheck(net::AddressUse::kListen))
       ->group(security);
 }
 
@@ -203,7 +206,7 @@ void AddDaemonOptions(CLI::App& app, DaemonFlags* f) {
                  "0.0.0.0:7070 serves every interface (then use TLS and "
                  "a token)")
       ->type_name("HOST:PORT")
-      ->check(AddressCheck(net::AddressUse::kListen));
+      ->check(cli::AddressCheck(net::AddressUse::kListen));
   AddStateOptions(app, f);
   AddReplicaOptions(app, f);
   AddLimitOptions(app, f);

@@ -455,6 +455,9 @@ int RunReplicated(const shard::server::DaemonFlags& flags, const sigset_t&,
 #endif
 
 int Run(const shard::server::DaemonFlags& flags) {
+  // A hang-up (a closed terminal, or a supervisor's "reload") changes
+  // nothing: shardd logs to stderr and takes its settings at start only.
+  signal(SIGHUP, SIG_IGN);
   // Block the shutdown signals in every thread; main waits for them below.
   sigset_t signals;
   sigemptyset(&signals);

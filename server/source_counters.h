@@ -24,7 +24,9 @@ namespace shard::server {
 class SourceCounters {
  public:
   static constexpr size_t kMaxNamedSources = 16;
-  static constexpr char kOtherSources[] = "_other";
+  // Not a valid source name (names are [A-Za-z0-9._-]), so no source's
+  // own series can be mistaken for it.
+  static constexpr char kOtherSources[] = "(other)";
 
   // `spec`: a normalised spec with at least one source.
   explicit SourceCounters(const shard::v1::JobSpec& spec);

@@ -15,6 +15,12 @@ void BroadcastParameters(const std::vector<torch::Tensor>& parameters,
   }
 }
 
+void WaitForAllRanks(const ProcessGroupPtr& group, torch::Device device) {
+  std::vector<torch::Tensor> tensors = {
+      torch::ones({1}, torch::dtype(torch::kFloat32).device(device))};
+  group->allreduce(tensors)->wait();
+}
+
 GradientSync::GradientSync(std::vector<torch::Tensor> parameters,
                            ProcessGroupPtr group, size_t bucket_bytes)
     : parameters_(std::move(parameters)),

@@ -30,6 +30,11 @@ using ProcessGroupPtr = c10::intrusive_ptr<torch_compat::Collectives>;
 void BroadcastParameters(const std::vector<torch::Tensor>& parameters,
                          const ProcessGroupPtr& group);
 
+// Returns once every rank of the group called it (a one-element all-reduce
+// on `device`, which works on every backend). Throws what libtorch throws
+// when a peer is gone or the collective times out.
+void WaitForAllRanks(const ProcessGroupPtr& group, torch::Device device);
+
 class GradientSync {
  public:
   GradientSync(std::vector<torch::Tensor> parameters, ProcessGroupPtr group,

@@ -13,6 +13,7 @@
 #include "client/progress_lines.h"
 #include "client/security_flags.h"
 #include "common/cli/command_line.h"
+#include "common/plan/mixture.h"
 #include "shard/version.h"
 #include "trainer/heap_reuse.h"
 #include "trainer/trainer.h"
@@ -73,6 +74,8 @@ void AddOptions(CLI::App& app, Flags& flags,
       "separated list")
       ->type_name("HOST:PORT[,...]")
       ->envname("SHARD_COORDINATOR")
+      ->check(shard::cli::AddressCheck(shard::net::AddressUse::kDial,
+                                       /*list=*/true))
       ->required();
   shard::cli::AddOption(app, "--job", options.job_id, "job id")->required();
   shard::cli::AddOption(app, "--member", options.member_id,
@@ -167,6 +170,13 @@ absl::Status FinishSources(const Flags& flags,
     spec_given |=
         option->source.share_case() != shard::v1::Source::SHARE_NOT_SET;
     spec_sources.push_back(std::move(option->source));
+  }
+  shard::v1::JobSpec named;  // The sources without their sizes.
+  for (const shard::v1::Source& source : spec_sources) {
+    *named.add_sources() = source;
+  }
+  if (absl::Status s = shard::plan::CheckSourceNamesAndShares(named); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--source: ", s.message()));
   }
   if (!options.job_spec) {
     if (!spec_given) return absl::OkStatus();

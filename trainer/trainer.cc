@@ -271,8 +271,9 @@ absl::Status Evaluate(const TrainerOptions& options, const TrainingData& data,
 // One membership's training, in named steps: Join (and check the job
 // against the data), FormGroup, BuildModel (weights equal on every rank,
 // resumed from the committed progress), RunEpoch for each remaining epoch,
-// then Evaluate. Every step answers ABORTED when the membership changed (the
-// caller re-joins) and any other error to stop. Run() once per object.
+// FinishTogether (no rank leaves before the last commit), then Evaluate. Every
+// step answers ABORTED when the membership changed (the caller re-joins) and
+// any other error to stop. Run() once per object.
 class Attempt {
  public:
   Attempt(const TrainerOptions& options, const TrainingData& data,
@@ -304,6 +305,7 @@ class Attempt {
         return s;
       }
     }
+    if (absl::Status s = FinishTogether(); !s.ok()) return s;
     if (data_.eval_size() > 0) {
       if (absl::Status s = Evaluate(options_, data_, client_, membership_,
                                     group_, model_, device_);
@@ -417,6 +419,19 @@ class Attempt {
     sync_ = std::make_unique<GradientSync>(model_->parameters(), group_);
     checkpointer_ = std::make_unique<Checkpointer>(
         options_, *client_, membership_, *model_, *optimizer_);
+    return absl::OkStatus();
+  }
+
+  // Returns once every rank finished training, i.e. once rank 0's last
+  // commit (the end of the last epoch) was answered: a rank that left
+  // before would end the generation under that commit (ABORTED, and the
+  // run's last epoch lost from the committed progress).
+  absl::Status FinishTogether() {
+    try {
+      WaitForAllRanks(group_, device_);
+    } catch (const std::exception& e) {
+      return FromTorchError(e, "the end-of-training barrier");
+    }
     return absl::OkStatus();
   }
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "client/shardctl/job_warnings.h"
 #include "common/cli/command_line.h"
 #include "common/plan/job_spec.h"
 #include "google/protobuf/util/json_util.h"
@@ -155,8 +156,8 @@ void PrintSources(const shard::v1::Job& job) {
   PrintTable(rows);
 }
 
-// describe's table: the job's fields, then a mixture's sources, then its
-// members.
+// describe's table: the job's fields (and their warnings, on stderr), then
+// a mixture's sources, then its members.
 void PrintJobDetails(const shard::v1::Job& job) {
   const shard::v1::JobSpec& spec = job.spec();
   std::vector<std::vector<std::string>> fields = {
@@ -180,6 +181,7 @@ void PrintJobDetails(const shard::v1::Job& job) {
           {"members:", absl::StrCat(job.joined_members())},
       });
   PrintTable(fields);
+  PrintJobWarnings(job);
   if (spec.sources_size() > 0) PrintSources(job);
   if (job.members_size() == 0) return;
   std::printf("\n");

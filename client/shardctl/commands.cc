@@ -10,6 +10,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "client/job_spec_flags.h"
+#include "client/shardctl/job_warnings.h"
 #include "common/cli/command_line.h"
 #include "common/plan/mixture.h"
 #include "shard/client/heartbeater.h"
@@ -63,13 +64,15 @@ absl::StatusOr<shard::v1::JobSpec> CreateJobSpec(const CreateJobFlags& flags) {
 }
 
 // "job J: dataset_size=N world_size=W samples_per_rank=S", and for a
-// mixture its epoch size and each source's samples per epoch.
+// mixture its epoch size and each source's samples per epoch; warnings on
+// stderr.
 void PrintCreatedJob(const shard::v1::Job& job) {
   std::printf("job %s: dataset_size=%llu world_size=%u samples_per_rank=%llu\n",
               job.job_id().c_str(),
               static_cast<unsigned long long>(job.spec().dataset_size()),
               job.spec().world_size(),
               static_cast<unsigned long long>(job.samples_per_rank()));
+  PrintJobWarnings(job);
   if (job.spec().sources_size() == 0) return;
   std::printf("epoch_size=%llu\n",
               static_cast<unsigned long long>(job.spec().epoch_size()));

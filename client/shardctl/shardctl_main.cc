@@ -72,7 +72,9 @@ int main(int argc, char** argv) {
       "the coordinator's HOST:PORT, or the replicas' as a comma-"
       "separated list")
       ->type_name("HOST:PORT[,...]")
-      ->envname("SHARD_COORDINATOR");
+      ->envname("SHARD_COORDINATOR")
+      ->check(shard::cli::AddressCheck(shard::net::AddressUse::kDial,
+                                       /*list=*/true));
   shard::cli::AddDuration(app, "--timeout", &options.rpc_timeout,
                           "deadline of each call");
   shard::cli::AddDuration(app, "--retry-deadline", &options.retry.deadline,

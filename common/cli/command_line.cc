@@ -60,6 +60,24 @@ CLI::Validator AtLeast(uint64_t min) {
       "");
 }
 
+CLI::Validator AddressCheck(net::AddressUse use, bool list) {
+  return CLI::Validator(
+      [use, list](std::string& text) -> std::string {
+        const absl::Status status = list ? net::ParseAddressList(text).status()
+                                         : net::CheckAddress(text, use);
+        return status.ok() ? "" : std::string(status.message());
+      },
+      "");
+}
+
+CLI::Validator NotEmpty(const std::string& why) {
+  return CLI::Validator(
+      [why](std::string& text) -> std::string {
+        return text.empty() ? "may not be empty: " + why : "";
+      },
+      "");
+}
+
 CLI::Option* AddDuration(CLI::App& app, const std::string& name,
                          absl::Duration* value, const std::string& help) {
   CLI::Option* option = app.add_option_function<std::string>(

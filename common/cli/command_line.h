@@ -16,6 +16,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/time/time.h"
+#include "common/net/address.h"
 
 namespace shard::cli {
 
@@ -35,6 +36,11 @@ CLI::Validator FiniteNumber();
 // A whole number of at least `min`, saying so in those words (CLI11's
 // PositiveNumber says "not in range 0.000000 to 1.79e308").
 CLI::Validator AtLeast(uint64_t min);
+// An address option checked by the rule of common/net/address.h: one
+// address for `use`, or with `list` a comma-separated list to dial.
+CLI::Validator AddressCheck(net::AddressUse use, bool list = false);
+// A text option that may not be empty; `why` completes "may not be empty: ".
+CLI::Validator NotEmpty(const std::string& why);
 
 template <typename T>
 struct OptionValue {

@@ -65,12 +65,13 @@ absl::Status CheckAddress(absl::string_view address, AddressUse use) {
   if (host.empty())
     return Refused(address, absl::StrCat("has no host; ", kExample));
   const uint32_t lowest = use == AddressUse::kListen ? 0 : 1;
-  uint32_t number = 0;
-  if (port.empty() || port.size() > 10 ||
-      !std::all_of(port.begin(), port.end(), absl::ascii_isdigit) ||
-      !absl::SimpleAtoi(port, &number)) {
+  if (port.empty() ||
+      !std::all_of(port.begin(), port.end(), absl::ascii_isdigit)) {
     return Refused(address, absl::StrCat("has no port: ", kExample));
   }
+  // Digits that do not fit 32 bits are out of range all the same.
+  uint32_t number = UINT32_MAX;
+  if (!absl::SimpleAtoi(port, &number)) number = UINT32_MAX;
   if (number < lowest || number > 65535) {
     return Refused(address, absl::StrCat("has port ", port,
                                          ", out of range: give a port from ",
@@ -91,8 +92,8 @@ absl::StatusOr<std::vector<std::string>> ParseAddressList(
     parsed.emplace_back(address);
   }
   if (parsed.empty()) {
-    return absl::InvalidArgumentError(
-        "the address list is empty; expected HOST:PORT[,HOST:PORT...]");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", addresses, "\" holds no address: give HOST:PORT[,HOST:PORT...]"));
   }
   return parsed;
 }

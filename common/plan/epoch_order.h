@@ -67,6 +67,12 @@ class EpochOrder {
   OrderProgress* progress() const { return progress_.get(); }
 
   uint64_t size() const { return size_; }
+  // One past the largest index At() may return: size() but for a mixture,
+  // whose indices range over all its sources' samples. Sizes the wire's
+  // index width.
+  uint64_t IndexBound() const {
+    return mixture_ ? mixture_->IndexBound() : size_;
+  }
   // Keyed pseudo-random permutation, O(1) memory (not torch-compatible).
   static EpochOrder Feistel(uint64_t n, uint64_t key);
   // Block shuffle, O(1) memory (not torch-compatible).

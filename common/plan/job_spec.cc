@@ -6,6 +6,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace shard::plan {
 namespace {
@@ -193,6 +196,42 @@ std::string DescribeJobSpec(const JobSpec& spec) {
                       spec.torch_randperm() == shard::v1::TORCH_RANDPERM_LEGACY
                           ? " randperm=legacy"
                           : " randperm=2.6");
+}
+
+namespace {
+
+// The spec with each share written one way: repeat 1 as no share.
+JobSpec WithCanonicalShares(JobSpec spec) {
+  for (shard::v1::Source& source : *spec.mutable_sources()) {
+    if (source.share_case() == shard::v1::Source::kRepeat &&
+        source.repeat() == 1.0) {
+      source.clear_share();
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::string JobSpecDifference(const JobSpec& from, const JobSpec& to) {
+  constexpr size_t kMaxListed = 8;
+  std::string report;
+  {
+    // The report is complete once the differencer (its reporter) is gone.
+    google::protobuf::util::MessageDifferencer differencer;
+    differencer.ReportDifferencesToString(&report);
+    if (differencer.Compare(WithCanonicalShares(from),
+                            WithCanonicalShares(to))) {
+      return "";
+    }
+  }
+  std::vector<absl::string_view> lines =
+      absl::StrSplit(report, '\n', absl::SkipWhitespace());
+  const size_t more = lines.size() > kMaxListed ? lines.size() - kMaxListed : 0;
+  lines.resize(lines.size() - more);
+  std::string difference = absl::StrJoin(lines, "; ");
+  if (more > 0) absl::StrAppend(&difference, "; and ", more, " more");
+  return difference;
 }
 
 ShardLayout LayoutOf(const JobSpec& spec) {

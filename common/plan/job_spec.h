@@ -49,6 +49,14 @@ absl::string_view TailName(shard::v1::TailPolicy tail);
 // Human-readable one-line form, e.g. "N=10 W=2 seed=0 shuffle=true tail=pad".
 std::string DescribeJobSpec(const shard::v1::JobSpec& spec);
 
+// What differs between two normalised specs, field by field ("modified:
+// shuffle_algorithm: SHUFFLE_ALGORITHM_TORCH -> SHUFFLE_ALGORITHM_FEISTEL",
+// first `from`'s value then `to`'s; at most 8 differences, then how many
+// more), or "" when they describe the same job. A source without a share
+// and one with repeat 1 are the same share (docs/mixtures.md).
+std::string JobSpecDifference(const shard::v1::JobSpec& from,
+                              const shard::v1::JobSpec& to);
+
 // The layout of a normalised spec at its initial world size from position
 // 0: DistributedSampler's plan.
 ShardLayout LayoutOf(const shard::v1::JobSpec& spec);

@@ -123,10 +123,15 @@ absl::Status CheckShare(const Source& source) {
   return absl::OkStatus();
 }
 
-// Names, sizes and shares of every source; returns the sources' total size.
-absl::StatusOr<uint64_t> CheckEachSource(const JobSpec& spec) {
+}  // namespace
+
+absl::Status CheckSourceNamesAndShares(const JobSpec& spec) {
+  if (spec.sources_size() > kMaxSources) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a job has at most ", kMaxSources, " sources, got ",
+                     spec.sources_size()));
+  }
   absl::flat_hash_set<std::string> names;
-  uint64_t total = 0;
   for (int k = 0; k < spec.sources_size(); ++k) {
     const Source& source = spec.sources(k);
     if (absl::Status s = CheckName(source, k); !s.ok()) return s;
@@ -134,6 +139,24 @@ absl::StatusOr<uint64_t> CheckEachSource(const JobSpec& spec) {
       return absl::InvalidArgumentError(
           absl::StrCat("two sources are named \"", source.name(), "\""));
     }
+    if (absl::Status s = CheckShare(source); !s.ok()) return s;
+    if (HasWeight(source) != HasWeight(spec.sources(0))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("source \"", source.name(),
+                       "\": either every source has a weight "
+                       "or none has (the others take repeat or choose)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The sizes of every source (after CheckSourceNamesAndShares); returns the
+// sources' total size.
+absl::StatusOr<uint64_t> CheckEachSize(const JobSpec& spec) {
+  uint64_t total = 0;
+  for (const Source& source : spec.sources()) {
     if (source.size() == 0 || source.size() > kMaxDatasetSize - total) {
       return absl::InvalidArgumentError(
           absl::StrCat("source \"", source.name(),
@@ -142,13 +165,6 @@ absl::StatusOr<uint64_t> CheckEachSource(const JobSpec& spec) {
                        kMaxDatasetSize, ", got ", source.size()));
     }
     total += source.size();
-    if (absl::Status s = CheckShare(source); !s.ok()) return s;
-    if (HasWeight(source) != HasWeight(spec.sources(0))) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("source \"", source.name(),
-                       "\": either every source has a weight "
-                       "or none has (the others take repeat or choose)"));
-    }
   }
   return total;
 }
@@ -196,12 +212,8 @@ absl::Status CheckSources(const JobSpec& spec) {
     }
     return absl::OkStatus();
   }
-  if (spec.sources_size() > kMaxSources) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a job has at most ", kMaxSources, " sources, got ",
-                     spec.sources_size()));
-  }
-  absl::StatusOr<uint64_t> total_size = CheckEachSource(spec);
+  if (absl::Status s = CheckSourceNamesAndShares(spec); !s.ok()) return s;
+  absl::StatusOr<uint64_t> total_size = CheckEachSize(spec);
   if (!total_size.ok()) return total_size.status();
   return CheckMixtureFields(spec, *total_size);
 }
@@ -244,6 +256,7 @@ MixtureEpoch::MixtureEpoch(const JobSpec& spec, uint64_t epoch) {
   const std::vector<uint64_t> counts = SourceCounts(spec);
   const std::vector<uint64_t> ends = SourceEnds(spec);
   const uint64_t seed_key = MixKey(spec.seed());
+  index_bound_ = ends.empty() ? 0 : ends.back();
   for (size_t k = 0; k < counts.size(); ++k) {
     const uint64_t size = spec.sources(static_cast<int>(k)).size();
     if (counts[k] > 0) {

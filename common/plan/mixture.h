@@ -37,6 +37,11 @@ inline constexpr double kMaxRepeat = 1048576.0;     // 2^20
 // Checks the sources and epoch_size of a spec as given (nothing to check for
 // a plain job): INVALID_ARGUMENT naming the source and what is wrong.
 absl::Status CheckSources(const shard::v1::JobSpec& spec);
+// The part of CheckSources that needs no sizes (a trainer checks its
+// --source options with it before it reads the files): how many sources,
+// their names (valid, distinct) and shares (in range; weights on every
+// source or none).
+absl::Status CheckSourceNamesAndShares(const shard::v1::JobSpec& spec);
 
 // The samples each source gives every epoch of a spec whose sources passed
 // CheckSources (empty for a plain job). With weights the counts add up to
@@ -68,6 +73,9 @@ class MixtureEpoch {
   uint64_t size() const { return size_; }
   // Global index of the j-th chosen sample; requires j < size().
   uint64_t Chosen(uint64_t j) const;
+  // One past the largest global index Chosen() may return: the sources'
+  // samples together (which may exceed 2^32 while size() does not).
+  uint64_t IndexBound() const { return index_bound_; }
 
  private:
   struct Part {
@@ -92,6 +100,7 @@ class MixtureEpoch {
   static void CachePasses(Part& part, uint64_t count);
 
   uint64_t size_ = 0;
+  uint64_t index_bound_ = 0;
   std::vector<Part> parts_;  // Sources that give samples, by `first`.
 };
 

@@ -111,9 +111,13 @@ class Posix : public FileSystem {
     if (status.ok() && ::fsync(fd) != 0)
       status = ErrnoError("fsync", temporary);
     ::close(fd);
-    if (!status.ok()) return status;
-    if (::rename(temporary.c_str(), path.c_str()) != 0) {
-      return ErrnoError("rename to", path);
+    if (status.ok() && ::rename(temporary.c_str(), path.c_str()) != 0) {
+      status = ErrnoError("rename to", path);
+    }
+    if (!status.ok()) {
+      // A full disk must not keep a partial copy taking its room.
+      ::unlink(temporary.c_str());
+      return status;
     }
     return FsyncPath(DirOf(path), O_RDONLY | O_DIRECTORY);
   }

@@ -1,11 +1,15 @@
 #include "server/metrics/server_metrics.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <cmath>
 #include <map>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -131,7 +135,8 @@ prometheus::MetricFamily SingleCounter(std::string name, std::string help,
 }
 
 // Fixed families: GET / answers one whose help names the endpoints, GET
-// /healthz none (200 with an empty body while the endpoint serves).
+// /healthz none (200 while the endpoint serves, with only the exposer_*
+// counters prometheus-cpp adds to every path).
 class FixedFamilies : public prometheus::Collectable {
  public:
   explicit FixedFamilies(std::vector<prometheus::MetricFamily> families)
@@ -175,7 +180,7 @@ std::vector<prometheus::MetricFamily> JobFamilies(const CoordinatorView& view) {
       CounterFamily("shard_job_source_indices_streamed_total",
                     "Indices of a mixture job delivered over StreamShard, "
                     "by source (the first 16 sources by name, the rest as "
-                    "_other), since this shardd began serving.")};
+                    "(other)), since this shardd began serving.")};
   for (const server::JobFigures& job : view.jobs) {
     const std::vector<prometheus::ClientMetric::Label> labels = {
         {"job_id", job.job_id}};
@@ -412,6 +417,29 @@ void ServerMetrics::ObserveEtcdTxn(absl::Duration latency, size_t records) {
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
 ServerMetrics::NewInterceptorFactory() {
   return std::make_unique<RpcTimerFactory>(this);
+}
+
+absl::Status CheckMetricsListen(const std::string& listen) {
+  if (absl::StartsWith(listen, "[")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", listen,
+        "\" is an IPv6 address: the metrics endpoint serves IPv4 only (its "
+        "HTTP server, Debian's civetweb, is built without IPv6); give an "
+        "IPv4 address or host name, e.g. 0.0.0.0:9090"));
+  }
+  const std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.empty()) return absl::OkStatus();
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* found = nullptr;
+  const int error = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (error != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", listen, "\": host \"", host, "\" has no IPv4 address here (",
+        gai_strerror(error), "); the metrics endpoint serves IPv4 only"));
+  }
+  freeaddrinfo(found);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<MetricsEndpoint> StartMetricsEndpoint(

@@ -105,12 +105,20 @@ struct CoordinatorView {
 };
 
 // The HTTP endpoint Prometheus scrapes (GET /metrics); GET / names the
-// endpoints and GET /healthz answers 200 with an empty body.
+// endpoints and GET /healthz answers 200 (with only the exposer_* counters
+// prometheus-cpp serves on every path).
 struct MetricsEndpoint {
   std::unique_ptr<prometheus::Exposer> exposer;
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables;
   std::string address;  // "HOST:PORT" with the bound port.
 };
+
+// Checks a --metrics-listen address beyond the common rule
+// (common/net/address.h), as the HTTP server (prometheus-cpp over Debian's
+// civetweb, built without IPv6) will take it: INVALID_ARGUMENT, saying why,
+// for an IPv6 address and for a host name that does not resolve to an
+// IPv4 address.
+absl::Status CheckMetricsListen(const std::string& listen);
 
 // Serves `metrics`, the process metrics (process_*) and the coordinator
 // gauges built from `view` (called on the scraping thread) on `listen`

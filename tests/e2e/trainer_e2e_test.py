@@ -28,6 +28,7 @@ import os
 import random
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,11 +47,12 @@ def check(condition, what):
     print(("ok   " if condition else "FAIL ") + what, flush=True)
 
 
-def trainer_cmd(bin_dir, address, job, member, world, size, work, extra=()):
+def trainer_cmd(bin_dir, address, job, member, world, size, work, extra=(),
+                eval_size=101):
     return [f"{bin_dir}/shard-train", "--coordinator", address, "--job", job,
             "--member", member, "--world-size", str(world),
             "--dataset-size", str(size), "--backend", "gloo",
-            "--gloo-interface", "lo", "--eval-size", "101",
+            "--gloo-interface", "lo", "--eval-size", str(eval_size),
             "--log-indices", os.path.join(work, f"{member}.log"),
             "--pg-timeout", "60s", *extra]
 
@@ -143,6 +145,34 @@ def next_run_resumes_without_checkpoints(bin_dir, address, world, size,
           all(after.get((2, r), []) == plan(bin_dir, address, job, 2, r)
               for r in range(world)),
           f"W={world}: it trains epoch 2 only, each rank its planned indices")
+
+
+def last_commit_without_evaluation(bin_dir, address, work, runs=5):
+    """Without evaluation nothing follows the last epoch's commit (rank 0's)
+    but leaving: a rank that left first ended the generation under that
+    commit (ABORTED; rank 0 then waited for a world that never formed).
+    Every run must exit 0 with the last epoch committed."""
+    os.makedirs(work, exist_ok=True)
+    for run in range(runs):
+        job = f"no-eval-{run}"
+        cmds = [trainer_cmd(bin_dir, address, job, f"{job}-m{i}", 2, 400,
+                            work, ["--epochs", "2", "--batch-size", "50",
+                                   "--join-wait", "20s"], eval_size=0)
+                for i in range(2)]
+        outputs = finish(start_trainers(cmds, work, job), timeout=120)
+        described = subprocess.run(
+            [f"{bin_dir}/shardctl", "--coordinator", address, "describe",
+             "--job", job], capture_output=True, text=True).stdout
+        committed = re.search(r"committed:\s+epoch (\d+) position (\d+)",
+                              described)
+        ok = (all(rc == 0 for rc, _ in outputs) and committed is not None and
+              committed.groups() == ("2", "0"))
+        check(ok, f"--eval-size 0, run {run}: both ranks exit 0 "
+                  f"({[rc for rc, _ in outputs]}) and epoch 2 is committed "
+                  f"({committed.groups() if committed else described!r})")
+        if not ok:
+            for _, text in outputs:
+                print(text[-1500:])
 
 
 def coordinator_crash_loop(bin_dir, work):
@@ -396,6 +426,8 @@ def main():
                              os.path.join(work, f"w{world}"))
         next_run_resumes_without_checkpoints(bin_dir, daemon.address, 2, 2000,
                                              os.path.join(work, "w2"))
+        last_commit_without_evaluation(bin_dir, daemon.address,
+                                       os.path.join(work, "no-eval"))
         crash_and_resume(bin_dir, daemon.address, os.path.join(work, "crash"))
         coordinator_crash_loop(bin_dir, os.path.join(work, "restarts"))
         elastic_tests(bin_dir, os.path.join(work, "elastic"))

@@ -112,6 +112,14 @@ TEST_F(StatusCodesTest, JoinRefusesBadIdsAConflictingSpecAndAFullWorld) {
   other.set_world_size(2);
   ExpectCode(Join("job", "a", 0, &joined, &other),
              StatusCode::FAILED_PRECONDITION, "N=99");
+  // A difference the one-line form does not show is named.
+  other.set_dataset_size(10);
+  other.set_shuffle_algorithm(shard::v1::SHUFFLE_ALGORITHM_FEISTEL);
+  ExpectCode(Join("job", "a", 0, &joined, &other),
+             StatusCode::FAILED_PRECONDITION,
+             "asks for another (the job's -> the request's: modified: "
+             "shuffle_algorithm: SHUFFLE_ALGORITHM_TORCH -> "
+             "SHUFFLE_ALGORITHM_FEISTEL)");
   FormWorld();
   ExpectCode(Join("job", "c", 0, &joined), StatusCode::FAILED_PRECONDITION,
              "already has its 2 members");

@@ -190,6 +190,38 @@ TEST_F(TorchSamplerTest, TheShardDataLoaderCountsStackedBatches) {
   }
 }
 
+// A peek and a `break` with workers: libtorch refuses a new pass while the
+// workers have batches in flight; the loader drops them, and the next pass
+// is the same epoch from its start.
+TEST_F(TorchSamplerTest, TheShardDataLoaderWithWorkersForgetsALeftPass) {
+  auto loader = torch_adapter::MakeShardDataLoader(
+      IndexDataset(kSize), torch_adapter::ShardSampler(client_, membership_),
+      torch::data::DataLoaderOptions().batch_size(16).workers(2));
+  for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+    auto peek = loader->begin();
+    ASSERT_NE(peek, loader->end());
+    EXPECT_EQ((*peek)[0].data.item<int64_t>(),
+              static_cast<int64_t>(Expected(epoch)[0]));
+    int batches = 0;
+    for (auto& batch : *loader) {
+      EXPECT_FALSE(batch.empty());
+      if (++batches == 3) break;
+    }
+    EXPECT_EQ(OnePass(*loader), Expected(epoch)) << "epoch " << epoch;
+    EXPECT_EQ(loader->progress().Current().epoch, epoch);
+    EXPECT_EQ(loader->progress().Current().position, kSize);
+  }
+}
+
+TEST_F(TorchSamplerTest, TheShardDataLoaderRefusesUnorderedBatches) {
+  EXPECT_THROW(
+      torch_adapter::MakeShardDataLoader(
+          IndexDataset(kSize),
+          torch_adapter::ShardSampler(client_, membership_),
+          torch::data::DataLoaderOptions().workers(2).enforce_ordering(false)),
+      std::invalid_argument);
+}
+
 TEST_F(TorchSamplerTest, TheShardDataLoaderRefusesDropLast) {
   EXPECT_THROW(torch_adapter::MakeShardDataLoader(
                    IndexDataset(kSize),

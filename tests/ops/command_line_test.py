@@ -28,6 +28,7 @@ Usage: command_line_test.py --bin-dir DIR --version X.Y.Z NAME...
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -109,6 +110,10 @@ def check_usage_errors(bin_dir):
          ["--listen", "has port 95537, out of range"]),
         ([shardd, "--in-memory", "--metrics-listen", "127.0.0.1:123456"],
          ["--metrics-listen", "has port 123456, out of range"]),
+        ([shardd, "--in-memory", "--metrics-listen", "[::1]:0"],
+         ["--metrics-listen", "IPv6", "serves IPv4 only"]),
+        ([shardd, "--in-memory", "--metrics-listen", "no-such-host.invalid:0"],
+         ["--metrics-listen", "\"no-such-host.invalid\" has no IPv4 address"]),
         ([shardd, "--etcd-endpoints", "127.0.0.1:2379,127.0.0.1"],
          ["--etcd-endpoints", "\"127.0.0.1\" has no port"]),
         ([shardd, "--etcd-endpoints", "127.0.0.1:2379",
@@ -137,6 +142,13 @@ def check_usage_errors(bin_dir):
         ([shardctl, "--retry-deadline", "0s", "--coordinator", "localhost",
           "status"], ["has no port", "localhost"]),
         ([shardctl, "frobnicate"], ["frobnicate"]),
+        ([shardctl, "--coordinator", "", "status"],
+         ["--coordinator: \"\" holds no address: give HOST:PORT"]),
+        ([shardctl, "--retry-deadline", "0s", "--coordinator",
+          "h:123456789012345678901", "status"],
+         ["has port 123456789012345678901, out of range"]),
+        ([shardd, "--check-etcd", "--etcd-endpoints", "127.0.0.1:2379",
+          "--etcd-prefix", ""], ["--etcd-prefix", "may not be empty"]),
         ([shardctl], ["subcommand is required"]),
     ]
     for args, texts in cases:
@@ -220,8 +232,17 @@ def check_exit_codes_keep_their_word(bin_dir, work):
     with ShardDaemon(bin_dir) as daemon:
         train = [f"{bin_dir}/shard-train", "--coordinator", daemon.address,
                  "--job", "refused", "--world-size", "1"]
-        for extra, text in ((["--lr", "0"], "--lr"),
-                            (["--dataset", "records"], "--data-path")):
+        for extra, text in (
+                (["--lr", "0"], "--lr"),
+                (["--dataset", "records"], "--data-path"),
+                (["--source", "a:/d/a:weight=0", "--source",
+                  "b:/d/b:weight=1"], "--source: source \"a\": weight"),
+                (["--source", "a:/d/a", "--source", "a:/d/b"],
+                 "--source: two sources are named \"a\""),
+                (["--source", "a b:/d/a"], "--source: source 0: name"),
+                (["--source", "a:/d/a:weight=1", "--source", "b:/d/b"],
+                 "--source: source \"b\": either every source has a "
+                 "weight")):
             done = run(train + extra)
             job = run([f"{bin_dir}/shardctl", "--coordinator", daemon.address,
                        "describe", "--job", "refused"])
@@ -268,6 +289,43 @@ def check_listen_warning(bin_dir):
               f"without a token", err)
 
 
+def check_job_warnings(bin_dir):
+    """create-job and describe say when a source is never served and when
+    every rank's epoch is empty (on stderr: stdout stays parseable)."""
+    with ShardDaemon(bin_dir) as daemon:
+        ctl = [f"{bin_dir}/shardctl", "--coordinator", daemon.address]
+        for job, args, text in (
+                ("starved", ["--world-size", "2", "--source", "a:10:choose=5",
+                             "--source", "b:10:repeat=0.01"],
+                 "warning: source b gets 0 samples per epoch"),
+                ("empty", ["--size", "3", "--world-size", "4", "--tail",
+                           "drop"],
+                 "warning: every rank gets 0 samples per epoch")):
+            created = run(ctl + ["create-job", "--job", job, *args])
+            described = run(ctl + ["describe", "--job", job])
+            check(created.returncode == 0 and text in created.stderr and
+                  described.returncode == 0 and text in described.stderr and
+                  "warning" not in created.stdout + described.stdout,
+                  f"create-job and describe of {job}: \"{text}\"",
+                  created.stderr + described.stderr)
+        fine = run(ctl + ["create-job", "--job", "fine", "--size", "8",
+                          "--world-size", "4", "--tail", "drop"])
+        check(fine.returncode == 0 and "warning" not in fine.stderr,
+              "a job that serves every rank warns of nothing", fine.stderr)
+
+
+def check_hangup_changes_nothing(bin_dir):
+    """SIGHUP (a closed terminal, a supervisor's reload) once killed shardd
+    without a word."""
+    with ShardDaemon(bin_dir) as daemon:
+        os.kill(daemon.pid, signal.SIGHUP)
+        time.sleep(0.5)
+        done = run([f"{bin_dir}/shardctl", "--coordinator", daemon.address,
+                    "--retry-deadline", "0s", "status"])
+        check(done.returncode == 0, "shardd keeps serving after SIGHUP",
+              done.stderr)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin-dir", required=True)
@@ -281,6 +339,8 @@ def main():
     check_numeric_options(args.bin_dir)
     check_exit_codes_keep_their_word(args.bin_dir, work)
     check_listen_warning(args.bin_dir)
+    check_hangup_changes_nothing(args.bin_dir)
+    check_job_warnings(args.bin_dir)
     check_environment_and_waiting(args.bin_dir, work)
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0

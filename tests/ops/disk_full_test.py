@@ -5,6 +5,8 @@ Runs a real shardd on a 512 KiB tmpfs data directory (skipped, exit 77,
 where tmpfs cannot be mounted), creates jobs, fills the file system, creates more until one fails, then:
 - the next change fails with UNAVAILABLE, shardd logs why, drains and
   exits with code 1 on its own (so that a supervisor restarts it);
+- no partial snapshot (snapshot.pb.tmp) is left taking room (shardd
+  snapshots every 4 changes here, so snapshots meet the full disk too);
 - with space freed, a restarted shardd on the same directory has every job
   acknowledged before the failure and accepts changes again.
 Exit status 0 when every check passes.
@@ -28,7 +30,7 @@ def check(condition, what):
 def start(bin_dir, data_dir, log):
     proc = subprocess.Popen(
         [f"{bin_dir}/shardd", "--listen", "127.0.0.1:0", "--data-dir",
-         data_dir, "--shutdown-grace", "1s"],
+         data_dir, "--shutdown-grace", "1s", "--snapshot-every", "4"],
         stdout=subprocess.PIPE, stderr=log, text=True)
     line = proc.stdout.readline()
     if not line.startswith("listening on "):
@@ -89,6 +91,10 @@ def main():
         text = open(log_path).read()
         check("cannot make state durable" in text,
               "the log says the journal could not be written")
+        left = [name for name in os.listdir(data_dir)
+                if name.endswith(".tmp")]
+        check(not left, f"no partial file is left on the full disk {left} "
+              f"({text.count('snapshot failed')} snapshots failed)")
 
         os.remove(filler)
         with open(log_path, "a") as log:

@@ -4,7 +4,8 @@
 Starts shardd with --metrics-listen, --auth-token-file and
 --admin-token-file, then checks:
 - GET / on the metrics port names /metrics and /healthz; /healthz answers
-  200;
+  200 with what the reference says: the HTTP endpoint's own exposer_*
+  counters and no coordinator metric;
 - /metrics passes `promtool check metrics`, has the job gauges (labelled
   job_id), RPC histograms by method and code, journal fsync latency and
   group sizes, waiting calls, store bytes, process_* and build info, and a
@@ -97,7 +98,11 @@ def main():
               f"GET / on the metrics port names its endpoints {index!r}")
         with urllib.request.urlopen(
                 f"http://{daemon.metrics_address}/healthz", timeout=10) as r:
-            check(r.status == 200, f"GET /healthz answers {r.status}")
+            body = r.read().decode()
+            check(r.status == 200 and "exposer_scrapes_total" in body and
+                  "shard_" not in body,
+                  f"GET /healthz answers {r.status} with the endpoint's own "
+                  f"counters only ({len(body)} bytes)")
 
         def ctl(*argv, token=token_file, ok=True):
             cmd = [shardctl, "--coordinator", daemon.address,

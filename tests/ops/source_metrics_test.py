@@ -5,7 +5,7 @@ A mixture of 20 sources (W = 2) is consumed for one epoch by two
 `shardctl consume` members; then shard_job_source_indices_streamed_total
 must hold, for each of the first 16 sources, the indices the two ranks'
 plans take from it (`shardctl plan --by-source`), and under
-source="_other" those of the 4 later sources together: 17 series, adding
+source="(other)" those of the 4 later sources together: 17 series, adding
 up to the indices consumed. A plain job has no such series; a deleted
 mixture's series are gone at the next scrape; promtool accepts the text.
 Exit status 0 when every check passes.
@@ -79,8 +79,8 @@ def main():
             check(got == planned[name], f"source {name}: {got} streamed, "
                   f"{planned[name]} planned")
         other = sum(planned[name] for name, _ in SOURCES[16:])
-        got = sample(text, METRIC, job_id="mix", source="_other")
-        check(got == other, f"_other: {got} streamed, {other} planned for "
+        got = sample(text, METRIC, job_id="mix", source="(other)")
+        check(got == other, f"(other): {got} streamed, {other} planned for "
               f"the 4 later sources")
         check(sum(float(v) for _, v in series) == consumed,
               f"the series add up to the {consumed} indices consumed")

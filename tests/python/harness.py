@@ -4,12 +4,13 @@ real shardd (ShardDaemon) and pass/fail bookkeeping."""
 import argparse
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "conformance"))
 from shardd_process import ShardDaemon  # noqa: E402
 
-__all__ = ["ShardDaemon", "check", "exit_code", "parse_args"]
+__all__ = ["ShardDaemon", "check", "exit_code", "join_all", "parse_args"]
 
 RESULTS = {"passed": 0, "failed": 0}
 
@@ -38,3 +39,24 @@ def exit_code(prefix=""):
     """Prints the tally and returns the process's exit status."""
     print(f"{prefix}{RESULTS['passed']} passed, {RESULTS['failed']} failed")
     return 1 if RESULTS["failed"] else 0
+
+
+def join_all(make, count):
+    """[make(0), ..., make(count - 1)], each called on its own thread at once
+    (each join waits for the world, which forms once all joined); raises
+    the first error any call raised."""
+    made, errors = [None] * count, []
+
+    def run(i):
+        try:
+            made[i] = make(i)
+        except Exception as error:  # noqa: BLE001 - raised below
+            errors.append(error)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return made

@@ -15,9 +15,8 @@ Exit status 0 when every check passes.
 import functools
 import itertools
 import sys
-import threading
 
-from harness import ShardDaemon, exit_code, parse_args  # noqa: E402
+from harness import ShardDaemon, exit_code, join_all, parse_args  # noqa: E402,E501
 from harness import check as _check  # noqa: E402
 
 # 1,600 checks: print only the failures.
@@ -33,23 +32,9 @@ def grid():
             yield n, w, seed, shuffle, drop_last
 
 
-def join_all(make, world):
-    """Creates `world` samplers at once (each join waits for the world)."""
-    samplers, errors = [None] * world, []
-
-    def run(i):
-        try:
-            samplers[i] = make(i)
-        except Exception as error:  # Reported below.
-            errors.append(error)
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(world)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return sorted(samplers, key=lambda s: s.rank)
+def join_world(make, world):
+    """Samplers made at once (each join waits for the world), by rank."""
+    return sorted(join_all(make, world), key=lambda s: s.rank)
 
 
 def main():
@@ -65,7 +50,7 @@ def main():
         for case, (n, w, seed, shuffle, drop_last) in enumerate(grid()):
             cases += 1
             job = f"case-{case}"
-            samplers = join_all(
+            samplers = join_world(
                 lambda i: shard.torch.DistributedShardSampler(
                     range(n), coordinator=client, job=job, member=f"m{i}",
                     num_replicas=w, shuffle=shuffle, seed=seed,
@@ -89,7 +74,7 @@ def main():
 
         # Evaluation: order[r::W], every sample exactly once.
         n, w, seed = 4099, 16, 7
-        evals = join_all(lambda i: shard.torch.DistributedEvalSampler(
+        evals = join_world(lambda i: shard.torch.DistributedEvalSampler(
             range(n), coordinator=client, job="eval", member=f"e{i}",
             num_replicas=w, seed=seed), w)
         generator = torch.Generator()
@@ -108,7 +93,7 @@ def main():
         # N % W (ranks hold ceil or floor of N / W samples).
         for n in (12, 13, 15, 10, 3):
             w = 4
-            evals = join_all(lambda i: shard.torch.DistributedEvalSampler(
+            evals = join_world(lambda i: shard.torch.DistributedEvalSampler(
                 range(n), coordinator=client, job=f"eval-commit-{n}",
                 member=f"c{i}", num_replicas=w, seed=seed), w)
             for sampler in evals:
@@ -131,7 +116,7 @@ def main():
 
         # Mid-epoch state_dict: the resumed iterator yields the rest.
         n, w = 1000, 4
-        resumable = join_all(lambda i: shard.torch.DistributedShardSampler(
+        resumable = join_world(lambda i: shard.torch.DistributedShardSampler(
             range(n), coordinator=client, job="resume", member=f"r{i}",
             num_replicas=w, seed=3), w)
         sampler = resumable[1]

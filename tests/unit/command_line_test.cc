@@ -191,10 +191,29 @@ TEST(JobSpecFlagsTest, ASourceOptionsValueMayHoldColons) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(plain->value, "/d/a:b.rec");
   EXPECT_EQ(plain->source.share_case(), shard::v1::Source::SHARE_NOT_SET);
-  for (const char* wrong : {":/d", "cls:", "cls::weight=1", "cls:/d:w=1"}) {
+  for (const char* wrong :
+       {":/d", "cls:", "cls::weight=1", "cls:/d:weight=abc"}) {
     auto parsed = client::ParseSourceOption(wrong, kSyntax);
     EXPECT_TRUE(absl::IsInvalidArgument(parsed.status())) << wrong;
   }
+}
+
+// A last part that is not weight=, repeat= or choose= belongs to the path,
+// '=' or not; an explicit share after it lets any path be written.
+TEST(JobSpecFlagsTest, ASourceOptionsValueMayHoldColonsAndEquals) {
+  constexpr absl::string_view kSyntax = "NAME:PATH[:weight=W]";
+  auto path = client::ParseSourceOption("bag:/data/run:seed=1/bag", kSyntax);
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(path->value, "/data/run:seed=1/bag");
+  EXPECT_EQ(path->source.share_case(), shard::v1::Source::SHARE_NOT_SET);
+  auto odd = client::ParseSourceOption("bag:/d:w=1", kSyntax);
+  ASSERT_TRUE(odd.ok()) << odd.status();
+  EXPECT_EQ(odd->value, "/d:w=1");
+  auto share_like =
+      client::ParseSourceOption("bag:/x:choose=5:repeat=1", kSyntax);
+  ASSERT_TRUE(share_like.ok()) << share_like.status();
+  EXPECT_EQ(share_like->value, "/x:choose=5");
+  EXPECT_DOUBLE_EQ(share_like->source.repeat(), 1.0);
 }
 
 }  // namespace

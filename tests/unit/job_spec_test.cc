@@ -1,5 +1,8 @@
 #include "common/plan/job_spec.h"
 
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace shard::plan {
@@ -87,6 +90,55 @@ TEST(JobSpecTest, ValidatesIds) {
 TEST(JobSpecTest, ValidatesEpochs) {
   EXPECT_TRUE(ValidateEpoch(kMaxEpoch).ok());
   EXPECT_FALSE(ValidateEpoch(kMaxEpoch + 1).ok());
+}
+
+// Differences the one-line form leaves out are named field by field.
+TEST(JobSpecTest, DifferenceNamesEveryField) {
+  const JobSpec base = *NormalizeJobSpec(Spec(50, 2), kNoLimit);
+  EXPECT_EQ(JobSpecDifference(base, base), "");
+  JobSpec keyed = base;
+  keyed.set_shuffle_algorithm(shard::v1::SHUFFLE_ALGORITHM_FEISTEL);
+  EXPECT_EQ(DescribeJobSpec(keyed), DescribeJobSpec(base));
+  EXPECT_EQ(JobSpecDifference(base, keyed),
+            "modified: shuffle_algorithm: SHUFFLE_ALGORITHM_TORCH -> "
+            "SHUFFLE_ALGORITHM_FEISTEL");
+  JobSpec elastic = base;
+  elastic.set_max_world_size(4);
+  EXPECT_EQ(JobSpecDifference(base, elastic),
+            "modified: max_world_size: 2 -> 4");
+}
+
+JobSpec Mixture(std::vector<shard::v1::Source> sources) {
+  JobSpec spec;
+  spec.set_world_size(2);
+  for (shard::v1::Source& source : sources) {
+    *spec.add_sources() = std::move(source);
+  }
+  return *NormalizeJobSpec(spec, kNoLimit);
+}
+
+shard::v1::Source SourceOf(const std::string& name, uint64_t size) {
+  shard::v1::Source source;
+  source.set_name(name);
+  source.set_size(size);
+  return source;
+}
+
+TEST(JobSpecTest, DifferenceNamesASourceAndTakesRepeatOneAsNoShare) {
+  shard::v1::Source once = SourceOf("a", 10);
+  once.set_repeat(1.0);
+  shard::v1::Source twice = SourceOf("a", 10);
+  twice.set_repeat(2.0);
+  const JobSpec plain = Mixture({SourceOf("a", 10), SourceOf("b", 5)});
+  EXPECT_EQ(JobSpecDifference(plain, Mixture({once, SourceOf("b", 5)})), "");
+  const std::string difference =
+      JobSpecDifference(plain, Mixture({twice, SourceOf("b", 5)}));
+  EXPECT_NE(difference.find("sources[0].repeat"), std::string::npos)
+      << difference;
+  EXPECT_NE(
+      JobSpecDifference(plain, Mixture({SourceOf("a", 10), SourceOf("c", 5)}))
+          .find("sources[1].name: \"b\" -> \"c\""),
+      std::string::npos);
 }
 
 TEST(JobSpecTest, EpochOrderUsesSeedPlusEpoch) {

@@ -3,6 +3,7 @@
 // the job.
 #include "server/source_counters.h"
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,7 +54,20 @@ TEST(SourceCountersTest, SourcesAfterTheSixteenthCountTogether) {
   const Counts counts = counters.Counts();
   ASSERT_EQ(counts.size(), SourceCounters::kMaxNamedSources + 1);
   EXPECT_EQ(counts[15], (std::pair<std::string, uint64_t>{"s15", 2}));
-  EXPECT_EQ(counts[16], (std::pair<std::string, uint64_t>{"_other", 3}));
+  EXPECT_EQ(counts[16], (std::pair<std::string, uint64_t>{"(other)", 3}));
+}
+
+// Any valid source name, "_other" included, differs from the catch-all:
+// two series with the same labels in one scrape are one too many.
+TEST(SourceCountersTest, NoSourceNameIsTheCatchAllLabel) {
+  shard::v1::JobSpec spec = MixtureOf(20);
+  spec.mutable_sources(3)->set_name("_other");
+  spec.mutable_sources(4)->set_name("other");
+  std::set<std::string> labels;
+  for (const auto& [label, count] : SourceCounters(spec).Counts()) {
+    EXPECT_TRUE(labels.insert(label).second) << "label " << label << " twice";
+  }
+  EXPECT_EQ(labels.size(), SourceCounters::kMaxNamedSources + 1);
 }
 
 TEST(SourceCounterTableTest, OneSetPerMixtureJobDroppedWithTheJob) {

@@ -2,6 +2,7 @@
 import os
 import stat
 import threading
+import time
 
 import grpc
 
@@ -88,17 +89,20 @@ def open_channel(address, token_file=None, tls_ca=None, tls_cert=None,
         metadata = (("authorization", f"Bearer {token}"),)
     # Ping open calls every 3 s; a paused or cut off replica fails the call
     # UNAVAILABLE within 2 s of a missed ping; reconnect to a replica that
-    # went away after 100 ms, backing off to at most 1 s (gRPC's default
+    # went away after 100 ms, backing off to at most 400 ms (gRPC's default
     # grows to 120 s); give a connection attempt 2 s (gRPC takes
     # min_reconnect_backoff_ms as its minimum connect timeout: at 100 ms a
-    # slower handshake never connected). As the C++ client
-    # (coordinator_channel.cc).
+    # slower handshake never connected); resolve the address again 100 ms
+    # after the last time at the soonest (gRPC's 30 s held calls to a
+    # coordinator restarted in 0.1 s back for 5 s). As the C++ client
+    # (coordinator_channel.h).
     options = [("grpc.max_receive_message_length", 16 << 20),
                ("grpc.keepalive_time_ms", 3000),
                ("grpc.keepalive_timeout_ms", 2000),
                ("grpc.initial_reconnect_backoff_ms", 100),
                ("grpc.min_reconnect_backoff_ms", 2000),
-               ("grpc.max_reconnect_backoff_ms", 1000)]
+               ("grpc.max_reconnect_backoff_ms", 400),
+               ("grpc.dns_min_time_between_resolutions_ms", 100)]
     if tls_ca or tls_cert or tls_key:
         if bool(tls_cert) != bool(tls_key):
             raise ValueError("give both tls_cert and tls_key, or neither")
@@ -124,6 +128,7 @@ class Replicas:
         self._lock = threading.Lock()
         self._addresses = []
         self._channels = []
+        self._states = []  # Each channel's connectivity, as gRPC reports it.
         self._stubs = []
         self._current = 0
         # Replicas in a row that failed without answering since one did.
@@ -140,6 +145,12 @@ class Replicas:
         channel, self.metadata = open_channel(address, *self._security)
         self._addresses.append(address)
         self._channels.append(channel)
+        self._states.append(None)
+        index = len(self._states) - 1
+
+        def note(state):
+            self._states[index] = state
+        channel.subscribe(note, try_to_connect=False)
         self._stubs.append(pb_grpc.CoordinatorStub(channel))
 
     @property
@@ -177,6 +188,37 @@ class Replicas:
             else:
                 self._current = (self._current + 1) % len(self._addresses)
         return soon
+
+    def pause(self, seconds, closed=None):
+        """Sleeps `seconds` before a retry, or less when the replica to call
+        now was not connected and connects meanwhile (a restarted
+        coordinator is called as soon as it serves, not after the rest of a
+        backoff), or when the `closed` event (if any) is set. As the C++
+        client's CoordinatorReplicas::PauseBeforeRetry."""
+        with self._lock:
+            channel = self._channels[self._current]
+            connected = (self._states[self._current] ==
+                         grpc.ChannelConnectivity.READY)
+        until = time.monotonic() + seconds
+        if not connected:
+            ready = grpc.channel_ready_future(channel)
+            try:
+                # In slices, to notice `closed`.
+                while time.monotonic() < until and not (closed and
+                                                       closed.is_set()):
+                    try:
+                        ready.result(timeout=min(0.05, max(
+                            0.0, until - time.monotonic())))
+                        return
+                    except grpc.FutureTimeoutError:
+                        pass
+            finally:
+                ready.cancel()
+            return
+        if closed:
+            closed.wait(seconds)
+        else:
+            time.sleep(seconds)
 
     def answered(self):
         """A call got an answer other than UNAVAILABLE."""

@@ -103,9 +103,10 @@ class ShardStream:
                     self._queue.put(failure)
                     return
                 if soon:  # A leader named or being elected, or another to try.
-                    time.sleep(SOON_PACE_S * random.uniform(0.5, 1.0))
+                    self._client._pause_before_retry(
+                        SOON_PACE_S * random.uniform(0.5, 1.0), self._closed)
                     continue
-                time.sleep(backoff)
+                self._client._pause_before_retry(backoff, self._closed)
                 backoff = min(backoff * 2, 5.0)
 
     def __iter__(self):

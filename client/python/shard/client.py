@@ -88,7 +88,8 @@ class Client:
 
     Unary calls retry UNAVAILABLE with exponential backoff (0.1 s doubling
     to 5 s, with jitter; a standby replica's answer is retried after a
-    fixed 0.1 s, jittered: a leader is named or being elected) until
+    fixed 0.1 s, jittered: a leader is named or being elected; a pause
+    ends once an unreachable coordinator is connected again) until
     `retry_deadline` seconds passed, except
     heartbeat() and store_add(), which make one attempt (the clients' table:
     proto/shard/v1/client_retries.json); every other error raises the
@@ -149,7 +150,7 @@ class Client:
                 if (not retry or failure.code not in RETRYABLE or
                         time.monotonic() + pause > give_up):
                     raise failure from None
-            time.sleep(pause * random.uniform(0.5, 1.0))
+            self._replicas.pause(pause * random.uniform(0.5, 1.0))
             if not soon:
                 backoff = min(backoff * 2, 5.0)
 
@@ -325,6 +326,11 @@ class Client:
         """Moves on from replica `index`; True when the retry should come
         at SOON_PACE_S (Replicas.failed)."""
         return self._replicas.failed(index, error)
+
+    def _pause_before_retry(self, seconds: float, closed=None) -> None:
+        """Replicas.pause: `seconds`, or less once the replica to call
+        reconnects (or `closed` is set)."""
+        self._replicas.pause(seconds, closed)
 
     def _replica_answered(self) -> None:
         self._replicas.answered()

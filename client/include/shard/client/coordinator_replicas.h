@@ -42,6 +42,7 @@ class CoordinatorReplicas {
   struct Pick {
     std::shared_ptr<Stub> stub;
     size_t index = 0;
+    std::shared_ptr<grpc::Channel> channel;
   };
 
   // `addresses`: HOST:PORT ([IPV6]:PORT, or a gRPC target URI such as
@@ -65,6 +66,10 @@ class CoordinatorReplicas {
       ABSL_LOCKS_EXCLUDED(mu_);
   // A call got an answer other than UNAVAILABLE from a replica.
   void Answered() ABSL_LOCKS_EXCLUDED(mu_);
+  // The pause before a retry: `pause`, or less when the replica to call
+  // now was not connected and connects meanwhile (a restarted coordinator
+  // is called as soon as it serves, not after the rest of a backoff).
+  void PauseBeforeRetry(absl::Duration pause) const ABSL_LOCKS_EXCLUDED(mu_);
   // Every replica known (the list, then leaders learned from trailers).
   std::vector<std::string> addresses() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -79,6 +84,7 @@ class CoordinatorReplicas {
   mutable absl::Mutex mu_;
   std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   size_t current_ ABSL_GUARDED_BY(mu_) = 0;
   // Replicas in a row that failed without answering since one answered.
   size_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;

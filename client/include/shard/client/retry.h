@@ -40,13 +40,14 @@ absl::Status MarkedRetrySoon(absl::Status status);
 bool IsRetrySoon(const absl::Status& status);
 
 // Runs `attempt` until it returns anything but UNAVAILABLE or the policy's
-// deadline passes; returns the last status. Sleeps between attempts (each
-// pause is a random 50..100% of the current backoff, or of soon_pace
-// after a status marked to be retried soon) and reports through
-// policy.on_retrying.
-// Thread-safe.
-absl::Status RetryUnavailable(const RetryPolicy& policy,
-                              absl::FunctionRef<absl::Status()> attempt);
+// deadline passes; returns the last status. Pauses between attempts with
+// `pause` (each a random 50..100% of the current backoff, or of soon_pace
+// after a status marked to be retried soon; `pause` may return sooner,
+// e.g. once the coordinator is reachable again) and reports through
+// policy.on_retrying. Thread-safe.
+absl::Status RetryUnavailable(
+    const RetryPolicy& policy, absl::FunctionRef<absl::Status()> attempt,
+    absl::FunctionRef<void(absl::Duration)> pause = absl::SleepFor);
 
 // Exponential backoff state shared by RetryUnavailable and the stream
 // reconnect loop. Not thread-safe.

@@ -73,6 +73,10 @@ class ShardStream {
   // Runs one StreamShard call from the first index not yet received; returns
   // its final status.
   absl::Status ReadOnce() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits `pause` before a reconnect, less once cancelled or once the
+  // coordinator, not connected at the start, is connected again.
+  void PauseBeforeReconnect(absl::Duration pause)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // DATA_LOSS for a chunk that does not follow what was received or is
   // malformed; notes the first chunk's offset.
   absl::Status CheckChunk(const shard::v1::IndexChunk& chunk)

@@ -14,10 +14,17 @@
 // (std::vector of examples, the trainer's batches), or the first dimension
 // of an Example's data (a stacked batch).
 //
+// A pass left before its end (a peek at the first batch, a `break`) is
+// forgotten, with workers too: the next begin() drops the batches the
+// workers still had in flight and starts the epoch again from its restart
+// point (see shard_sampler.h).
+//
 // libtorch's drop_last is refused (std::invalid_argument): the dropped
 // batch would never be received, so the pass would never end; drop samples
-// with the job's `drop` tail instead. Thread-safety: as libtorch's loader,
-// one thread iterates.
+// with the job's `drop` tail instead. So is enforce_ordering(false): the
+// batches would arrive out of order, and a position counts a prefix of the
+// shard, so a commit would skip the batches not yet arrived. Thread-safety:
+// as libtorch's loader, one thread iterates.
 #ifndef SHARD_CLIENT_TORCH_SHARD_DATA_LOADER_H_
 #define SHARD_CLIENT_TORCH_SHARD_DATA_LOADER_H_
 
@@ -99,25 +106,44 @@ class ConsumedCountingIterator {
   bool counted_ = false;
 };
 
-// libtorch's StatelessDataLoader over `Dataset` and a ShardSampler, with
+// libtorch's StatelessDataLoader that can drop the batches its workers
+// still have in flight from a pass the loop left (libtorch's begin() refuses
+// to start a pass while there are any).
+template <typename Dataset>
+class RestartableLoader
+    : public torch::data::StatelessDataLoader<Dataset, ShardSampler> {
+ public:
+  using torch::data::StatelessDataLoader<Dataset,
+                                         ShardSampler>::StatelessDataLoader;
+
+  // Waits for the jobs the workers have in flight and discards their
+  // batches; nothing to do without workers or after a finished pass.
+  void DropBatchesInFlight() { this->shuttle_.drain(); }
+};
+
+// RestartableLoader over `Dataset` and a ShardSampler, with
 // ConsumedCountingIterator as its iterator.
 template <typename Dataset>
 class ShardDataLoader {
  public:
-  using Inner = torch::data::StatelessDataLoader<Dataset, ShardSampler>;
+  using Inner = RestartableLoader<Dataset>;
   using Batch = typename Inner::BatchType;
   using iterator = ConsumedCountingIterator<Batch>;
 
-  // std::invalid_argument for options.drop_last(true) (see the file
-  // comment).
+  // std::invalid_argument for options.drop_last(true) or
+  // options.enforce_ordering(false) (see the file comment).
   ShardDataLoader(Dataset dataset, ShardSampler sampler,
                   torch::data::DataLoaderOptions options)
       : progress_(sampler.progress()),
-        inner_(torch::data::make_data_loader(
-            std::move(dataset), std::move(sampler), RefuseDropLast(options))) {}
+        inner_(std::make_unique<Inner>(std::move(dataset), std::move(sampler),
+                                       RefuseUncountable(options))) {}
 
-  // Starts a pass (the sampler's reset(): see shard_sampler.h).
-  iterator begin() { return iterator(inner_->begin(), progress_); }
+  // Starts a pass (the sampler's reset(): see shard_sampler.h), after
+  // dropping what a left pass still had in flight.
+  iterator begin() {
+    inner_->DropBatchesInFlight();
+    return iterator(inner_->begin(), progress_);
+  }
   iterator end() { return iterator(inner_->end(), progress_); }
 
   // The sampler's progress: what the loop received, in which epoch.
@@ -127,13 +153,22 @@ class ShardDataLoader {
   }
 
  private:
-  static torch::data::DataLoaderOptions RefuseDropLast(
+  // The options under which positions could not count what the loop
+  // received are refused.
+  static torch::data::DataLoaderOptions RefuseUncountable(
       torch::data::DataLoaderOptions options) {
     if (options.drop_last()) {
       throw std::invalid_argument(
           "ShardDataLoader: drop_last would drop a batch the loop never "
           "receives, so the pass would never end; use the job's drop tail "
           "instead");
+    }
+    if (!options.enforce_ordering()) {
+      throw std::invalid_argument(
+          "ShardDataLoader: enforce_ordering(false) delivers batches out of "
+          "order, and a committed position must be a prefix of the shard "
+          "(batches not yet arrived would be skipped); keep the default "
+          "enforce_ordering(true)");
     }
     return options;
   }
