@@ -9,16 +9,6 @@
 namespace shard::server {
 namespace {
 
-// --metrics-listen as its HTTP server takes it (IPv4 only).
-CLI::Validator MetricsListenCheck() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        const absl::Status status = metrics::CheckMetricsListen(text);
-        return status.ok() ? "" : std::string(status.message());
-      },
-      "");
-}
-
 // --data-dir, --etcd-endpoints or --in-memory.
 void AddStateOptions(CLI::App& app, DaemonFlags* f) {
   const std::string state = "State (exactly one)";
@@ -163,7 +153,7 @@ void AddSecurityOptions(CLI::App& app, DaemonFlags* f) {
                  "empty: none")
       ->type_name("HOST:PORT")
       ->check(cli::AddressCheck(net::AddressUse::kListen))
-      ->check(MetricsListenCheck())
+      ->check(cli::StatusCheck(metrics::CheckMetricsListen))
       ->group(security);
   cli::AddOption(app, "--health-listen", f->health_listen,
                  "HOST:PORT of an extra plaintext listener serving only the "

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -60,14 +61,21 @@ CLI::Validator AtLeast(uint64_t min) {
       "");
 }
 
-CLI::Validator AddressCheck(net::AddressUse use, bool list) {
+CLI::Validator StatusCheck(
+    std::function<absl::Status(const std::string& text)> check) {
   return CLI::Validator(
-      [use, list](std::string& text) -> std::string {
-        const absl::Status status = list ? net::ParseAddressList(text).status()
-                                         : net::CheckAddress(text, use);
+      [check = std::move(check)](std::string& text) -> std::string {
+        const absl::Status status = check(text);
         return status.ok() ? "" : std::string(status.message());
       },
       "");
+}
+
+CLI::Validator AddressCheck(net::AddressUse use, bool list) {
+  return StatusCheck([use, list](const std::string& text) {
+    return list ? net::ParseAddressList(text).status()
+                : net::CheckAddress(text, use);
+  });
 }
 
 CLI::Validator NotEmpty(const std::string& why) {

@@ -9,12 +9,14 @@
 #define COMMON_CLI_COMMAND_LINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/net/address.h"
 
@@ -36,6 +38,9 @@ CLI::Validator FiniteNumber();
 // A whole number of at least `min`, saying so in those words (CLI11's
 // PositiveNumber says "not in range 0.000000 to 1.79e308").
 CLI::Validator AtLeast(uint64_t min);
+// A check that refuses a value with the message of `check`'s error.
+CLI::Validator StatusCheck(
+    std::function<absl::Status(const std::string& text)> check);
 // An address option checked by the rule of common/net/address.h: one
 // address for `use`, or with `list` a comma-separated list to dial.
 CLI::Validator AddressCheck(net::AddressUse use, bool list = false);

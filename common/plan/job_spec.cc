@@ -215,6 +215,8 @@ JobSpec WithCanonicalShares(JobSpec spec) {
 
 std::string JobSpecDifference(const JobSpec& from, const JobSpec& to) {
   constexpr size_t kMaxListed = 8;
+  // The common case (every join names the job's own spec) copies nothing.
+  if (google::protobuf::util::MessageDifferencer::Equals(from, to)) return "";
   std::string report;
   {
     // The report is complete once the differencer (its reporter) is gone.
