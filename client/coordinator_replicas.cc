@@ -41,6 +41,7 @@ absl::Status CoordinatorReplicas::Add(const std::string& address) {
   addresses_.push_back(address);
   stubs_.push_back(shard::v1::Coordinator::NewStub(*channel));
   channels_.push_back(*channel);
+  silent_since_.push_back(absl::InfinitePast());
   return absl::OkStatus();
 }
 
@@ -62,11 +63,19 @@ void CoordinatorReplicas::PauseBeforeRetry(absl::Duration pause) const {
   absl::SleepFor(until - absl::Now());
 }
 
+bool CoordinatorReplicas::RecentlySilent(size_t index, absl::Time now) const {
+  return now - silent_since_[index] < kSilentLeaderHoldoff;
+}
+
 bool CoordinatorReplicas::Failed(const Pick& used,
                                  const grpc::ClientContext& context) {
   const auto& trailers = context.GetServerTrailingMetadata();
   const bool standby = trailers.find(kStandbyMetadataKey) != trailers.end();
+  const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
+  if (!standby && silent_since_[used.index] == absl::InfinitePast()) {
+    silent_since_[used.index] = now;
+  }
   if (used.index != current_) return true;  // Another call moved on.
   unanswered_ = standby ? 0 : unanswered_ + 1;
   const bool soon = standby || unanswered_ < addresses_.size();
@@ -75,7 +84,9 @@ bool CoordinatorReplicas::Failed(const Pick& used,
     const std::string leader(hint->second.data(), hint->second.size());
     const auto known = std::find(addresses_.begin(), addresses_.end(), leader);
     if (known != addresses_.end()) {
-      current_ = static_cast<size_t>(known - addresses_.begin());
+      const auto index = static_cast<size_t>(known - addresses_.begin());
+      // Stay with the standby until it takes over from a silent leader.
+      if (!RecentlySilent(index, now)) current_ = index;
       return soon;
     }
     if (Add(leader).ok()) {
@@ -87,9 +98,10 @@ bool CoordinatorReplicas::Failed(const Pick& used,
   return soon;
 }
 
-void CoordinatorReplicas::Answered() {
+void CoordinatorReplicas::Answered(const Pick& used) {
   absl::MutexLock lock(&mu_);
   unanswered_ = 0;
+  silent_since_[used.index] = absl::InfinitePast();
 }
 
 std::vector<std::string> CoordinatorReplicas::addresses() const {

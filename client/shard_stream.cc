@@ -103,7 +103,7 @@ absl::Status ShardStream::ReadOnce() {
   bool answered = false;
   while (reader->Read(&chunk)) {
     if (!answered) {
-      replicas_->Answered();
+      replicas_->Answered(replica);
       answered = true;
     }
     absl::MutexLock lock(&mu_);

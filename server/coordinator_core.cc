@@ -57,6 +57,8 @@ uint64_t CoordinatorCore::Decide(absl::FunctionRef<void(LockedCore&)> decide) {
   UnlockThenRun lock(&mu_, &options_.on_lock_held);
   LockedCore core(*this, lock.then());
   decide(core);
+  // Cheap (one counter): the waiting-call limit follows the jobs held.
+  waiting_calls_.SetRanksHeld(writes_.state().ranks_held());
   return writes_.journaled();
 }
 

@@ -93,6 +93,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       std::make_unique<GrpcCoordinator>(&server->slot_, server->GlueOptions());
   if (absl::Status s = server->Listen(*credentials); !s.ok()) return s;
   if (absl::Status s = server->ListenForHealth(); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<CallbackQueueWaker>> waker =
+      CallbackQueueWaker::Start();
+  if (!waker.ok()) return waker.status();
+  server->waker_ = *std::move(waker);
   if (service != nullptr) {
     server->Serve(std::move(service));
   } else {
@@ -227,6 +231,7 @@ void CoordinatorServer::Stop(absl::Duration grace) {
     health_server_->Shutdown(absl::ToChronoTime(absl::Now()));
     health_server_->Wait();
   }
+  waker_.reset();
 }
 
 }  // namespace shard::server

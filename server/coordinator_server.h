@@ -3,7 +3,8 @@
 // limit, the gRPC health service ("" and shard.v1.Coordinator: SERVING
 // while a CoordinatorService serves, NOT_SERVING otherwise; "liveness":
 // SERVING while the server runs), server reflection, RPC metrics, and a
-// graceful stop. What it serves is a ServingSlot: a replica's role change
+// graceful stop; its CallbackQueueWaker keeps gRPC from reading requests
+// late. What it serves is a ServingSlot: a replica's role change
 // installs or takes out the service (Serve, Vacate), the server and its
 // port stay. Used by shardd and by tests.
 //
@@ -22,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "server/callback_queue_waker.h"
 #include "server/coordinator_service.h"
 #include "server/grpc_coordinator.h"
 #include "server/metrics/server_metrics.h"
@@ -119,6 +121,8 @@ class CoordinatorServer {
   std::unique_ptr<GrpcCoordinator> grpc_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> health_server_;  // Null without one.
+  // Keeps the callback threads polling while the server runs.
+  std::unique_ptr<CallbackQueueWaker> waker_;
   std::string address_;
   std::string health_address_;
   bool tls_ = false;

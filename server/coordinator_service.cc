@@ -54,6 +54,7 @@ CoordinatorFigures CoordinatorService::Figures() {
     figures.waiting_by_kind[kind] =
         core_.waiting_calls().waiting(static_cast<WaitingCalls::Kind>(kind));
   }
+  figures.waiting_limit = core_.waiting_calls().limit();
   SourceCounterTable& by_source = shards_.source_counters();
   core_.Decide([&](LockedCore& core) {
     if (!core.CheckServing().ok()) return;

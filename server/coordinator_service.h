@@ -44,6 +44,8 @@ struct CoordinatorFigures {
   size_t rendezvous_bytes = 0;
   // Calls waiting, by WaitingCalls::Kind.
   std::array<size_t, WaitingCalls::kKinds> waiting_by_kind = {};
+  // How many may wait at once now (WaitingCalls::limit).
+  size_t waiting_limit = 0;
   // Every job's figures; empty while the core does not serve.
   std::vector<JobFigures> jobs;
 

@@ -48,6 +48,28 @@ absl::Status CheckMemberList(const std::vector<std::string>& members,
   return absl::OkStatus();
 }
 
+// The world `formed` names, by rank: its members, or (world_size set)
+// the job's next world of that size. FAILED_PRECONDITION when it names
+// none or more members than may form one.
+absl::StatusOr<std::vector<std::string>> WorldFormed(
+    const JobState& job, const shard::state::v1::GenerationFormed& formed) {
+  if (formed.world_size() == 0) {
+    if (formed.members().empty())
+      return Unfit("GenerationFormed names no world");
+    return std::vector<std::string>(formed.members().begin(),
+                                    formed.members().end());
+  }
+  if (!formed.members().empty()) {
+    return Unfit("GenerationFormed gives both members and a world size");
+  }
+  const size_t eligible = job.members.size() - job.awaiting_rejoin.size();
+  if (formed.world_size() > eligible) {
+    return Unfit(absl::StrCat("GenerationFormed of ", formed.world_size(),
+                              " members while ", eligible, " may form one"));
+  }
+  return job.NextWorld(formed.world_size());
+}
+
 // OK if a world of `world` (by rank) may form from `job`'s members now.
 absl::Status CheckWorld(const JobState& job,
                         const std::vector<std::string>& world) {
@@ -384,10 +406,10 @@ absl::Status CoordinatorState::CheckGenerationFormed(
         "GenerationFormed with generation ", formed.generation(),
         ", not above the last one given out (", last_generation_, ")"));
   }
-  const std::vector<std::string> world(formed.members().begin(),
-                                       formed.members().end());
-  if (absl::Status s = CheckWorld(state, world); !s.ok()) return s;
-  if (state.world_formed() && world.size() < state.world.size()) {
+  absl::StatusOr<std::vector<std::string>> world = WorldFormed(state, formed);
+  if (!world.ok()) return world.status();
+  if (absl::Status s = CheckWorld(state, *world); !s.ok()) return s;
+  if (state.world_formed() && world->size() < state.world.size()) {
     return Unfit("GenerationFormed replaces a formed world by a smaller one");
   }
   if (formed.epoch() != state.committed_epoch ||
@@ -439,9 +461,12 @@ absl::Status CoordinatorState::Apply(const StateUpdate& update) {
     case StateUpdate::kProgressCommitted:
       ApplyProgressCommitted(update.progress_committed());
       break;
-    case StateUpdate::kJobDeleted:
-      jobs_.erase(jobs_.find(update.job_deleted().job_id()));
+    case StateUpdate::kJobDeleted: {
+      const auto deleted = jobs_.find(update.job_deleted().job_id());
+      ranks_held_ -= deleted->second->spec.max_world_size();
+      jobs_.erase(deleted);
       break;
+    }
     case StateUpdate::UPDATE_NOT_SET:
       break;  // Refused by Check.
   }
@@ -464,6 +489,7 @@ void CoordinatorState::ApplyJobCreated(
   job->spec = created.spec();
   job->incarnation = ++last_incarnation_;
   job->generation_floor = last_generation_;
+  ranks_held_ += job->spec.max_world_size();
   jobs_[created.job_id()] = std::move(job);
 }
 
@@ -484,7 +510,7 @@ void CoordinatorState::ApplyMemberJoined(
 void CoordinatorState::ApplyGenerationFormed(
     const shard::state::v1::GenerationFormed& formed) {
   JobState& job = MutableJob(formed.job_id());
-  job.SetWorld({formed.members().begin(), formed.members().end()});
+  job.SetWorld(*WorldFormed(job, formed));  // Check found it.
   job.generation = formed.generation();
   job.generation_epoch = formed.epoch();
   job.generation_base = formed.base_position();
@@ -580,6 +606,7 @@ absl::StatusOr<CoordinatorState> CoordinatorState::FromSnapshot(
           state.last_generation_, ")")));
     }
     std::string job_id = job->job_id;
+    state.ranks_held_ += job->spec.max_world_size();
     state.jobs_.emplace(std::move(job_id),
                         std::make_shared<JobState>(*std::move(job)));
   }

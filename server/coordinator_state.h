@@ -150,6 +150,9 @@ class CoordinatorState {
   using Jobs =
       std::map<std::string, std::shared_ptr<const JobState>, std::less<>>;
   const Jobs& jobs() const { return jobs_; }
+  // The ranks all jobs may have at once: the sum of their (largest) world
+  // sizes.
+  uint64_t ranks_held() const { return ranks_held_; }
 
  private:
   absl::StatusOr<const JobState*> CheckedJob(absl::string_view job_id,
@@ -176,6 +179,7 @@ class CoordinatorState {
   JobState& MutableJob(absl::string_view job_id);
 
   Jobs jobs_;
+  uint64_t ranks_held_ = 0;
   uint64_t last_generation_ = 0;
   uint64_t last_incarnation_ = 0;
 };

@@ -251,9 +251,7 @@ absl::Status LockedCore::MaybeFormWorld(const std::string& job_id,
   // Coordinator-wide numbering: never a number an earlier job of this id
   // (or any job) had.
   formed->set_generation(state().last_generation() + 1);
-  for (std::string& member : job->NextWorld(size)) {
-    formed->add_members(std::move(member));
-  }
+  formed->set_world_size(static_cast<uint32_t>(size));
   formed->set_epoch(job->committed_epoch);
   formed->set_base_position(job->committed_position);
   if (absl::Status s = writes().Persist(update); !s.ok()) return s;

@@ -105,7 +105,8 @@ void AddLimitOptions(CLI::App& app, DaemonFlags* f) {
       ->type_name("BYTES")
       ->group(limits);
   cli::AddOption(app, "--max-waiting-calls", f->max_waiting_calls,
-                 "calls that may wait at once; more answer "
+                 "calls that may wait at once beyond 2 per rank of the jobs "
+                 "held (a join, then a rendezvous wait); more answer "
                  "RESOURCE_EXHAUSTED")
       ->type_name("N")
       ->group(limits);

@@ -179,7 +179,7 @@ shard::metrics::CoordinatorView ViewOf(
     view.waiting_calls.emplace_back(shard::server::WaitingCalls::KindName(kind),
                                     figures.waiting(kind));
   }
-  view.max_waiting_calls = options.max_waiting_calls;
+  view.max_waiting_calls = figures.waiting_limit;
   view.store_bytes = figures.rendezvous_bytes;
   view.store_max_bytes = options.rendezvous.max_total_bytes;
   view.order_bytes = figures.order_bytes;

@@ -29,13 +29,29 @@ WaitingCalls::Slot::~Slot() {
   if (calls_ != nullptr) calls_->Leave(kind_);
 }
 
+size_t WaitingCalls::LimitLocked() const {
+  return base_ + kPerRank * ranks_held_;
+}
+
+size_t WaitingCalls::limit() const {
+  absl::MutexLock lock(&mu_);
+  return LimitLocked();
+}
+
+void WaitingCalls::SetRanksHeld(uint64_t ranks) {
+  absl::MutexLock lock(&mu_);
+  ranks_held_ = ranks;
+}
+
 absl::StatusOr<WaitingCalls::Slot> WaitingCalls::Enter(Kind kind) {
   absl::MutexLock lock(&mu_);
-  if (total_ >= limit_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(limit_,
-                     " calls are already waiting on this coordinator (shardd "
-                     "--max-waiting-calls); retry later"));
+  if (const size_t limit = LimitLocked(); total_ >= limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        limit,
+        " calls are already waiting on this coordinator (shardd "
+        "--max-waiting-calls ",
+        base_, " plus ", kPerRank, " per rank of its ", ranks_held_,
+        " ranks); retry later, or raise --max-waiting-calls"));
   }
   ++total_;
   ++by_kind_[static_cast<size_t>(kind)];

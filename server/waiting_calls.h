@@ -1,6 +1,10 @@
 // Counts the calls that are blocked waiting (JoinJob for its world, store
 // gets and waits for keys) against one limit, so that a flood of waiters is
-// answered RESOURCE_EXHAUSTED instead of exhausting the server's threads.
+// answered RESOURCE_EXHAUSTED instead of exhausting the server's memory.
+// The limit follows what the coordinator serves: `base` (shardd
+// --max-waiting-calls) plus kPerRank for each rank its jobs may have (a
+// rank's join waits for its world, then its process group's rendezvous
+// waits for a key), so a job of any allowed size forms on the defaults.
 // Thread-safe.
 #ifndef SERVER_WAITING_CALLS_H_
 #define SERVER_WAITING_CALLS_H_
@@ -37,19 +41,29 @@ class WaitingCalls {
     Kind kind_;
   };
 
-  explicit WaitingCalls(size_t limit) : limit_(limit) {}
+  // Waiting calls allowed per rank of the jobs held.
+  static constexpr size_t kPerRank = 2;
 
-  // A slot for one more waiting call, or RESOURCE_EXHAUSTED at the limit.
+  explicit WaitingCalls(size_t base) : base_(base) {}
+
+  // A slot for one more waiting call, or RESOURCE_EXHAUSTED at the limit
+  // (naming it and the flag that raises it).
   absl::StatusOr<Slot> Enter(Kind kind) ABSL_LOCKS_EXCLUDED(mu_);
   // Calls of `kind` waiting now.
   size_t waiting(Kind kind) const ABSL_LOCKS_EXCLUDED(mu_);
-  size_t limit() const { return limit_; }
+  // The limit now: base + kPerRank x ranks held.
+  size_t limit() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The jobs held may have `ranks` ranks at once
+  // (CoordinatorState::ranks_held).
+  void SetRanksHeld(uint64_t ranks) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void Leave(Kind kind) ABSL_LOCKS_EXCLUDED(mu_);
+  size_t LimitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const size_t limit_;
+  const size_t base_;
   mutable absl::Mutex mu_;
+  uint64_t ranks_held_ ABSL_GUARDED_BY(mu_) = 0;
   size_t total_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<size_t, kKinds> by_kind_ ABSL_GUARDED_BY(mu_) = {};
 };

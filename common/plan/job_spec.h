@@ -17,7 +17,10 @@
 
 namespace shard::plan {
 
-inline constexpr uint32_t kMaxWorldSize = 65536;
+// 2^20 ranks: ten times the largest training clusters (100,000-200,000
+// GPUs, one rank each), while one generation's member list (about 26 bytes
+// a member) stays a record of tens of MiB at most.
+inline constexpr uint32_t kMaxWorldSize = 1u << 20;
 // Epochs are 0 .. 2^31 - 1.
 inline constexpr uint64_t kMaxEpoch = (uint64_t{1} << 31) - 1;
 inline constexpr uint64_t kMaxSeed = (uint64_t{1} << 63) - 1;

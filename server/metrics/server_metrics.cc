@@ -220,7 +220,8 @@ class CoordinatorGauges : public prometheus::Collectable {
     families.push_back(std::move(waiting));
     families.push_back(SingleGauge(
         "shard_waiting_calls_limit",
-        "Waiting calls allowed at once (shardd --max-waiting-calls).",
+        "Waiting calls allowed at once (shardd --max-waiting-calls plus 2 "
+        "per rank of the jobs held).",
         static_cast<double>(view.max_waiting_calls)));
     families.push_back(
         SingleGauge("shard_store_bytes",

@@ -2,14 +2,15 @@
 """The reference side of run_fashion_mnist_parity.py: the same CNN and
 hyper-parameters as `shard-train --dataset fashion-mnist --model cnn`,
 trained with torch.nn.parallel.DistributedDataParallel and a local
-DistributedSampler over Gloo, W processes on this machine.
+DistributedSampler over Gloo (or, with --backend nccl, NCCL on the GPUs:
+rank r on GPU r mod GPUs), W processes on this machine.
 
 Prints one JSON line per epoch on rank 0 ({"epoch", "seconds", "samples"})
 and a final one ({"accuracy"}) evaluated on the test set (the first
 --eval-size samples; --train-size likewise for training).
 
   fashion_mnist_reference.py --world-size 2 --epochs 3 --batch-size 64
-      --lr 0.02 [--data-path /usr/share/datasets/fashion-mnist]
+      --lr 0.02 [--backend gloo] [--data-path /usr/share/datasets/fashion-mnist]
 """
 import argparse
 import gzip
@@ -52,12 +53,17 @@ def cnn():
 
 def worker(rank, args, port):
     torch.set_num_threads(args.threads)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+    dist.init_process_group(args.backend,
+                            init_method=f"tcp://127.0.0.1:{port}",
                             rank=rank, world_size=args.world_size)
+    device = torch.device("cpu")
+    if args.backend == "nccl":
+        device = torch.device("cuda", rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
     train = load(args.data_path, "train", args.train_size)
     test = load(args.data_path, "t10k", args.eval_size)
     torch.manual_seed(1000 + rank)
-    model = nn.parallel.DistributedDataParallel(cnn())
+    model = nn.parallel.DistributedDataParallel(cnn().to(device))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     sampler = DistributedSampler(train, num_replicas=args.world_size,
                                  rank=rank, shuffle=True, seed=0)
@@ -67,6 +73,7 @@ def worker(rank, args, port):
         began = time.monotonic()
         samples = 0
         for x, y in loader:
+            x, y = x.to(device), y.to(device)
             optimizer.zero_grad()
             F.cross_entropy(model(x), y).backward()
             optimizer.step()
@@ -78,7 +85,7 @@ def worker(rank, args, port):
                   flush=True)
     if rank == 0:
         with torch.no_grad():
-            x, y = test.tensors
+            x, y = (t.to(device) for t in test.tensors)
             correct = (model.module(x).argmax(1) == y).sum().item()
         print(json.dumps({"accuracy": correct / len(y)}), flush=True)
     dist.barrier()
@@ -95,6 +102,8 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--train-size", type=int, default=60000)
     parser.add_argument("--eval-size", type=int, default=10000)
+    parser.add_argument("--backend", default="gloo",
+                        choices=["gloo", "nccl"])
     parser.add_argument("--data-path",
                         default="/usr/share/datasets/fashion-mnist")
     args = parser.parse_args()

@@ -2,7 +2,8 @@
 """Parity benchmark on real data: the same CNN, hyper-parameters and sample
 order trained (a) by shard-train through a real shardd and (b) by a
 reference DistributedDataParallel script with a local DistributedSampler
-(fashion_mnist_reference.py), W processes over Gloo on this machine, one
+(fashion_mnist_reference.py), W processes over --backend (Gloo on CPU,
+NCCL on the GPUs) on this machine, one
 after the other in this one run, for each W of --world-sizes. Prints
 Markdown tables: samples/s per epoch (all ranks together) with their
 ratio, the share of shard-train's epoch time spent waiting for indices from
@@ -12,6 +13,7 @@ heap settings (see SAME_HEAP) unless --reference-default-heap.
   tests/bench/run_fashion_mnist_parity.py --bin-dir build/bin
       [--world-sizes 1,2] [--epochs 3] [--batch-size 64] [--lr 0.02]
       [--threads 1] [--backend gloo] [--reference-default-heap]
+      [--data-path /usr/share/datasets/fashion-mnist]
 """
 import argparse
 import json
@@ -41,7 +43,8 @@ def run_shard_train(args, env):
                    "--lr", str(args.lr), "--backend", args.backend,
                    "--gloo-interface", "lo", "--pg-timeout", "10m",
                    "--dataset-size", str(args.train_size),
-                   "--eval-size", str(args.eval_size)]
+                   "--eval-size", str(args.eval_size),
+                   "--data-path", args.data_path]
             procs.append((subprocess.Popen(cmd, stdout=out,
                                            stderr=subprocess.STDOUT, env=env),
                           out))
@@ -78,11 +81,12 @@ def run_reference(args, env):
     if args.same_heap:
         env = dict(env, GLIBC_TUNABLES=SAME_HEAP)
     out = subprocess.run(
-        ["/usr/bin/python3", os.path.join(HERE, "fashion_mnist_reference.py"),
+        [sys.executable, os.path.join(HERE, "fashion_mnist_reference.py"),
          "--world-size", str(args.world_size), "--epochs", str(args.epochs),
          "--batch-size", str(args.batch_size), "--lr", str(args.lr),
          "--threads", str(args.threads), "--train-size",
-         str(args.train_size), "--eval-size", str(args.eval_size)],
+         str(args.train_size), "--eval-size", str(args.eval_size),
+         "--backend", args.backend, "--data-path", args.data_path],
         check=True, capture_output=True, text=True, env=env, timeout=7200)
     lines = [json.loads(line) for line in out.stdout.splitlines()
              if line.startswith("{")]
@@ -104,6 +108,8 @@ def main():
                         help="train on the first N samples (smoke runs)")
     parser.add_argument("--eval-size", type=int, default=10000,
                         help="evaluate on the first N test samples")
+    parser.add_argument("--data-path",
+                        default="/usr/share/datasets/fashion-mnist")
     parser.add_argument("--reference-default-heap", dest="same_heap",
                         action="store_false",
                         help="run the reference with glibc's default malloc "

@@ -4,16 +4,20 @@
 //
 //   shard-sampler-bench --coordinator HOST:PORT --job ID --world-size W
 //                       [--epoch E] [--chunk-indices C]
-//                       [--warm-epochs K [--epoch-pause 1s]]
+//                       [--warm-epochs K [--warm-patterns open,drained,closed]
+//                        [--epoch-pauses-ms 300,1000,2000]]
 // joins the job as W members (threads), then streams rank 0's shard of
 // epoch E through the client library. The clock starts when the stream is
 // opened (the coordinator computes the epoch order then, unless it prepared
 // it in the background). With --warm-epochs, rank 0 instead opens epochs
-// E, E + 1, ..., E + K, each --epoch-pause after the previous one was
-// opened, reads its first batch and keeps it open until the next one is
-// opened (no commits: the coordinator learns of a new epoch only from the
-// stream), and prints {"mode":"warm","first_index_ms":[...]}, the time to
-// the first index of each of the K epochs after E.
+// E, E + 1, ..., E + K and reads each one's first batch; then epoch e
+// (the e-th of the run) is left as --warm-patterns' e-th entry says
+// (cycling): "open" keeps its stream open until the next one is open,
+// "drained" reads the rest of its shard, "closed" closes it; then rank 0
+// waits --epoch-pauses-ms' e-th entry (cycling) before it opens the next.
+// No commits: the coordinator learns of a new epoch only from the stream.
+// Prints {"mode":"warm","first_index_ms":[...]}, the time to the first
+// index of each of the K epochs after E.
 #include <future>
 #include <memory>
 #include <string>
@@ -74,12 +78,40 @@ int Drain(client::CoordinatorClient& client, const client::Membership& rank0,
   return 0;
 }
 
-// Opens epochs first .. first + count, `pause` apart: the warm report line.
+// How rank 0 leaves an epoch before the pause (see the header).
+enum class Leave { kOpen, kDrained, kClosed };
+
+absl::StatusOr<Leave> ParseLeave(const std::string& name) {
+  if (name == "open") return Leave::kOpen;
+  if (name == "drained") return Leave::kDrained;
+  if (name == "closed") return Leave::kClosed;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--warm-patterns: \"", name, "\" is none of open, drained, closed"));
+}
+
+// What rank 0 does in each epoch of a warm run, cycling through both lists.
+struct WarmSchedule {
+  std::vector<Leave> leaves;
+  std::vector<absl::Duration> pauses;
+};
+
+// Reads `stream` to its end.
+absl::Status ReadToEnd(client::ShardStream& stream,
+                       std::vector<uint64_t>& batch) {
+  while (true) {
+    absl::StatusOr<size_t> got = stream.Next(absl::MakeSpan(batch));
+    if (!got.ok()) return got.status();
+    if (*got == 0) return absl::OkStatus();
+  }
+}
+
+// Opens epochs first .. first + count as `schedule` says: the warm report
+// line.
 int WarmEpochs(client::CoordinatorClient& client,
                const client::Membership& rank0, uint64_t first, uint64_t count,
-               absl::Duration pause) {
+               const WarmSchedule& schedule) {
   std::vector<uint64_t> batch(4096);
-  std::unique_ptr<client::ShardStream> previous;
+  std::unique_ptr<client::ShardStream> kept_open;
   std::string latencies;
   for (uint64_t epoch = first; epoch <= first + count; ++epoch) {
     const Clock::time_point opened = Clock::now();
@@ -90,8 +122,22 @@ int WarmEpochs(client::CoordinatorClient& client,
     if (epoch > first) {
       absl::StrAppend(&latencies, latencies.empty() ? "" : ",", ms);
     }
-    previous = std::move(stream);  // The one before is closed now.
-    absl::SleepFor(pause - absl::FromChrono(Clock::now() - opened));
+    kept_open.reset();  // The previous epoch's, once this one is open.
+    const uint64_t step = epoch - first;
+    switch (schedule.leaves[step % schedule.leaves.size()]) {
+      case Leave::kOpen:
+        kept_open = std::move(stream);
+        break;
+      case Leave::kDrained:
+        if (absl::Status s = ReadToEnd(*stream, batch); !s.ok()) {
+          return Fail(s.ToString());
+        }
+        break;
+      case Leave::kClosed:
+        break;
+    }
+    stream.reset();
+    absl::SleepFor(schedule.pauses[step % schedule.pauses.size()]);
   }
   std::printf("{\"mode\":\"warm\",\"first_index_ms\":[%s]}\n",
               latencies.c_str());
@@ -100,7 +146,7 @@ int WarmEpochs(client::CoordinatorClient& client,
 
 int Run(const std::string& address, const std::string& job, uint32_t world,
         uint64_t epoch, uint32_t chunk_indices, uint64_t warm_epochs,
-        absl::Duration pause) {
+        const WarmSchedule& schedule) {
   client::ClientOptions options;
   options.address = address;
   absl::StatusOr<std::unique_ptr<client::CoordinatorClient>> connected =
@@ -120,7 +166,7 @@ int Run(const std::string& address, const std::string& job, uint32_t world,
       heartbeats.push_back(
           std::make_unique<client::Heartbeater>(client, m, absl::Seconds(2)));
     }
-    exit_code = WarmEpochs(*client, rank0, epoch, warm_epochs, pause);
+    exit_code = WarmEpochs(*client, rank0, epoch, warm_epochs, schedule);
   } else {
     exit_code = Drain(*client, rank0, epoch, chunk_indices);
   }
@@ -141,7 +187,8 @@ int main(int argc, char** argv) {
   std::string address, job;
   uint32_t world = 8, chunk = 0;
   uint64_t epoch = 0, warm_epochs = 0;
-  absl::Duration pause = absl::Seconds(1);
+  std::vector<std::string> patterns = {"open"};
+  std::vector<uint32_t> pauses_ms = {1000};
   shard::cli::AddOption(app, "--coordinator", address, "HOST:PORT")->required();
   shard::cli::AddOption(app, "--job", job, "job id")->required();
   shard::cli::AddOption(app, "--world-size", world, "ranks");
@@ -149,13 +196,29 @@ int main(int argc, char** argv) {
   shard::cli::AddOption(app, "--chunk-indices", chunk,
                         "indices per chunk (0: default)");
   shard::cli::AddOption(app, "--warm-epochs", warm_epochs,
-                        "open this many epochs after --epoch, one per "
-                        "--epoch-pause, timing each one's first index");
-  shard::cli::AddDuration(app, "--epoch-pause", &pause,
-                          "time between two epochs' opens");
+                        "open this many epochs after --epoch, timing each "
+                        "one's first index");
+  shard::cli::AddOption(app, "--warm-patterns", patterns,
+                        "how each epoch is left: open, drained or closed "
+                        "(comma-separated, cycled)")
+      ->delimiter(',');
+  shard::cli::AddOption(app, "--epoch-pauses-ms", pauses_ms,
+                        "pause before each next epoch, in ms "
+                        "(comma-separated, cycled)")
+      ->delimiter(',');
   if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }
+  shard::bench::WarmSchedule schedule;
+  for (const std::string& pattern : patterns) {
+    absl::StatusOr<shard::bench::Leave> leave =
+        shard::bench::ParseLeave(pattern);
+    if (!leave.ok()) return shard::bench::Fail(leave.status().ToString());
+    schedule.leaves.push_back(*leave);
+  }
+  for (uint32_t ms : pauses_ms) {
+    schedule.pauses.push_back(absl::Milliseconds(ms));
+  }
   return shard::bench::Run(address, job, world, epoch, chunk, warm_epochs,
-                           pause);
+                           schedule);
 }

@@ -1,20 +1,26 @@
 #!/usr/bin/env python3
-"""Checks the torch >= 2.6 large-N randperm branch against the installed torch.
+"""The plan against the installed torch's own DistributedSampler at sizes
+each side of torch's randperm switch (N = 2^32 / 20 = 214,748,364: torch
+>= 2.6 shuffles from there on with another algorithm).
 
-torch >= 2.6 shuffles n >= 2^32 / 20 elements with a different algorithm
-than smaller n. Debian's python3-torch (1.13) predates it, so ctest cannot
-use it as an oracle; run this by hand where torch >= 2.6 is installed
-(about 12 GB of memory, a minute):
+Debian's python3-torch (1.13) has only the old algorithm; torch >= 2.6 is
+the oracle of the new one. The job reproduces the installed torch
+(`--torch-randperm 2.6` on torch >= 2.6, `legacy` before). For each size
+(default: 214,748,363 and 214,748,364), epochs 0 and 1, ranks 0 and W-1
+(W = 64, so the pad tail is exercised), `shardctl plan` must equal
+DistributedSampler's shard (seed 7, drop_last=False). The shard is
+computed with DistributedSampler's own steps on tensors (randperm with
+the seed + epoch generator, padded by repeating its start, strided from
+the rank), since its list of 2*10^8 Python ints would take about 8 GB.
+About 6 GB of memory and a minute or two per size:
 
     python3 tests/conformance/large_randperm_check.py --bin-dir build/bin
+        [--sizes 214748363,214748364]
 
-It starts shardd, creates a job with N = 2^28 (above the switch point) and
-`--torch-randperm 2.6`, and compares ranks 0 and W-1 of epochs 0 and 1
-(`shardctl plan`) with torch.randperm(N, generator=manual_seed(seed + epoch))
-[rank::W], which is DistributedSampler's shard when W divides N.
-Exit status 0 when all match.
+Prints one line per comparison; exit status 0 when all match.
 """
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -24,39 +30,57 @@ from shardd_process import ShardDaemon  # noqa: E402
 
 import torch  # noqa: E402
 
-N, W, SEED = 1 << 28, 64, 7
+W, SEED = 64, 7
+SWITCH = 214748364
+
+
+def randperm_option():
+    major, minor = (int(x) for x in torch.__version__.split(".")[:2])
+    return "2.6" if (major, minor) >= (2, 6) else "legacy"
+
+
+def sampler_shard(n, epoch, rank):
+    """DistributedSampler(shuffle=True, seed=SEED, drop_last=False)'s
+    indices for `rank` in `epoch`, as a tensor."""
+    g = torch.Generator()
+    g.manual_seed(SEED + epoch)
+    order = torch.randperm(n, generator=g)
+    total = math.ceil(n / W) * W
+    padding = total - n
+    if padding:
+        order = torch.cat([order, order[:padding]])
+    return order[rank:total:W]
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--sizes", default=f"{SWITCH - 1},{SWITCH}")
     args = parser.parse_args()
-    major, minor = (int(x) for x in torch.__version__.split(".")[:2])
-    if (major, minor) < (2, 6):
-        print(f"torch {torch.__version__} < 2.6: nothing to check against")
-        return 77
     shardctl = f"{args.bin_dir}/shardctl"
+    algorithm = randperm_option()
     failures = 0
     with ShardDaemon(args.bin_dir, "--max-order-bytes", str(8 << 30)) as d:
-        subprocess.run([shardctl, "--coordinator", d.address, "create-job",
-                        "--job", "big", "--size", str(N), "--world-size",
-                        str(W), "--seed", str(SEED), "--torch-randperm",
-                        "2.6"], check=True)
-        for epoch in (0, 1):
-            g = torch.Generator()
-            g.manual_seed(SEED + epoch)
-            order = torch.randperm(N, generator=g)
-            for rank in (0, W - 1):
-                out = subprocess.run(
-                    [shardctl, "--coordinator", d.address, "plan", "--job",
-                     "big", "--epoch", str(epoch), "--rank", str(rank)],
-                    check=True, capture_output=True, text=True).stdout
-                got = torch.tensor([int(x) for x in out.split()])
-                ok = torch.equal(got, order[rank::W])
-                failures += not ok
-                print(f"{'ok  ' if ok else 'FAIL'} torch {torch.__version__} "
-                      f"N={N} W={W} epoch={epoch} rank={rank} "
-                      f"({got.numel()} indices)", flush=True)
+        for n in (int(s) for s in args.sizes.split(",")):
+            job = f"n{n}"
+            subprocess.run([shardctl, "--coordinator", d.address, "create-job",
+                            "--job", job, "--size", str(n), "--world-size",
+                            str(W), "--seed", str(SEED), "--torch-randperm",
+                            algorithm], check=True, capture_output=True)
+            for epoch in (0, 1):
+                for rank in (0, W - 1):
+                    out = subprocess.run(
+                        [shardctl, "--coordinator", d.address, "plan",
+                         "--job", job, "--epoch", str(epoch), "--rank",
+                         str(rank)],
+                        check=True, capture_output=True, text=True).stdout
+                    got = torch.tensor([int(x) for x in out.split()])
+                    ok = torch.equal(got, sampler_shard(n, epoch, rank))
+                    failures += not ok
+                    print(f"{'ok  ' if ok else 'FAIL'} torch "
+                          f"{torch.__version__} (--torch-randperm "
+                          f"{algorithm}) N={n} W={W} epoch={epoch} "
+                          f"rank={rank} ({got.numel()} indices)", flush=True)
     return 1 if failures else 0
 
 

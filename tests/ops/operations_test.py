@@ -176,8 +176,9 @@ def main():
               "shard_waiting_calls{method=JoinJob} is 0 at rest")
         check(sample(after, "shard_active_streams") == 0,
               "shard_active_streams is 0 once the streams ended")
-        check(sample(after, "shard_waiting_calls_limit") == 10000,
-              "shard_waiting_calls_limit is --max-waiting-calls")
+        check(sample(after, "shard_waiting_calls_limit") == 10000 + 2 * 2,
+              "shard_waiting_calls_limit is --max-waiting-calls plus 2 per "
+              "rank of the jobs held (one job of 2)")
         check(sample(after, "shard_store_bytes") == 0 and
               sample(after, "shard_store_bytes_limit") == 256 << 20,
               "rendezvous store bytes and budget are exported")

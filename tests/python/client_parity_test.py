@@ -12,7 +12,9 @@ then NOT_FOUND is OK in both (the first attempt may have deleted the job),
 NOT_FOUND at once is NOT_FOUND. For heartbeats answered with each kind
 of code, both clients' heartbeat threads stop and report (heartbeat.ends),
 report and go on (heartbeat.reported) or go on silently (any other code).
-Also: the Python errors are the ShardError subclass of their code and
+A standby that names a leader which failed without answering keeps the
+Python client's retries (Replicas, the C++ rule's twin) until the hold-off
+ends. Also: the Python errors are the ShardError subclass of their code and
 survive pickling, `shard.job_spec` is exported (the package docstring uses
 it) and the package is marked typed (py.typed).
 Exit status 0 when every check passes.
@@ -199,6 +201,47 @@ def check_heartbeats(args, fake, table, shard):
     client.close()
 
 
+class Refusal(grpc.RpcError):
+    """An UNAVAILABLE as a replica's answer carries it: a standby's refusal
+    naming `leader`, or (without one) no answer at all."""
+
+    def __init__(self, leader=None):
+        super().__init__()
+        self._trailers = ((("shard-leader", leader), ("shard-standby", "1"))
+                          if leader else ())
+
+    def trailing_metadata(self):
+        return self._trailers
+
+
+def check_silent_leader():
+    from shard import _channel
+    silent, standby = "127.0.0.1:1", "127.0.0.1:2"
+    replicas = _channel.Replicas(f"{silent},{standby}")
+    replicas.failed(0, Refusal())  # The leader does not answer.
+    moved = replicas.current()[0]
+    replicas.failed(1, Refusal(leader=silent))
+    stayed = replicas.current()[0]
+    check((moved, stayed) == (1, 1),
+          f"Python: a standby naming a leader that did not answer keeps the "
+          f"retries (replica {moved}, then {stayed}; want 1, then 1)")
+    holdoff = _channel.SILENT_LEADER_HOLDOFF_S
+    _channel.SILENT_LEADER_HOLDOFF_S = 0.0
+    try:
+        replicas.failed(1, Refusal(leader=silent))
+        check(replicas.current()[0] == 0,
+              "Python: after the hold-off the named leader is called again")
+    finally:
+        _channel.SILENT_LEADER_HOLDOFF_S = holdoff
+    replicas.close()
+    replicas = _channel.Replicas(f"{standby},{silent}")
+    replicas.failed(0, Refusal(leader=silent))
+    check(replicas.current()[0] == 1,
+          "Python: a standby's hint to a leader not known silent is "
+          "followed at once")
+    replicas.close()
+
+
 def check_errors(args, shard):
     error = shard.ShardError("GetJob", grpc.StatusCode.NOT_FOUND, "no job")
     check(type(error) is shard.errors.NotFoundError and
@@ -233,6 +276,7 @@ def main():
         check_heartbeats(args, fake, table, shard)
     finally:
         fake.stop()
+    check_silent_leader()
     check_errors(args, shard)
     return exit_code()
 

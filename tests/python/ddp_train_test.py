@@ -25,8 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
                        "train_ddp.py")
 from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
-from training_records import (committed_history, planned,  # noqa: E402
-                              read_records)
+from training_records import (check_committed_histories,  # noqa: E402
+                              planned, read_records)
 
 WORLD = 3
 
@@ -101,13 +101,8 @@ def main():
               f"killed mid-epoch 0 after a commit at {committed}")
         finish(start(args.python_dir, daemon.address, "killed", size, epochs,
                      work, 2))
-        first, second = records(work, 1), records(work, 2)
-        for epoch in range(epochs):
-            trained = committed_history(first, second, committed, WORLD,
-                                        epoch)
-            check(sorted(trained) == list(range(size)),
-                  f"epoch {epoch}: the committed history holds each of "
-                  f"{size} indices exactly once ({len(trained)} trained)")
+        check_committed_histories(check, records(work, 1), records(work, 2),
+                                  committed, WORLD, epochs, size)
 
     return exit_code()
 

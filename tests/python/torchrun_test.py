@@ -21,6 +21,10 @@ torchrun is started as docs/user-guide.md "torchrun" says (Debian's torch 1.13 n
    processes only (never with the dead one's membership), torchrun exits 0
    and the restarted world trains exactly DistributedSampler's indices of
    every epoch from its snapshot on.
+--nproc N runs N workers instead of 2 (1 on a machine with one GPU: NCCL
+refuses two ranks on one device); --only killed-worker runs part 2 alone
+(tests/gpu/run.sh). The example trains on CUDA with NCCL where torch sees
+a GPU.
 Exit status 0 when every check passes.
 """
 import glob
@@ -37,8 +41,8 @@ EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
                        "train_ddp.py")
 PLAIN_SCRIPT = os.path.join(HERE, "plain_migration_script.py")
 from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
-from training_records import (committed_history, planned,  # noqa: E402
-                              read_records)
+from training_records import (check_committed_histories,  # noqa: E402
+                              planned, read_records)
 
 WORLD = 2
 
@@ -120,60 +124,69 @@ def check_ranks_follow_torchrun(out, restarts):
     check("asked for rank" not in out, "no rank-mismatch warning")
 
 
+def add_arguments(parser):
+    parser.add_argument("--nproc", type=int, default=WORLD)
+    parser.add_argument("--only", choices=["killed-worker"])
+
+
 def main():
-    args = parse_args(__doc__.splitlines()[0])
+    global WORLD
+    args = parse_args(__doc__.splitlines()[0], add_arguments)
+    WORLD = args.nproc
     with ShardDaemon(args.bin_dir) as daemon:
-        # 1. A whole run.
-        size, epochs = 2000, 2
-        work = tempfile.mkdtemp(prefix="shard-torchrun-")
-        proc = torchrun(args.python_dir, daemon.address, "whole", size,
-                        epochs, work)
-        out, _ = proc.communicate(timeout=600)
-        check(proc.returncode == 0,
-              f"torchrun exits 0 (exit {proc.returncode}) {out[-600:]}")
-        check_ranks_follow_torchrun(out, restarts=0)
-        params = set(re.findall(r"params (-?\d+\.\d{10})", out))
-        check(len(params) == 1,
-              f"identical parameters on every rank {sorted(params)}")
-        got = records(work, 0)
-        for epoch in range(epochs):
-            for rank in range(WORLD):
-                check(got[(epoch, rank)] == planned(size, WORLD, epoch, rank),
-                      f"rank {rank} trained exactly its planned indices of "
-                      f"epoch {epoch}")
-
-        # 2. One worker killed mid-epoch: torchrun restarts the world.
-        size = 20000
-        work = tempfile.mkdtemp(prefix="shard-torchrun-kill-")
-        proc = torchrun(args.python_dir, daemon.address, "killed", size,
-                        epochs, work)
-        give_up = time.monotonic() + 300
-        while (not glob.glob(os.path.join(work, "ckpt-0-*.pt")) and
-               time.monotonic() < give_up):
-            time.sleep(0.05)
-        time.sleep(0.3)  # Train past the commit: that work must be redone.
-        kill_one_worker(proc)
-        out, _ = proc.communicate(timeout=600)
-        check(proc.returncode == 0,
-              f"torchrun restarts the world and exits 0 "
-              f"(exit {proc.returncode}) {out[-600:]}")
-        check_ranks_follow_torchrun(out, restarts=1)
-        resumed = re.findall(r"resuming epoch (\d+) at position (\d+)", out)
-        check(len(resumed) == WORLD and len(set(resumed)) == 1,
-              f"both restarted workers resume at the commit {resumed}")
-        if resumed:
-            committed = tuple(map(int, resumed[0]))
-            first, second = records(work, 0), records(work, 1)
-            for epoch in range(epochs):
-                trained = committed_history(first, second, committed, WORLD,
-                                            epoch)
-                check(sorted(trained) == list(range(size)),
-                      f"epoch {epoch}: the committed history holds each of "
-                      f"{size} indices exactly once ({len(trained)} trained)")
-
-        # 3. The two-line migration of a script that forms its own group.
-        plain_migration_survives_a_restart(args.python_dir, daemon.address)
+        if args.only is None:
+            whole_run(args.python_dir, daemon.address)
+        killed_worker(args.python_dir, daemon.address)
+        if args.only is None:
+            # 3. The two-line migration of a script that forms its own group.
+            plain_migration_survives_a_restart(args.python_dir,
+                                               daemon.address)
     return exit_code()
+
+
+def whole_run(python_dir, address):
+    """1. A whole run."""
+    size, epochs = 2000, 2
+    work = tempfile.mkdtemp(prefix="shard-torchrun-")
+    proc = torchrun(python_dir, address, "whole", size, epochs, work)
+    out, _ = proc.communicate(timeout=600)
+    check(proc.returncode == 0,
+          f"torchrun exits 0 (exit {proc.returncode}) {out[-600:]}")
+    check_ranks_follow_torchrun(out, restarts=0)
+    params = set(re.findall(r"params (-?\d+\.\d{10})", out))
+    check(len(params) == 1,
+          f"identical parameters on every rank {sorted(params)}")
+    got = records(work, 0)
+    for epoch in range(epochs):
+        for rank in range(WORLD):
+            check(got[(epoch, rank)] == planned(size, WORLD, epoch, rank),
+                  f"rank {rank} trained exactly its planned indices of "
+                  f"epoch {epoch}")
+
+
+def killed_worker(python_dir, address):
+    """2. One worker killed mid-epoch: torchrun restarts the world."""
+    size, epochs = 20000, 2
+    work = tempfile.mkdtemp(prefix="shard-torchrun-kill-")
+    proc = torchrun(python_dir, address, "killed", size, epochs, work)
+    give_up = time.monotonic() + 300
+    while (not glob.glob(os.path.join(work, "ckpt-0-*.pt")) and
+           time.monotonic() < give_up):
+        time.sleep(0.05)
+    time.sleep(0.3)  # Train past the commit: that work must be redone.
+    kill_one_worker(proc)
+    out, _ = proc.communicate(timeout=600)
+    check(proc.returncode == 0,
+          f"torchrun restarts the world and exits 0 "
+          f"(exit {proc.returncode}) {out[-600:]}")
+    check_ranks_follow_torchrun(out, restarts=1)
+    resumed = re.findall(r"resuming epoch (\d+) at position (\d+)", out)
+    check(len(resumed) == WORLD and len(set(resumed)) == 1,
+          f"every restarted worker resumes at the commit {resumed}")
+    if resumed:
+        committed = tuple(map(int, resumed[0]))
+        check_committed_histories(check, records(work, 0), records(work, 1),
+                                  committed, WORLD, epochs, size)
 
 
 if __name__ == "__main__":

@@ -34,3 +34,14 @@ def committed_history(first, second, committed, world, epoch):
             trained += first[(epoch, rank)][:committed[1] // world]
         trained += second[(epoch, rank)]
     return trained
+
+
+def check_committed_histories(check, first, second, committed, world, epochs,
+                              size):
+    """check()s that every epoch's committed history (committed_history)
+    holds each of `size` indices exactly once."""
+    for epoch in range(epochs):
+        trained = committed_history(first, second, committed, world, epoch)
+        check(sorted(trained) == list(range(size)),
+              f"epoch {epoch}: the committed history holds each of "
+              f"{size} indices exactly once ({len(trained)} trained)")

@@ -124,6 +124,35 @@ TEST(CoordinatorStateTest, NextWorldGrantsRequestedRanks) {
   EXPECT_EQ(job.requested_ranks.count("c"), 0u);
 }
 
+// The record a coordinator writes names the world by its size: a few bytes
+// at any size (one etcd request holds it), replayed into the world the
+// forming coordinator saw, requested ranks included.
+TEST(CoordinatorStateTest, GenerationFormedBySizeIsTheNextWorld) {
+  constexpr uint32_t kWorld = 100000;
+  CoordinatorState state;
+  ApplyAll(state, {Created("j", NormalSpec(1000000, kWorld))});
+  for (uint32_t i = 0; i < kWorld; ++i) {
+    StateUpdate joined = Joined("j", "member-" + std::to_string(i));
+    // Every tenth member asks for the rank of the one after it.
+    if (i % 10 == 0) {
+      joined.mutable_member_joined()->set_requested_rank(i + 1);
+    }
+    ASSERT_TRUE(state.Apply(joined).ok());
+  }
+  const std::vector<std::string> expected =
+      state.jobs().at("j")->NextWorld(kWorld);
+  StateUpdate formed;
+  formed.mutable_generation_formed()->set_job_id("j");
+  formed.mutable_generation_formed()->set_generation(1);
+  formed.mutable_generation_formed()->set_world_size(kWorld + 1);
+  EXPECT_EQ(state.Apply(formed).code(), absl::StatusCode::kFailedPrecondition);
+  formed.mutable_generation_formed()->set_world_size(kWorld);
+  EXPECT_LT(formed.ByteSizeLong(), 32u);
+  ApplyAll(state, {formed});
+  EXPECT_EQ(state.jobs().at("j")->world, expected);
+  EXPECT_EQ(state.jobs().at("j")->RankOf("member-0"), 1u);
+}
+
 TEST(CoordinatorStateTest, ReplayingUpdatesRebuildsTheSameState) {
   const std::vector<StateUpdate> updates = {Created("x", NormalSpec(10, 1)),
                                             Created("y", NormalSpec(20, 2)),

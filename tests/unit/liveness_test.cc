@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -160,37 +161,47 @@ TEST(WaitLimitsTest, WaitsAreClampedToMaxWait) {
   EXPECT_EQ(service.GetJob(get_job)->joined_members(), 1u);
 }
 
-// Past max_waiting_calls a call that would wait is refused at once; one
-// that does not wait is not limited.
+// Past the limit (max_waiting_calls plus 2 per rank of the jobs held) a
+// call that would wait is refused at once, naming the flag; one that does
+// not wait is not limited.
 TEST(WaitLimitsTest, WaitingCallsAreCountedAgainstTheLimit) {
   CoordinatorOptions options;
   options.max_waiting_calls = 1;
   options.expire_leases_in_background = false;
   testing::BlockingCoordinator service(options);
   shard::v1::StoreGetRequest get = StoreGetOfOneRankJob(service);
+  EXPECT_EQ(service.Figures().waiting_limit, 1u + 2u);
   get.set_wait_ms(60000);
-  absl::StatusOr<shard::v1::StoreGetResponse> waited;
-  std::thread waiter(
-      [&] { waited = service.StoreGet(get, absl::InfiniteFuture()); });
-  while (service.Figures().waiting(WaitingCalls::Kind::kStoreGet) == 0) {
-    absl::SleepFor(absl::Milliseconds(1));
+  std::vector<absl::StatusOr<shard::v1::StoreGetResponse>> waited(3);
+  std::vector<std::thread> waiters;
+  for (size_t i = 0; i < waited.size(); ++i) {
+    waiters.emplace_back(
+        [&, i] { waited[i] = service.StoreGet(get, absl::InfiniteFuture()); });
+    while (service.Figures().waiting(WaitingCalls::Kind::kStoreGet) <= i) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
   }
   absl::StatusOr<shard::v1::StoreGetResponse> refused =
       service.StoreGet(get, absl::InfiniteFuture());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted)
       << refused.status();
+  EXPECT_NE(refused.status().message().find("raise --max-waiting-calls"),
+            absl::string_view::npos)
+      << refused.status();
   get.set_wait_ms(0);
   EXPECT_TRUE(service.StoreGet(get, absl::InfiniteFuture()).ok());
 
-  // The waiter is answered by the key arriving, and frees its slot.
+  // The waiters are answered by the key arriving, and free their slots.
   shard::v1::StoreSetRequest set;
   *set.mutable_scope() = get.scope();
   set.set_key("key");
   set.set_value("v");
   ASSERT_TRUE(service.store().StoreSet(set).ok());
-  waiter.join();
-  ASSERT_TRUE(waited.ok()) << waited.status();
-  EXPECT_EQ(waited->value(), "v");
+  for (std::thread& waiter : waiters) waiter.join();
+  for (const auto& answer : waited) {
+    ASSERT_TRUE(answer.ok()) << answer.status();
+    EXPECT_EQ(answer->value(), "v");
+  }
   EXPECT_EQ(service.Figures().waiting(WaitingCalls::Kind::kStoreGet), 0u);
   get.set_wait_ms(60000);
   EXPECT_TRUE(service.StoreGet(get, absl::InfiniteFuture()).ok());

@@ -18,6 +18,11 @@ STANDBY_METADATA_KEY = "shard-standby"
 # the list has another to try): the backoff does not grow
 # (RetryPolicy::soon_pace in C++).
 SOON_PACE_S = 0.1
+# How long a leader that failed without answering (killed, frozen, cut
+# off) is passed over when a standby names it: shardd's default
+# --leader-lease, within which a standby takes over from a leader that
+# stopped renewing (CoordinatorReplicas::kSilentLeaderHoldoff in C++).
+SILENT_LEADER_HOLDOFF_S = 5.0
 
 
 def _read_secret(path, what):
@@ -119,7 +124,10 @@ class Replicas:
     """The coordinator replicas a client may call ("a:1" or "a:1,b:2,c:3")
     and the one it calls now. After a call answered UNAVAILABLE, failed()
     moves on: to the replica the shard-leader trailer names (added when the
-    list lacks it), else to the next one. The same rule as the C++ client's
+    list lacks it), else to the next one; but a named leader that itself
+    failed without answering within SILENT_LEADER_HOLDOFF_S is passed over
+    meanwhile (the client stays with the standby, which takes over when
+    the leader's lease ends). The same rule as the C++ client's
     CoordinatorReplicas. Thread-safe."""
 
     def __init__(self, addresses, token_file=None, tls_ca=None,
@@ -130,6 +138,9 @@ class Replicas:
         self._channels = []
         self._states = []  # Each channel's connectivity, as gRPC reports it.
         self._stubs = []
+        # Per replica: when its calls began failing without an answer
+        # (None while it answers).
+        self._silent_since = []
         self._current = 0
         # Replicas in a row that failed without answering since one did.
         self._unanswered = 0
@@ -146,6 +157,7 @@ class Replicas:
         self._addresses.append(address)
         self._channels.append(channel)
         self._states.append(None)
+        self._silent_since.append(None)
         index = len(self._states) - 1
 
         def note(state):
@@ -176,7 +188,10 @@ class Replicas:
                 leader = value
             elif key == STANDBY_METADATA_KEY:
                 standby = True
+        now = time.monotonic()
         with self._lock:
+            if not standby and self._silent_since[index] is None:
+                self._silent_since[index] = now
             if index != self._current:
                 return True  # Another call moved on already.
             self._unanswered = 0 if standby else self._unanswered + 1
@@ -184,7 +199,12 @@ class Replicas:
             if leader:
                 if leader not in self._addresses:
                     self._add(leader)
-                self._current = self._addresses.index(leader)
+                named = self._addresses.index(leader)
+                silent = self._silent_since[named]
+                # Stay with the standby until it takes over from a silent
+                # leader.
+                if silent is None or now - silent >= SILENT_LEADER_HOLDOFF_S:
+                    self._current = named
             else:
                 self._current = (self._current + 1) % len(self._addresses)
         return soon
@@ -220,10 +240,12 @@ class Replicas:
         else:
             time.sleep(seconds)
 
-    def answered(self):
-        """A call got an answer other than UNAVAILABLE."""
+    def answered(self, index):
+        """The call to replica `index` got an answer other than
+        UNAVAILABLE."""
         with self._lock:
             self._unanswered = 0
+            self._silent_since[index] = None
 
     def close(self):
         with self._lock:

@@ -137,7 +137,7 @@ class Client:
                 response = getattr(stub, name)(
                     request, timeout=timeout or self._rpc_timeout,
                     metadata=self._metadata)
-                self._replicas.answered()
+                self._replicas.answered(index)
                 return response
             except grpc.RpcError as error:
                 # This client never cancels its unary calls.
@@ -145,7 +145,7 @@ class Client:
                 if failure.code == grpc.StatusCode.UNAVAILABLE:
                     soon = self._replicas.failed(index, error)
                 else:
-                    self._replicas.answered()
+                    self._replicas.answered(index)
                 pause = SOON_PACE_S if soon else backoff
                 if (not retry or failure.code not in RETRYABLE or
                         time.monotonic() + pause > give_up):
@@ -332,8 +332,8 @@ class Client:
         reconnects (or `closed` is set)."""
         self._replicas.pause(seconds, closed)
 
-    def _replica_answered(self) -> None:
-        self._replicas.answered()
+    def _replica_answered(self, index) -> None:
+        self._replicas.answered(index)
 
     # -- rendezvous store (the generation's key-value space) --------------
 

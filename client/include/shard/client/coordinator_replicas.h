@@ -6,7 +6,12 @@
 // trailer. After a call that answered UNAVAILABLE, Failed() moves the
 // client on: to the replica the trailer names (added when the list lacks
 // it), else to the next in the list, so that the caller's retry goes
-// there. With one address this changes nothing.
+// there. A named leader that itself failed without answering (killed,
+// frozen, cut off) within kSilentLeaderHoldoff is not called again
+// meanwhile: the client stays with the standby that named it, which takes
+// over when the leader's lease ends, instead of waiting out another
+// connect timeout on a frozen leader. With one address this changes
+// nothing.
 //
 // Thread-safe; channels connect lazily.
 #ifndef SHARD_CLIENT_COORDINATOR_REPLICAS_H_
@@ -21,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "grpcpp/client_context.h"
 #include "shard/client/coordinator_channel.h"
 #include "shard/v1/shard.grpc.pb.h"
@@ -64,8 +70,8 @@ class CoordinatorReplicas {
   // last did (a dead leader costs one pace, not a backoff).
   bool Failed(const Pick& used, const grpc::ClientContext& context)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // A call got an answer other than UNAVAILABLE from a replica.
-  void Answered() ABSL_LOCKS_EXCLUDED(mu_);
+  // The call to `used` got an answer other than UNAVAILABLE.
+  void Answered(const Pick& used) ABSL_LOCKS_EXCLUDED(mu_);
   // The pause before a retry: `pause`, or less when the replica to call
   // now was not connected and connects meanwhile (a restarted coordinator
   // is called as soon as it serves, not after the rest of a backoff).
@@ -73,10 +79,19 @@ class CoordinatorReplicas {
   // Every replica known (the list, then leaders learned from trailers).
   std::vector<std::string> addresses() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // How long a leader that failed without answering is passed over when a
+  // standby names it: shardd's default --leader-lease, within which a
+  // standby takes over from a leader that stopped renewing. A leader that
+  // was only cut off briefly is called again after it.
+  static constexpr absl::Duration kSilentLeaderHoldoff = absl::Seconds(5);
+
  private:
   CoordinatorReplicas(ChannelSecurity security, int max_receive_bytes)
       : security_(std::move(security)), max_receive_bytes_(max_receive_bytes) {}
   absl::Status Add(const std::string& address)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Replica `index` failed without answering within kSilentLeaderHoldoff.
+  bool RecentlySilent(size_t index, absl::Time now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ChannelSecurity security_;
@@ -88,6 +103,9 @@ class CoordinatorReplicas {
   size_t current_ ABSL_GUARDED_BY(mu_) = 0;
   // Replicas in a row that failed without answering since one answered.
   size_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;
+  // Per replica: when its calls began failing without an answer
+  // (InfinitePast while it answers).
+  std::vector<absl::Time> silent_since_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shard::client
