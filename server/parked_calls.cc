@@ -52,12 +52,21 @@ bool ParkedCalls::Decide(std::map<Id, Call>::iterator call, Why why,
 
 void ParkedCalls::Wake(const std::string& topic, AfterUnlock& then) {
   absl::MutexLock lock(&mu_);
-  auto found = by_topic_.find(topic);
-  if (found == by_topic_.end()) return;
-  then.Add([this, woken = std::vector<Id>(found->second.begin(),
-                                          found->second.end())] {
-    DecideWoken(woken);
-  });
+  if (by_topic_.find(topic) == by_topic_.end()) return;
+  if (!waking_.insert(topic).second) return;  // Its pass has not started.
+  then.Add([this, topic] { DecideTopic(topic); });
+}
+
+void ParkedCalls::DecideTopic(const std::string& topic) {
+  std::vector<Id> woken;
+  {
+    absl::MutexLock lock(&mu_);
+    waking_.erase(topic);
+    auto found = by_topic_.find(topic);
+    if (found == by_topic_.end()) return;
+    woken.assign(found->second.begin(), found->second.end());
+  }
+  DecideWoken(woken);
 }
 
 void ParkedCalls::WakeAll(AfterUnlock& then) {

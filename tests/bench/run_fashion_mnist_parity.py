@@ -151,7 +151,7 @@ def compare(args, env):
           f"| |")
     print(f"\n| | shard-train | reference | difference |")
     print("| --- | --- | --- | --- |")
-    print(f"| test accuracy (10,000 images) | {shard_accuracy:.4f} | "
+    print(f"| test accuracy ({args.eval_size:,} images) | {shard_accuracy:.4f} | "
           f"{ref_accuracy:.4f} | {100 * (shard_accuracy - ref_accuracy):+.2f}"
           f" points |", flush=True)
 

@@ -124,6 +124,21 @@ class ParkedCallsTest : public ::testing::Test {
                      }};
 };
 
+// Many wakes of one topic in one hold of the owner's lock (a thousand
+// members removed at once) ask its calls once, not once per wake.
+TEST_F(ParkedCallsTest, WakesOfATopicInOneHoldAskItsCallsOnce) {
+  ParkMany("job", "w", 100, absl::InfiniteFuture());
+  {
+    UnlockThenRun lock(&owner_);
+    for (int i = 0; i < 1000; ++i) calls_.Wake("job", lock.then());
+  }
+  absl::MutexLock lock(&owner_);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(asked_["w" + std::to_string(i)], 1) << "w" << i;
+  }
+  EXPECT_EQ(calls_.parked(), 100u);
+}
+
 TEST_F(ParkedCallsTest, AWakeAsksOnlyTheCallsOfItsTopic) {
   Park("job-a", "a1");
   Park("job-a", "a2");
