@@ -117,6 +117,12 @@ absl::Status CheckProgress(const JobState& job, uint64_t epoch,
 // non-member.
 absl::Status AddRecordedMembers(const shard::state::v1::JobRecord& record,
                                 JobState& job) {
+  if (absl::Status s =
+          CheckMemberList({record.members().begin(), record.members().end()},
+                          job.spec.max_world_size(), "the member list");
+      !s.ok()) {
+    return s;
+  }
   for (const std::string& member : record.members()) {
     auto incarnation = record.member_incarnations().find(member);
     auto requested = record.member_requested_ranks().find(member);
@@ -133,8 +139,7 @@ absl::Status AddRecordedMembers(const shard::state::v1::JobRecord& record,
     return Unfit(
         "an incarnation or requested rank is recorded for a non-member");
   }
-  return CheckMemberList(job.members, job.spec.max_world_size(),
-                         "the member list");
+  return absl::OkStatus();
 }
 
 // Sets the recorded world (with the rules of a re-formed world) and checks
@@ -209,7 +214,7 @@ absl::StatusOr<JobState> JobFromRecord(
 }  // namespace
 
 bool JobState::IsMember(absl::string_view member_id) const {
-  return member_set.count(std::string(member_id)) != 0;
+  return members.Contains(member_id);
 }
 
 std::optional<uint32_t> JobState::RankOf(absl::string_view member_id) const {
@@ -220,8 +225,7 @@ std::optional<uint32_t> JobState::RankOf(absl::string_view member_id) const {
 
 void JobState::AddMember(const std::string& member_id, uint64_t incarnation,
                          std::optional<uint32_t> requested_rank) {
-  members.push_back(member_id);
-  member_set.insert(member_id);
+  members.Add(member_id);
   if (incarnation != 0) incarnations[member_id] = incarnation;
   if (requested_rank) requested_ranks[member_id] = *requested_rank;
 }
@@ -269,8 +273,7 @@ void JobState::Rejoin(const std::string& member_id,
 }
 
 void JobState::RemoveMember(const std::string& member_id) {
-  members.erase(std::find(members.begin(), members.end(), member_id));
-  member_set.erase(member_id);
+  members.Remove(member_id);
   incarnations.erase(member_id);
   requested_ranks.erase(member_id);
   awaiting_rejoin.erase(member_id);

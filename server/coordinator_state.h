@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/plan/shard_layout.h"
+#include "server/join_order.h"
 #include "shard/state/v1/updates.pb.h"
 #include "shard/v1/shard.pb.h"
 
@@ -39,7 +40,7 @@ struct JobState {
   uint64_t incarnation = 0;
   shard::v1::JobSpec spec;  // Normalised.
   // Joined members in join order: the ranks of the next world formed.
-  std::vector<std::string> members;
+  JoinOrder members;
   // The current generation's members by rank; empty while no world is
   // formed (before the first one, or after a member of it was removed).
   std::vector<std::string> world;
@@ -56,11 +57,9 @@ struct JobState {
   uint64_t committed_epoch = 0;
   uint64_t committed_position = 0;
 
-  // Lookup indexes of `members` (as a set) and `world` (member -> rank), so
-  // that joins and wake-ups of large worlds cost O(1) per member.
-  // CoordinatorState keeps them in sync with every change through
-  // AddMember / RemoveMember / SetWorld.
-  std::unordered_set<std::string> member_set;
+  // Lookup index of `world` (member -> rank), so that joins and wake-ups
+  // of large worlds cost O(1) per member. CoordinatorState keeps it in
+  // sync with every change through SetWorld.
   std::unordered_map<std::string, uint32_t> ranks;
 
   // Incarnation each member joined with, when it gave one; an entry lives

@@ -74,7 +74,8 @@ TEST(CoordinatorStateTest, SurvivorsOfAnEndedWorldAwaitRejoin) {
   ApplyAll(state, {Joined("j", "b")});  // b joins again.
   job = state.FindJob("j");
   EXPECT_FALSE(job->AwaitsRejoin("b"));
-  EXPECT_EQ(job->members, (std::vector<std::string>{"b", "w", "c"}));
+  EXPECT_EQ(std::vector<std::string>(job->members.begin(), job->members.end()),
+            (std::vector<std::string>{"b", "w", "c"}));
   EXPECT_EQ(job->NextWorld(3), (std::vector<std::string>{"b", "w", "c"}));
   EXPECT_EQ(state.Check(Joined("j", "b")).code(),
             absl::StatusCode::kFailedPrecondition);  // Already joined.
@@ -95,7 +96,8 @@ TEST(CoordinatorStateTest, SnapshotRoundTripsEveryField) {
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ(Serialized(*copy), Serialized(state));
   const JobState& job = *copy->FindJob("j");
-  EXPECT_EQ(job.members, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(std::vector<std::string>(job.members.begin(), job.members.end()),
+            (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(job.requested_ranks.at("c"), 1u);
   EXPECT_EQ(job.world, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(job.generation, 2u);
