@@ -20,18 +20,23 @@ def add_daemon_arguments(parser):
     parser.add_argument("--shardd-dir", help="directory of the shardd to run "
                         "(default: --bin-dir; e.g. an older build, for a "
                         "side-by-side comparison with the same client)")
+    parser.add_argument("--lease", help="shardd --lease (default: its own; "
+                        "benchmark members that never heartbeat need a long "
+                        "one at 100,000)")
 
 
-def run_per_size(args, client, size_flag, sizes, extra=(), timeout=900,
-                 daemon_args=()):
-    """For each size: a fresh shardd (with `daemon_args`), then `client` (a
-    binary in --bin-dir) with --coordinator, --coordinator-pid, --<size_flag>
-    SIZE and `extra`. Returns the parsed results; exits 1 if a run fails."""
+def run_per_size(args, client, size_flag, sizes, extra=(), timeout=900):
+    """For each size: a fresh shardd (with --lease when given), then
+    `client` (a binary in --bin-dir) with --coordinator, --coordinator-pid,
+    --<size_flag> SIZE and `extra`. Returns the parsed results; exits 1 if a
+    run fails."""
     results = []
     for size in sizes:
         print(f"{size_flag} = {size} ...", file=sys.stderr, flush=True)
         with ShardDaemon(args.shardd_dir or args.bin_dir, "--metrics-listen",
-                         "127.0.0.1:0", *daemon_args) as daemon:
+                         "127.0.0.1:0",
+                         *(("--lease", args.lease) if args.lease else ())) \
+                as daemon:
             out = subprocess.run(
                 [f"{args.bin_dir}/{client}", "--coordinator", daemon.address,
                  "--coordinator-pid", str(daemon.pid), f"--{size_flag}",

@@ -31,12 +31,9 @@ def main():
     parser = argparse.ArgumentParser()
     add_daemon_arguments(parser)
     parser.add_argument("--joins", default="1000,2000,4000,8000")
-    parser.add_argument("--lease", help="shardd --lease (default: its own)")
     args = parser.parse_args()
     rows = run_per_size(args, "shard-join-storm-bench", "joins",
-                        [int(w) for w in args.joins.split(",")],
-                        daemon_args=("--lease", args.lease) if args.lease
-                        else ())
+                        [int(w) for w in args.joins.split(",")])
     print("\n| W | world formed in | heartbeat p50 / p99 / max during the "
           "storm | W joins parked: heartbeat p50 / p99 / max | coordinator "
           "threads idle -> W parked -> 1 s after cancelling them | coordinator "

@@ -1,0 +1,100 @@
+// Many unary calls in flight at once through gRPC's callback client API
+// (no client thread per call), for tests and benchmarks of waiting calls:
+// AsyncJoins, the rendezvous benchmark's StoreGets.
+// Thread-safe. The destructor cancels the calls still running and waits for
+// all of them to end; whatever the calls were started on (stubs) must
+// outlive this object.
+#ifndef TESTS_SUPPORT_ASYNC_CALLS_H_
+#define TESTS_SUPPORT_ASYNC_CALLS_H_
+
+#include <cstddef>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+
+namespace shard::testing {
+
+template <typename Request, typename Response>
+class AsyncCalls {
+ public:
+  // Starts call i's `request` on the callback API (e.g. a stub's
+  // async()->Method), calling `done` when it ends.
+  using Start = std::function<void(int i, grpc::ClientContext* context,
+                                   const Request* request, Response* response,
+                                   std::function<void(grpc::Status)> done)>;
+
+  // Starts `requests.size()` calls, call i with requests[i].
+  AsyncCalls(std::vector<Request> requests, const Start& start)
+      : calls_(requests.size()) {
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      Call& call = calls_[i];
+      call.request = std::move(requests[i]);
+      start(static_cast<int>(i), &call.context, &call.request, &call.response,
+            [this, &call](grpc::Status status) {
+              absl::MutexLock lock(&mu_);
+              if (status.ok()) ++ok_;
+              call.status = std::move(status);
+              call.ended = absl::Now();
+              if (++finished_ == calls_.size()) all_done_.SignalAll();
+            });
+    }
+  }
+  ~AsyncCalls() {
+    CancelAll();
+    AwaitDone();
+  }
+  AsyncCalls(const AsyncCalls&) = delete;
+  AsyncCalls& operator=(const AsyncCalls&) = delete;
+
+  void CancelAll() {
+    for (Call& call : calls_) call.context.TryCancel();
+  }
+  // Blocks until every call ended.
+  void AwaitDone() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    while (finished_ < calls_.size()) all_done_.Wait(&mu_);
+  }
+  // Calls ended so far, and those that ended OK.
+  size_t finished() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return finished_;
+  }
+  size_t ok() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return ok_;
+  }
+  // Call i's status, response and end once it ended.
+  grpc::Status status(int i) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return calls_[i].status;
+  }
+  const Response& response(int i) const { return calls_[i].response; }
+  absl::Time ended(int i) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return calls_[i].ended;
+  }
+
+ private:
+  struct Call {
+    grpc::ClientContext context;
+    Request request;
+    Response response;
+    grpc::Status status;
+    absl::Time ended;
+  };
+  std::vector<Call> calls_;
+  absl::Mutex mu_;
+  absl::CondVar all_done_;
+  size_t finished_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t ok_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace shard::testing
+
+#endif  // TESTS_SUPPORT_ASYNC_CALLS_H_
