@@ -29,29 +29,20 @@ WaitingCalls::Slot::~Slot() {
   if (calls_ != nullptr) calls_->Leave(kind_);
 }
 
-size_t WaitingCalls::LimitLocked() const {
-  return base_ + kPerRank * ranks_held_;
-}
-
 size_t WaitingCalls::limit() const {
-  absl::MutexLock lock(&mu_);
-  return LimitLocked();
-}
-
-void WaitingCalls::SetRanksHeld(uint64_t ranks) {
-  absl::MutexLock lock(&mu_);
-  ranks_held_ = ranks;
+  return base_ + kPerRank * ranks_held_.load(std::memory_order_relaxed);
 }
 
 absl::StatusOr<WaitingCalls::Slot> WaitingCalls::Enter(Kind kind) {
   absl::MutexLock lock(&mu_);
-  if (const size_t limit = LimitLocked(); total_ >= limit) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        limit,
-        " calls are already waiting on this coordinator (shardd "
-        "--max-waiting-calls ",
-        base_, " plus ", kPerRank, " per rank of its ", ranks_held_,
-        " ranks); retry later, or raise --max-waiting-calls"));
+  if (const size_t limit = this->limit(); total_ >= limit) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(limit,
+                     " calls are already waiting on this coordinator (shardd "
+                     "--max-waiting-calls ",
+                     base_, " plus ", kPerRank, " per rank of its ",
+                     (limit - base_) / kPerRank,
+                     " ranks); retry later, or raise --max-waiting-calls"));
   }
   ++total_;
   ++by_kind_[static_cast<size_t>(kind)];

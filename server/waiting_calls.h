@@ -10,6 +10,7 @@
 #define SERVER_WAITING_CALLS_H_
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -52,18 +53,20 @@ class WaitingCalls {
   // Calls of `kind` waiting now.
   size_t waiting(Kind kind) const ABSL_LOCKS_EXCLUDED(mu_);
   // The limit now: base + kPerRank x ranks held.
-  size_t limit() const ABSL_LOCKS_EXCLUDED(mu_);
+  size_t limit() const;
   // The jobs held may have `ranks` ranks at once
-  // (CoordinatorState::ranks_held).
-  void SetRanksHeld(uint64_t ranks) ABSL_LOCKS_EXCLUDED(mu_);
+  // (CoordinatorState::ranks_held). Lock-free: called after every decision
+  // of the core.
+  void SetRanksHeld(uint64_t ranks) {
+    ranks_held_.store(ranks, std::memory_order_relaxed);
+  }
 
  private:
   void Leave(Kind kind) ABSL_LOCKS_EXCLUDED(mu_);
-  size_t LimitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t base_;
   mutable absl::Mutex mu_;
-  uint64_t ranks_held_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> ranks_held_{0};
   size_t total_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<size_t, kKinds> by_kind_ ABSL_GUARDED_BY(mu_) = {};
 };

@@ -42,7 +42,7 @@ EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
 PLAIN_SCRIPT = os.path.join(HERE, "plain_migration_script.py")
 from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
 from training_records import (check_committed_histories,  # noqa: E402
-                              planned, read_records)
+                              check_planned, planned, read_records)
 
 WORLD = 2
 
@@ -156,12 +156,7 @@ def whole_run(python_dir, address):
     params = set(re.findall(r"params (-?\d+\.\d{10})", out))
     check(len(params) == 1,
           f"identical parameters on every rank {sorted(params)}")
-    got = records(work, 0)
-    for epoch in range(epochs):
-        for rank in range(WORLD):
-            check(got[(epoch, rank)] == planned(size, WORLD, epoch, rank),
-                  f"rank {rank} trained exactly its planned indices of "
-                  f"epoch {epoch}")
+    check_planned(check, records(work, 0), size, WORLD, epochs)
 
 
 def killed_worker(python_dir, address):

@@ -45,3 +45,13 @@ def check_committed_histories(check, first, second, committed, world, epochs,
         check(sorted(trained) == list(range(size)),
               f"epoch {epoch}: the committed history holds each of "
               f"{size} indices exactly once ({len(trained)} trained)")
+
+
+def check_planned(check, got, size, world, epochs):
+    """check()s that each rank trained exactly its planned indices of each
+    epoch (`got`: read_records' mapping)."""
+    for epoch in range(epochs):
+        for rank in range(world):
+            check(got[(epoch, rank)] == planned(size, world, epoch, rank),
+                  f"rank {rank} trained exactly its planned indices of "
+                  f"epoch {epoch}")
