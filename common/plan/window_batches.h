@@ -1,0 +1,68 @@
+// Balanced micro-batches of one window of an epoch's order: the samples are
+// grouped by cost into micro-batches, the micro-batches are dealt W at a time
+// into steps (one per rank) so that a step's micro-batches cost nearly the
+// same, and the window's steps are put in a keyed pseudo-random order so
+// that training never sees sorted lengths. docs/balanced-batches.md states
+// the rules exactly; tests/conformance/batch_plan_reference.py re-implements
+// them from that text.
+#ifndef COMMON_PLAN_WINDOW_BATCHES_H_
+#define COMMON_PLAN_WINDOW_BATCHES_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "common/plan/batch_policy.h"
+
+namespace shard::plan {
+
+// A sample of the window: its position in the epoch and its cost.
+struct WindowEntry {
+  uint64_t position;
+  uint32_t cost;
+};
+
+// The window's steps in training order. Step s, rank r holds the
+// micro-batch MicroBatch(s, r): positions[begin, end) of the window's
+// entries in that micro-batch's order.
+class WindowBatches {
+ public:
+  WindowBatches(uint32_t world_size, std::vector<uint64_t> positions,
+                std::vector<uint64_t> batch_ends);
+
+  uint32_t world_size() const { return world_size_; }
+  uint64_t steps() const { return batch_ends_.size() / world_size_; }
+  uint64_t samples() const { return positions_.size(); }
+  // Positions of every micro-batch, step by step, rank by rank.
+  const std::vector<uint64_t>& positions() const { return positions_; }
+  // Index into positions() of the first sample of step s's micro-batch for
+  // rank r (s <= steps(); s == steps() with r == 0 gives samples()).
+  uint64_t BatchBegin(uint64_t step, uint32_t rank) const;
+  uint64_t BatchEnd(uint64_t step, uint32_t rank) const {
+    return batch_ends_[step * world_size_ + rank];
+  }
+  // Samples of the window in steps before `step`: the window-relative
+  // position where that step begins.
+  uint64_t StepBegin(uint64_t step) const { return BatchBegin(step, 0); }
+
+ private:
+  uint32_t world_size_;
+  std::vector<uint64_t> positions_;
+  // End (exclusive) in positions_ of each micro-batch, in positions_ order.
+  std::vector<uint64_t> batch_ends_;
+};
+
+// Arranges `entries` (in epoch order) for `world_size` ranks under `policy`.
+// `step_key` keys the order of the steps (see StepOrderKey). Requires
+// entries.size() >= world_size >= 1: every rank gets at least one sample
+// in every step. Pure; O(S log S) for S entries.
+WindowBatches ArrangeWindow(std::vector<WindowEntry> entries,
+                            uint32_t world_size, const BatchPolicy& policy,
+                            uint64_t step_key);
+
+// The key of window `window` (0-based, counted across the epoch) of `epoch`
+// for a job seeded `seed`.
+uint64_t StepOrderKey(uint64_t seed, uint64_t epoch, uint64_t window);
+
+}  // namespace shard::plan
+
+#endif  // COMMON_PLAN_WINDOW_BATCHES_H_

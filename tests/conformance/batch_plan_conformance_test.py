@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Conformance of balanced batches: the planning code (through
+shard-batch-plan) gives exactly the steps of the independent reference of
+docs/balanced-batches.md (batch_plan_reference.py), and the plan keeps the
+promises the docs make whatever the reference says: every step has one
+non-empty micro-batch per rank, every sample of the epoch is served once
+(the pad tail adds at most W - 1 repeats, the drop tail leaves out at most
+W - 1 samples), a micro-batch outside a window's final run stays within the
+budget (or is a single sample over it), and the steps are not in cost order.
+
+Cases: fixed counts and token budgets, both cost models, worlds 1..64,
+windows from 16 samples (many windows, final runs and absorbed steps) to
+the whole epoch, both tails, epochs smaller than the world, equal costs,
+zero costs and costs near 2^32. Exit 0 when every case holds.
+"""
+import argparse
+import json
+import os
+import random
+import struct
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import batch_plan_reference as reference  # noqa: E402
+
+
+def lognormal_costs(n, rng, sigma=1.0, high=1024):
+    return [max(16, min(high, int(rng.lognormvariate(5, sigma))))
+            for _ in range(n)]
+
+
+def cases():
+    rng = random.Random(7)
+    long_tail = lognormal_costs(3000, rng, sigma=1.6, high=16384)
+    yield "tokens padded W=8", lognormal_costs(5000, rng), dict(
+        world=8, batch_tokens=4096)
+    yield "tokens sum W=3 window 500", lognormal_costs(4001, rng), dict(
+        world=3, batch_tokens=2000, cost_model="sum", window=500)
+    yield "size padded W=4 window 64", lognormal_costs(1003, rng), dict(
+        world=4, batch_size=5, window=64)
+    yield "size sum W=64", lognormal_costs(9000, rng), dict(
+        world=64, batch_size=8, cost_model="sum", seed=3, epoch=5)
+    yield "tokens tiny window W=5", lognormal_costs(777, rng), dict(
+        world=5, batch_tokens=1500, window=16)
+    yield "long tail W=16", long_tail, dict(world=16, batch_tokens=20000)
+    yield "budget below costs W=2", lognormal_costs(300, rng), dict(
+        world=2, batch_tokens=10)
+    yield "W=1", lognormal_costs(1000, rng), dict(world=1, batch_tokens=3000)
+    yield "pad N<W", [5, 9, 1], dict(world=8, batch_size=2)
+    yield "drop N<W", [5, 9, 1], dict(world=8, batch_size=2, tail="drop")
+    yield "drop short last window", lognormal_costs(1000 + 3, rng), dict(
+        world=8, batch_tokens=4096, window=200, tail="drop")
+    yield "equal costs", [100] * 2500, dict(world=7, batch_tokens=1000)
+    yield "zero costs", [0] * 50 + [3] * 50, dict(world=4, batch_tokens=8)
+    yield "costs near 2^32", [2**32 - 1 - i for i in range(40)], dict(
+        world=4, batch_tokens=2**33, cost_model="sum")
+
+
+def run_tool(tool, costs, params):
+    with tempfile.NamedTemporaryFile(suffix=".u32") as file:
+        file.write(struct.pack("<%dI" % len(costs), *costs))
+        file.flush()
+        command = [tool, "--costs", file.name, "--world",
+                   str(params["world"])]
+        for flag in ("batch_size", "batch_tokens", "cost_model", "window",
+                     "seed", "epoch", "tail"):
+            if flag in params:
+                command += ["--" + flag.replace("_", "-"), str(params[flag])]
+        out = subprocess.run(command, check=True, capture_output=True,
+                             text=True).stdout
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def promises(costs, params, steps):
+    """What the docs promise of any plan; returns the broken promises."""
+    world = params["world"]
+    n = len(costs)
+    broken = []
+    served = [i for step in steps for batch in step for i in batch]
+    if any(len(step) != world or not all(step) for step in steps):
+        broken.append("a step without one non-empty micro-batch per rank")
+    extra = len(served) - n
+    if params.get("tail") == "drop":
+        if len(set(served)) != len(served) or not -world < extra <= 0:
+            broken.append("drop: served %d of %d" % (len(served), n))
+    elif sorted(set(served)) != list(range(n)) or not 0 <= extra < world:
+        broken.append("pad: served %d of %d, %d distinct" %
+                      (len(served), n, len(set(served))))
+    budget = params.get("batch_tokens")
+    if budget:
+        model = params.get("cost_model", "padded")
+        over = [b for step in steps for b in step if len(b) > 1 and
+                reference.batch_cost([costs[i] for i in b], model) > budget]
+        # Only final runs (at most one step's worth per window) may exceed.
+        windows = len(reference.windows(n, world, params.get("tail", "pad"),
+                                        0, params.get("window", 0)))
+        if len(over) > 2 * world * windows:
+            broken.append("%d micro-batches over the budget" % len(over))
+    step_costs = [max(costs[i] for b in step for i in b) for step in steps]
+    if (len(set(step_costs)) > 8 and
+            step_costs == sorted(step_costs, reverse=True)):
+        broken.append("steps in cost order")
+    return broken
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bin-dir", required=True)
+    args = parser.parse_args()
+    tool = os.path.join(args.bin_dir, "shard-batch-plan")
+    failures = 0
+    for name, costs, params in cases():
+        got = run_tool(tool, costs, params)
+        expected = reference.plan(costs, **params)
+        problems = promises(costs, params, got)
+        if got != expected:
+            problems.append("differs from the reference (%d vs %d steps)" %
+                            (len(got), len(expected)))
+        print("%-28s %5d steps  %s" % (name, len(got),
+                                       "; ".join(problems) or "ok"))
+        failures += bool(problems)
+    print("%d case(s) failed" % failures if failures else "all cases match")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

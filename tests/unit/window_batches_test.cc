@@ -1,0 +1,126 @@
+#include "common/plan/window_batches.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "common/plan/epoch_batches.h"
+#include "gtest/gtest.h"
+
+namespace shard::plan {
+namespace {
+
+std::vector<WindowEntry> Entries(const std::vector<uint32_t>& costs) {
+  std::vector<WindowEntry> entries;
+  for (uint64_t p = 0; p < costs.size(); ++p) entries.push_back({p, costs[p]});
+  return entries;
+}
+
+BatchPolicy Tokens(uint64_t budget) {
+  BatchPolicy policy;
+  policy.batch_tokens = budget;
+  return policy;
+}
+
+uint64_t PaddedCost(const WindowBatches& batches,
+                    const std::vector<uint32_t>& costs, uint64_t step,
+                    uint32_t rank) {
+  uint32_t longest = 0;
+  for (uint64_t i = batches.BatchBegin(step, rank);
+       i < batches.BatchEnd(step, rank); ++i) {
+    longest = std::max(longest, costs[batches.positions()[i]]);
+  }
+  return longest *
+         (batches.BatchEnd(step, rank) - batches.BatchBegin(step, rank));
+}
+
+TEST(WindowBatchesTest, EveryStepGivesEveryRankSamplesAndEverySampleOnce) {
+  std::vector<uint32_t> costs;
+  for (uint32_t i = 0; i < 1000; ++i) costs.push_back(16 + (i * 7919) % 1009);
+  const WindowBatches batches =
+      ArrangeWindow(Entries(costs), 6, Tokens(4096), StepOrderKey(1, 0, 0));
+  ASSERT_GT(batches.steps(), 1u);
+  for (uint64_t step = 0; step < batches.steps(); ++step) {
+    for (uint32_t rank = 0; rank < 6; ++rank) {
+      EXPECT_LT(batches.BatchBegin(step, rank), batches.BatchEnd(step, rank));
+    }
+  }
+  std::vector<uint64_t> served = batches.positions();
+  std::sort(served.begin(), served.end());
+  for (uint64_t p = 0; p < costs.size(); ++p) ASSERT_EQ(served[p], p);
+}
+
+TEST(WindowBatchesTest, StepsCostNearlyTheSameAcrossRanks) {
+  std::vector<uint32_t> costs;
+  for (uint32_t i = 0; i < 20000; ++i)
+    costs.push_back(16 + (i * 104729) % 1009);
+  const WindowBatches batches =
+      ArrangeWindow(Entries(costs), 8, Tokens(8192), StepOrderKey(1, 0, 0));
+  for (uint64_t step = 0; step < batches.steps(); ++step) {
+    uint64_t most = 0;
+    uint64_t least = UINT64_MAX;
+    for (uint32_t rank = 0; rank < 8; ++rank) {
+      most = std::max(most, PaddedCost(batches, costs, step, rank));
+      least = std::min(least, PaddedCost(batches, costs, step, rank));
+    }
+    EXPECT_LE(most, 8192u);
+    EXPECT_LE(most * 100, least * 110) << "step " << step;
+  }
+}
+
+TEST(WindowBatchesTest, StepOrderDependsOnTheKeyOnly) {
+  std::vector<uint32_t> costs(5000);
+  for (uint32_t i = 0; i < costs.size(); ++i) costs[i] = 16 + (i * 31) % 500;
+  const auto arrange = [&](uint64_t key) {
+    return ArrangeWindow(Entries(costs), 4, Tokens(2048), key).positions();
+  };
+  EXPECT_EQ(arrange(StepOrderKey(3, 1, 0)), arrange(StepOrderKey(3, 1, 0)));
+  EXPECT_NE(arrange(StepOrderKey(3, 1, 0)), arrange(StepOrderKey(3, 2, 0)));
+  EXPECT_NE(StepOrderKey(3, 1, 0), StepOrderKey(3, 1, 1));
+}
+
+TEST(WindowBatchesTest, FixedCountMakesFullBatchesOnWholeWindows) {
+  BatchPolicy policy;
+  policy.batch_size = 4;
+  std::vector<uint32_t> costs(96);
+  for (uint32_t i = 0; i < costs.size(); ++i) costs[i] = 1 + i % 13;
+  const WindowBatches batches =
+      ArrangeWindow(Entries(costs), 3, policy, StepOrderKey(0, 0, 0));
+  EXPECT_EQ(batches.steps(), 8u);
+  for (uint64_t step = 0; step < batches.steps(); ++step) {
+    for (uint32_t rank = 0; rank < 3; ++rank) {
+      EXPECT_EQ(batches.BatchEnd(step, rank) - batches.BatchBegin(step, rank),
+                4u);
+    }
+  }
+}
+
+TEST(WindowBatchesTest, WindowSizes) {
+  BatchPolicy tokens = Tokens(100);
+  EXPECT_EQ(tokens.WindowSamples(8), kDefaultBatchWindow);
+  EXPECT_EQ(tokens.WindowSamples(100000), 1600000u);
+  tokens.window = 10;
+  EXPECT_EQ(tokens.WindowSamples(2), 32u);
+  BatchPolicy size;
+  size.batch_size = 3;
+  size.window = 100;
+  EXPECT_EQ(size.WindowSamples(7), 126u);  // 16 x 7 = 112 -> 6 steps of 21
+}
+
+TEST(EpochBatchesTest, TailsOfAShortLastWindow) {
+  BatchPolicy policy = Tokens(100);
+  policy.window = 64;  // W = 4: windows of 64
+  const EpochBatches pad(130, 4, Tail::kPad, policy);
+  EXPECT_EQ(pad.windows(), 3u);
+  EXPECT_EQ(pad.total(), 132u);  // the last window of 2 padded to 4
+  const EpochBatches drop(130, 4, Tail::kDrop, policy);
+  EXPECT_EQ(drop.windows(), 2u);
+  EXPECT_EQ(drop.total(), 128u);
+  const EpochBatches whole(128, 4, Tail::kPad, policy);
+  EXPECT_EQ(whole.windows(), 2u);
+  EXPECT_EQ(whole.WindowEnd(1), 128u);
+  EXPECT_EQ(whole.WindowOf(127), 1u);
+}
+
+}  // namespace
+}  // namespace shard::plan
