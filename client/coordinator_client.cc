@@ -112,6 +112,30 @@ absl::StatusOr<shard::v1::Job> CoordinatorClient::CreateJob(
   return Call(&Stub::CreateJob, "CreateJob", request);
 }
 
+absl::Status CoordinatorClient::PutCosts(const std::string& sha256,
+                                         absl::string_view le32) {
+  constexpr size_t kPieceBytes = size_t{1} << 20;
+  shard::v1::PutCostsRequest request;
+  request.set_sha256(sha256);
+  request.set_count(le32.size() / 4);
+  uint64_t offset = 0;
+  while (true) {
+    request.set_offset(offset);
+    request.set_costs_le32(std::string(
+        le32.substr(std::min<size_t>(4 * offset, le32.size()), kPieceBytes)));
+    absl::StatusOr<shard::v1::PutCostsResponse> response =
+        Call(&Stub::PutCosts, "PutCosts", request);
+    if (!response.ok()) return response.status();
+    if (response->complete()) return absl::OkStatus();
+    if (response->received() <= offset) {
+      return absl::InternalError(absl::StrCat(
+          "PutCosts: the coordinator received ", response->received(),
+          " costs after a piece at ", offset));
+    }
+    offset = response->received();
+  }
+}
+
 absl::StatusOr<shard::v1::Job> CoordinatorClient::GetJob(
     const std::string& job_id) {
   shard::v1::GetJobRequest request;
@@ -405,7 +429,8 @@ std::unique_ptr<ShardStream> CoordinatorClient::OpenStream(
   request.set_epoch(epoch);
   request.set_start_position(start_position);
   return std::make_unique<ShardStream>(
-      replicas_, request, membership.world_size, options, options_.retry);
+      replicas_, request, membership.world_size, options, options_.retry,
+      membership.spec.has_batches());
 }
 
 }  // namespace shard::client

@@ -14,12 +14,13 @@ namespace shard::client {
 ShardStream::ShardStream(std::shared_ptr<CoordinatorReplicas> replicas,
                          shard::v1::StreamShardRequest request,
                          uint32_t world_size, const StreamOptions& options,
-                         const RetryPolicy& retry)
+                         const RetryPolicy& retry, bool batched)
     : replicas_(std::move(replicas)),
       request_(std::move(request)),
       world_size_(world_size),
       options_(options),
       retry_(retry),
+      batched_(batched),
       reader_([this] { ReadLoop(); }) {}
 
 ShardStream::~ShardStream() {
@@ -76,7 +77,11 @@ void ShardStream::ReadLoop() {
   const uint64_t first = first_offset_.value_or(0);
   const uint64_t expected =
       shard_size_.value_or(0) > first ? *shard_size_ - first : 0;
-  if (status.ok() && received_ != expected) {
+  if (status.ok() && batched_ && !partial_.empty()) {
+    status = absl::DataLossError(
+        absl::StrCat("StreamShard ended inside a micro-batch (",
+                     partial_.size(), " of its indices received)"));
+  } else if (status.ok() && !batched_ && received_ != expected) {
     status = absl::DataLossError(absl::StrCat(
         "StreamShard ended after ", received_, " of ", expected, " indices"));
   }
@@ -90,8 +95,10 @@ absl::Status ShardStream::ReadOnce() {
   {
     absl::MutexLock lock(&mu_);
     if (cancelled_) return absl::CancelledError("stream closed");
-    request.set_start_position(request_.start_position() +
-                               received_ * world_size_);
+    request.set_start_position(ResumePosition());
+    // A micro-batch received in part is received again from its step.
+    partial_.clear();
+    connection_received_ = 0;
     request.set_max_chunk_indices(options_.chunk_indices);
     active_context_ = &context;
   }
@@ -134,7 +141,23 @@ absl::Status ShardStream::ReadOnce() {
   return ended;
 }
 
+uint64_t ShardStream::ResumePosition() const {
+  if (batched_) return received_step_end_.value_or(request_.start_position());
+  return request_.start_position() + received_ * world_size_;
+}
+
 absl::Status ShardStream::CheckChunk(const shard::v1::IndexChunk& chunk) {
+  if (batched_) {
+    // Rank offsets count from the connection's start position.
+    if (chunk.rank_offset() != connection_received_ ||
+        chunk.batch_ends_size() != chunk.step_ends_size() ||
+        !wire::ChunkWellFormed(chunk)) {
+      return absl::DataLossError(absl::StrCat(
+          "StreamShard: malformed balanced-batch chunk at rank offset ",
+          chunk.rank_offset(), " after ", connection_received_, " indices"));
+    }
+    return absl::OkStatus();
+  }
   if (!first_offset_) first_offset_ = chunk.rank_offset();
   if (chunk.rank_offset() != *first_offset_ + received_) {
     return absl::DataLossError(absl::StrCat(
@@ -149,9 +172,37 @@ absl::Status ShardStream::CheckChunk(const shard::v1::IndexChunk& chunk) {
   return absl::OkStatus();
 }
 
+void ShardStream::EnqueueBatches(const shard::v1::IndexChunk& chunk) {
+  const size_t count = wire::ChunkIndexCount(chunk);
+  std::vector<uint64_t> indices(count);
+  wire::CopyChunkIndices(chunk, 0, absl::MakeSpan(indices));
+  size_t begin = 0;
+  for (int b = 0; b < chunk.batch_ends_size(); ++b) {
+    // Checked to lie in the chunk: offsets from rank_offset to its end.
+    const size_t end = std::clamp<uint64_t>(
+        chunk.batch_ends(b) -
+            std::min(chunk.batch_ends(b), chunk.rank_offset()),
+        begin, count);
+    MicroBatch batch;
+    batch.indices = std::move(partial_);
+    partial_.clear();
+    batch.indices.insert(batch.indices.end(), indices.begin() + begin,
+                         indices.begin() + end);
+    batch.step_end = chunk.step_ends(b);
+    received_step_end_ = batch.step_end;
+    queued_bytes_ += batch.indices.size() * sizeof(uint64_t);
+    batches_.push_back(std::move(batch));
+    begin = end;
+  }
+  partial_.insert(partial_.end(), indices.begin() + begin, indices.end());
+  connection_received_ += count;
+  received_ += count;
+}
+
 void ShardStream::Enqueue(shard::v1::IndexChunk chunk) {
-  shard_size_ = chunk.rank_shard_size();
   if (chunk.epoch_positions() != 0) epoch_positions_ = chunk.epoch_positions();
+  if (batched_) return EnqueueBatches(chunk);
+  shard_size_ = chunk.rank_shard_size();
   const size_t count = wire::ChunkIndexCount(chunk);
   if (count == 0) return;
   received_ += count;
@@ -160,7 +211,37 @@ void ShardStream::Enqueue(shard::v1::IndexChunk chunk) {
   queue_.push_back(std::move(chunk));
 }
 
+absl::StatusOr<std::optional<MicroBatch>> ShardStream::NextBatch() {
+  if (!batched_) {
+    return absl::FailedPreconditionError(
+        "NextBatch() is for jobs with balanced batches: use Next()");
+  }
+  absl::MutexLock lock(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !batches_.empty() || finished_;
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&ready), options_.stall_timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("StreamShard: no micro-batch arrived for ",
+                     absl::FormatDuration(options_.stall_timeout)));
+  }
+  if (batches_.empty()) {
+    if (!error_.ok()) return error_;
+    end_reported_ = true;
+    return std::nullopt;
+  }
+  MicroBatch batch = std::move(batches_.front());
+  batches_.pop_front();
+  queued_bytes_ -= batch.indices.size() * sizeof(uint64_t);
+  consumed_step_end_ = batch.step_end;
+  return batch;
+}
+
 absl::StatusOr<size_t> ShardStream::Next(absl::Span<uint64_t> out) {
+  if (batched_) {
+    return absl::FailedPreconditionError(
+        "the job has balanced batches: read them with NextBatch()");
+  }
   absl::MutexLock lock(&mu_);
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return queued_indices_ > 0 || finished_;
@@ -200,6 +281,7 @@ std::optional<uint64_t> ShardStream::rank_shard_size() const {
 uint64_t ShardStream::position() const {
   absl::MutexLock lock(&mu_);
   if (end_reported_ && epoch_positions_) return *epoch_positions_;
+  if (batched_) return consumed_step_end_.value_or(request_.start_position());
   return request_.start_position() + consumed_ * world_size_;
 }
 

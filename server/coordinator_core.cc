@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "server/event_log.h"
 
@@ -16,14 +17,20 @@ CoordinatorCore::CoordinatorCore(CoordinatorOptions options,
       orders_(/*compute_threads=*/2, options_.order_cache_bytes),
       rendezvous_(options_.rendezvous),
       waiting_calls_(options_.max_waiting_calls),
+      costs_(options_.cost_file_system, options_.cost_dir,
+             options_.max_cost_bytes),
       log_(std::move(store)),
       writes_(std::move(recovered), log_.get()),
       leases_(options_.now),
       store_lost_through_(writes_.state().last_generation()) {
-  Decide([this](LockedCore& core) {
+  absl::flat_hash_set<std::string> named_costs;
+  Decide([this, &named_costs](LockedCore& core) {
     std::vector<std::string> job_ids;
     for (const auto& [id, job] : core.state().jobs()) {
       job_ids.push_back(id);
+      if (job->spec.has_batches()) {
+        named_costs.insert(job->spec.batches().costs_sha256());
+      }
       for (const std::string& member : job->members) {
         core.leases().Renew(id, member);
       }
@@ -46,6 +53,8 @@ CoordinatorCore::CoordinatorCore(CoordinatorOptions options,
       }
     }
   });
+  // Costs uploaded for a job that was never created (or was deleted).
+  costs_.KeepOnly(named_costs);
 }
 
 CoordinatorCore::~CoordinatorCore() {

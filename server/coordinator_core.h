@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -34,6 +35,7 @@
 #include "absl/time/time.h"
 #include "server/after_unlock.h"
 #include "server/coordinator_state.h"
+#include "server/cost_store.h"
 #include "server/epoch_order_cache.h"
 #include "server/lease_table.h"
 #include "server/locked_core.h"
@@ -77,6 +79,15 @@ struct CoordinatorOptions {
   // Run ExpireLeases() on a background thread every lease / 4. Tests with a
   // fake clock turn this off and call ExpireLeases() themselves.
   bool expire_leases_in_background = true;
+  // Where the costs of balanced-batch jobs are kept (see CostStore): in
+  // `cost_dir` through `cost_file_system` (not owned), or in memory when
+  // that is null; at most max_cost_bytes resident. A non-empty
+  // costs_refusal makes PutCosts answer FAILED_PRECONDITION with it (a
+  // store that cannot keep costs).
+  storage::FileSystem* cost_file_system = nullptr;
+  std::string cost_dir;
+  uint64_t max_cost_bytes = uint64_t{4} << 30;
+  std::string costs_refusal;
   // The clock leases are measured with.
   std::function<absl::Time()> now = [] { return absl::Now(); };
   // Told how long each hold of the core's lock lasted: each Decide (every
@@ -108,6 +119,8 @@ class CoordinatorCore {
   const RendezvousStore& rendezvous() const { return rendezvous_; }
   WaitingCalls& waiting_calls() { return waiting_calls_; }
   const WaitingCalls& waiting_calls() const { return waiting_calls_; }
+  CostStore& costs() { return costs_; }
+  const CostStore& costs() const { return costs_; }
 
   // The one way a mutating call answers: runs `change` on the locked core
   // if it serves (else answers its UNAVAILABLE), then replies with the
@@ -157,6 +170,7 @@ class CoordinatorCore {
   EpochOrderCache orders_;
   RendezvousStore rendezvous_;
   WaitingCalls waiting_calls_;
+  CostStore costs_;
 
   mutable absl::Mutex mu_;
   const std::unique_ptr<storage::StateStore> log_;  // Thread-safe.

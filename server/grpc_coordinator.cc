@@ -108,6 +108,15 @@ grpc::ServerUnaryReactor* GrpcCoordinator::CreateJob(
                });
 }
 
+grpc::ServerUnaryReactor* GrpcCoordinator::PutCosts(
+    grpc::CallbackServerContext* context,
+    const shard::v1::PutCostsRequest* request,
+    shard::v1::PutCostsResponse* response) {
+  return Serve(context, response, [&](CoordinatorService& service) {
+    return service.jobs().PutCosts(*request);
+  });
+}
+
 grpc::ServerUnaryReactor* GrpcCoordinator::GetJob(
     grpc::CallbackServerContext* context,
     const shard::v1::GetJobRequest* request, shard::v1::Job* response) {

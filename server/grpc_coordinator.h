@@ -61,6 +61,10 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
       grpc::CallbackServerContext* context,
       const shard::v1::CreateJobRequest* request,
       shard::v1::Job* response) override;
+  grpc::ServerUnaryReactor* PutCosts(
+      grpc::CallbackServerContext* context,
+      const shard::v1::PutCostsRequest* request,
+      shard::v1::PutCostsResponse* response) override;
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
                                    const shard::v1::GetJobRequest* request,
                                    shard::v1::Job* response) override;

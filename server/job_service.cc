@@ -44,6 +44,9 @@ void JobService::StartCreateJob(const shard::v1::CreateJobRequest& request,
   absl::StatusOr<shard::v1::JobSpec> spec =
       plan::NormalizeJobSpec(request.spec(), core_->options().max_order_bytes);
   if (!spec.ok()) return std::move(reply)(spec.status());
+  if (absl::Status s = core_->costs().CheckCostsOf(*spec); !s.ok()) {
+    return std::move(reply)(s);
+  }
   core_->Mutate<shard::v1::Job>(
       std::move(reply),
       [&](LockedCore& core) -> absl::StatusOr<shard::v1::Job> {
@@ -98,6 +101,14 @@ absl::StatusOr<shard::v1::ListJobsResponse> JobService::ListJobs(
         }
         return response;
       });
+}
+
+absl::StatusOr<shard::v1::PutCostsResponse> JobService::PutCosts(
+    const shard::v1::PutCostsRequest& request) {
+  if (!core_->options().costs_refusal.empty()) {
+    return absl::FailedPreconditionError(core_->options().costs_refusal);
+  }
+  return core_->costs().Put(request);
 }
 
 }  // namespace shard::server

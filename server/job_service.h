@@ -1,7 +1,7 @@
 // The job RPCs of shard.v1.Coordinator (CreateJob, DeleteJob, GetJob,
-// ListJobs) over the coordinator's core: validates each request's shape,
-// then asks the core (locked_core.h), which decides. Mutations answer once
-// durable. Thread-safe; holds nothing but the core, which must outlive it.
+// ListJobs, PutCosts) over the coordinator's core: validates each request's
+// shape, then asks the core (locked_core.h), which decides. Mutations answer
+// once durable. Thread-safe; holds nothing but the core, which must outlive it.
 #ifndef SERVER_JOB_SERVICE_H_
 #define SERVER_JOB_SERVICE_H_
 
@@ -26,6 +26,9 @@ class JobService {
       const shard::v1::GetJobRequest& request);
   absl::StatusOr<shard::v1::ListJobsResponse> ListJobs(
       const shard::v1::ListJobsRequest& request);
+  // One piece of a job's costs (balanced batches); see CostStore::Put.
+  absl::StatusOr<shard::v1::PutCostsResponse> PutCosts(
+      const shard::v1::PutCostsRequest& request);
 
  private:
   CoordinatorCore* const core_;

@@ -197,6 +197,11 @@ void MembershipService::StartJoinJob(const shard::v1::JoinJobRequest& request,
   const absl::StatusOr<std::optional<shard::v1::JobSpec>> spec =
       CheckJoinRequest(request, core_->options().max_order_bytes);
   if (!spec.ok()) return std::move(reply)(spec.status());
+  if (spec->has_value()) {
+    if (absl::Status s = core_->costs().CheckCostsOf(**spec); !s.ok()) {
+      return std::move(reply)(s);
+    }
+  }
   const absl::Time deadline = WaitDeadline(
       request.wait_for_world_ms(), core_->options().max_wait, call_deadline);
   const std::string& job_id = request.job_id();

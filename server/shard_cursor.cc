@@ -27,7 +27,15 @@ ShardCursor::ShardCursor(std::shared_ptr<const plan::EpochOrder> order,
   }
 }
 
+ShardCursor::ShardCursor(std::shared_ptr<const plan::EpochOrder> order,
+                         plan::ShardLayout layout, BatchWalk walk,
+                         uint32_t chunk_indices)
+    : ShardCursor(std::move(order), layout, 0, 0, chunk_indices) {
+  walk_.emplace(std::move(walk));
+}
+
 std::optional<uint64_t> ShardCursor::Awaits() const {
+  if (walk_.has_value()) return walk_->Awaits(*order_);
   const uint64_t left = shard_size_ - next_offset_;
   // The whole next chunk, or (for the first) its first index.
   const uint64_t wanted =
@@ -41,6 +49,9 @@ std::optional<uint64_t> ShardCursor::Awaits() const {
 }
 
 bool ShardCursor::Next(shard::v1::IndexChunk* chunk) {
+  if (walk_.has_value()) {
+    return walk_->Next(*order_, chunk_indices_, index_width_, chunk);
+  }
   if (next_offset_ >= shard_size_ && sent_any_) return false;
   sent_any_ = true;
   const uint64_t count = std::min<uint64_t>(

@@ -9,7 +9,8 @@
 // the shuffle sends as many chunks as one over a finished order. Not
 // thread-safe: one cursor per stream. For a mixture it also counts the
 // indices each chunk holds per source, added to the job's SourceCounters
-// once the chunk is delivered (Delivered()).
+// once the chunk is delivered (Delivered()). For a balanced-batch job it
+// walks the rank's micro-batches instead (BatchWalk).
 #ifndef SERVER_SHARD_CURSOR_H_
 #define SERVER_SHARD_CURSOR_H_
 
@@ -18,8 +19,10 @@
 #include <optional>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/plan/epoch_order.h"
 #include "common/plan/shard_layout.h"
+#include "server/batch_walk.h"
 #include "server/source_counters.h"
 #include "shard/v1/shard.pb.h"
 
@@ -34,6 +37,10 @@ class ShardCursor {
               plan::ShardLayout layout, uint32_t rank, uint64_t begin_offset,
               uint32_t chunk_indices,
               std::shared_ptr<SourceCounters> by_source = nullptr);
+  // A balanced-batch job's cursor: `walk` hands out the rank's
+  // micro-batches; `layout` gives the epoch's length.
+  ShardCursor(std::shared_ptr<const plan::EpochOrder> order,
+              plan::ShardLayout layout, BatchWalk walk, uint32_t chunk_indices);
 
   // Replaces *chunk with the next chunk (packed fixed-width indices, see
   // proto/index_chunk_codec.h; reusing the chunk's buffers) and returns
@@ -47,6 +54,12 @@ class ShardCursor {
   // for it with order().progress()->WhenFinal), or nullopt when it may be
   // called now.
   std::optional<uint64_t> Awaits() const;
+
+  // Why the last Next() returned false early: a balanced-batch stream whose
+  // start is not a step's end (INVALID_ARGUMENT); OK otherwise.
+  absl::Status status() const {
+    return walk_.has_value() ? walk_->status() : absl::OkStatus();
+  }
 
   // The chunk of the last Next() reached the client: counts its indices
   // by source (a mixture; else nothing).
@@ -67,6 +80,7 @@ class ShardCursor {
   bool sent_any_ = false;
   std::shared_ptr<SourceCounters> by_source_;
   std::vector<uint64_t> chunk_by_source_;  // the last chunk's tally
+  std::optional<BatchWalk> walk_;          // balanced batches only
 };
 
 }  // namespace shard::server

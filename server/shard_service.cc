@@ -49,6 +49,16 @@ absl::Status CheckPreviewRequest(
   return absl::OkStatus();
 }
 
+// Where a balanced-batch job's stream starts; nullopt for other jobs.
+std::optional<ShardService::BatchedStart> BatchedStartOf(
+    const shard::v1::JobSpec& spec,
+    const shard::v1::StreamShardRequest& request) {
+  if (!spec.has_batches()) return std::nullopt;
+  return ShardService::BatchedStart{
+      plan::EpochBatchesOf(spec, spec.world_size()), spec.seed(),
+      request.epoch(), request.start_position(), spec.batches().costs_sha256()};
+}
+
 }  // namespace
 
 absl::flat_hash_set<uint64_t> LiveIncarnations(const LockedCore& core) {
@@ -91,15 +101,21 @@ absl::StatusOr<ShardService::PreparedShard> ShardService::PrepareShard(
             request.rank(),
             offset,
             chunk,
-            source_counters_.ForJob((*job)->incarnation, (*job)->spec, [&core] {
-              return LiveIncarnations(core);
-            })};
+            source_counters_.ForJob((*job)->incarnation, (*job)->spec,
+                                    [&core] { return LiveIncarnations(core); }),
+            BatchedStartOf((*job)->spec, request)};
       });
 }
 
 absl::StatusOr<ShardCursor> ShardService::PreparedShard::Open(
     absl::StatusOr<EpochOrderCache::Order> order) const {
   if (!order.ok()) return order.status();
+  if (batched.has_value()) {
+    return ShardCursor(*std::move(order), layout,
+                       BatchWalk(costs, batched->batches, rank, batched->seed,
+                                 batched->epoch, batched->start_position),
+                       chunk);
+  }
   return ShardCursor(*std::move(order), layout, rank, offset, chunk, by_source);
 }
 
@@ -107,6 +123,13 @@ void ShardService::StartOpenShard(const shard::v1::StreamShardRequest& request,
                                   Reply<ShardCursor> reply) {
   absl::StatusOr<PreparedShard> prepared = PrepareShard(request);
   if (!prepared.ok()) return std::move(reply)(prepared.status());
+  if (prepared->batched.has_value()) {
+    // Read back from the data directory on first use after a restart.
+    absl::StatusOr<std::shared_ptr<const plan::CostTable>> costs =
+        core_->costs().Get(prepared->batched->costs_sha256);
+    if (!costs.ok()) return std::move(reply)(costs.status());
+    prepared->costs = *std::move(costs);
+  }
   EpochOrderCache::Claim claim = std::move(prepared->claim);
   // Waiting for memory in the order cache is bounded like every other wait.
   core_->orders().WhenReady(
@@ -138,6 +161,11 @@ absl::StatusOr<ShardService::PreparedPage> ShardService::PreparePage(
         absl::StatusOr<const JobState*> job = core.FindJob(request.job_id());
         if (!job.ok()) return job.status();
         const shard::v1::JobSpec& spec = (*job)->spec;
+        if (spec.has_batches()) {
+          return absl::FailedPreconditionError(
+              "PreviewShard does not show balanced batches yet: stream them "
+              "(StreamShard, shardctl consume)");
+        }
         if (request.rank() >= spec.world_size()) {
           return absl::InvalidArgumentError(absl::StrCat(
               "rank ", request.rank(), " is out of range for world size ",

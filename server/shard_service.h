@@ -17,9 +17,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/plan/cost_table.h"
+#include "common/plan/epoch_batches.h"
 #include "common/plan/shard_layout.h"
 #include "server/coordinator_core.h"
 #include "server/epoch_order_cache.h"
@@ -56,14 +60,28 @@ class ShardService {
   SourceCounterTable& source_counters() { return source_counters_; }
 
  private:
+ public:
+  // Where a balanced-batch job's stream starts (its world is fixed: the
+  // windows follow the spec's world size).
+  struct BatchedStart {
+    plan::EpochBatches batches;
+    uint64_t seed;
+    uint64_t epoch;
+    uint64_t start_position;
+    std::string costs_sha256;
+  };
+
+ private:
   // A validated stream request with its claimed epoch order.
   struct PreparedShard {
     EpochOrderCache::Claim claim;
     plan::ShardLayout layout;
     uint32_t rank;
-    uint64_t offset;                            // In the rank's shard.
-    uint32_t chunk;                             // Indices per chunk.
-    std::shared_ptr<SourceCounters> by_source;  // null: not a mixture
+    uint64_t offset;                               // In the rank's shard.
+    uint32_t chunk;                                // Indices per chunk.
+    std::shared_ptr<SourceCounters> by_source;     // null: not a mixture
+    std::optional<BatchedStart> batched;           // balanced batches only
+    std::shared_ptr<const plan::CostTable> costs;  // with `batched`
 
     absl::StatusOr<ShardCursor> Open(
         absl::StatusOr<EpochOrderCache::Order> order) const;

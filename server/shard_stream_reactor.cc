@@ -83,7 +83,7 @@ void ShardStreamReactor::WriteNext() {
     return;
   }
   if (!cursor_->Next(&chunk_)) {
-    Finish(grpc::Status::OK);
+    Finish(ToGrpcStatus(cursor_->status()));
     return;
   }
   StartWrite(&chunk_);

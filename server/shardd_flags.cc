@@ -98,6 +98,12 @@ void AddLimitOptions(CLI::App& app, DaemonFlags* f) {
                  "jobs that need more are refused")
       ->type_name("BYTES")
       ->group(limits);
+  cli::AddOption(app, "--max-cost-bytes", f->max_cost_bytes,
+                 "memory the per-sample costs of balanced-batch jobs may "
+                 "take, all jobs together (bytes; 2 or 4 per sample, 4 per "
+                 "sample while an upload is in progress)")
+      ->type_name("BYTES")
+      ->group(limits);
   cli::AddOption(app, "--order-cache-bytes", f->order_cache_bytes,
                  "memory all epoch orders together may take (bytes); 0: "
                  "half of the memory available (the machine's, or the "

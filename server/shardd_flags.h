@@ -26,6 +26,7 @@ struct DaemonFlags {
   bool check_etcd = false;
   uint64_t snapshot_every = 10000;
   uint64_t max_order_bytes = uint64_t{4} << 30;
+  uint64_t max_cost_bytes = uint64_t{4} << 30;
   uint64_t order_cache_bytes = 0;
   absl::Duration lease = absl::Seconds(10);
   absl::Duration idle_job_ttl = absl::Hours(7 * 24);

@@ -195,6 +195,16 @@ std::optional<shard::server::CoordinatorOptions> CoordinatorOptionsFromFlags(
     const shard::server::DaemonFlags& flags) {
   shard::server::CoordinatorOptions options;
   options.max_order_bytes = flags.max_order_bytes;
+  options.max_cost_bytes = flags.max_cost_bytes;
+  if (!flags.data_dir.empty()) {
+    options.cost_file_system = shard::storage::PosixFileSystem();
+    options.cost_dir = flags.data_dir + "/costs";
+  }
+  if (!flags.etcd_endpoints.empty()) {
+    options.costs_refusal =
+        "balanced batches are not available on replicas (--etcd-endpoints) "
+        "yet: their costs are kept in a local --data-dir";
+  }
   options.order_cache_bytes = flags.order_cache_bytes;
   if (options.order_cache_bytes == 0) {
     options.order_cache_bytes = AvailableMemoryBytes() / 2;

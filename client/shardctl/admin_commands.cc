@@ -174,7 +174,11 @@ void PrintJobDetails(const shard::v1::Job& job) {
           {"seed:", absl::StrCat(spec.seed())},
           {"shuffle:", ShuffleName(spec)},
           {"tail:", std::string(plan::TailName(spec.tail()))},
-          {"samples per rank:", absl::StrCat(job.samples_per_rank())},
+          spec.has_batches()
+              ? std::vector<std::string>{"balanced batches:",
+                                         plan::DescribeBatchPolicy(spec)}
+              : std::vector<std::string>{"samples per rank:",
+                                         absl::StrCat(job.samples_per_rank())},
           {"committed:", absl::StrCat("epoch ", job.committed_epoch(),
                                       " position ", job.committed_position())},
           {"generation:", absl::StrCat(job.generation())},

@@ -10,8 +10,11 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "client/job_spec_flags.h"
+#include "client/shardctl/costs_file.h"
 #include "client/shardctl/job_warnings.h"
 #include "common/cli/command_line.h"
+#include "common/plan/cost_digest.h"
+#include "common/plan/job_spec.h"
 #include "common/plan/mixture.h"
 #include "shard/client/heartbeater.h"
 
@@ -42,7 +45,68 @@ struct CreateJobFlags {
   std::vector<std::string> sources;
   uint64_t epoch_size = 0;
   client::JobSpecFlags spec;
+  // Balanced batches (docs/balanced-batches.md).
+  std::string costs_file;
+  std::string costs_format = "auto";
+  uint64_t batch_tokens = 0;
+  uint64_t batch_size = 0;
+  std::string cost_model = "padded";
+  uint64_t batch_window = 0;
 };
+
+// Adds the balanced-batch options of create-job to `app`.
+void AddBatchOptions(CLI::App& app, CreateJobFlags& flags) {
+  CLI::Option* costs = cli::AddOption(
+      app, "--costs", flags.costs_file,
+      "balanced batches: one cost per sample (e.g. its length in tokens), a "
+      "NumPy .npy of an unsigned integer type or raw little-endian u16/u32 "
+      "(see --costs-format); needs --batch-tokens or --batch-size");
+  cli::AddOption(app, "--costs-format", flags.costs_format,
+                 "auto (.npy by its magic), npy, u16 or u32")
+      ->check(CLI::IsMember({"auto", "npy", "u16", "u32"}))
+      ->needs(costs);
+  CLI::Option* tokens =
+      cli::AddOption(app, "--batch-tokens", flags.batch_tokens,
+                     "cost budget per micro-batch")
+          ->needs(costs);
+  CLI::Option* size = cli::AddOption(app, "--batch-size", flags.batch_size,
+                                     "samples per micro-batch (instead of "
+                                     "--batch-tokens)")
+                          ->needs(costs);
+  tokens->excludes(size);
+  cli::AddOption(app, "--cost-model", flags.cost_model,
+                 "padded (count x longest) or sum")
+      ->check(CLI::IsMember({"padded", "sum"}))
+      ->needs(costs);
+  cli::AddOption(app, "--batch-window", flags.batch_window,
+                 "samples balanced together (0: the coordinator's default)")
+      ->needs(costs);
+}
+
+// Uploads --costs and names them in `spec`'s balanced batches.
+absl::Status AddBatches(const CreateJobFlags& flags,
+                        client::CoordinatorClient& client,
+                        shard::v1::JobSpec& spec) {
+  if (flags.costs_file.empty()) return absl::OkStatus();
+  if (flags.batch_tokens == 0 && flags.batch_size == 0) {
+    return absl::InvalidArgumentError(
+        "--costs needs --batch-tokens or --batch-size");
+  }
+  absl::StatusOr<std::string> le32 =
+      ReadCostsFile(flags.costs_file, flags.costs_format);
+  if (!le32.ok()) return le32.status();
+  const std::string sha256 = plan::Sha256Hex(*le32);
+  if (absl::Status s = client.PutCosts(sha256, *le32); !s.ok()) return s;
+  shard::v1::BatchPolicy& batches = *spec.mutable_batches();
+  batches.set_batch_tokens(flags.batch_tokens);
+  batches.set_batch_size(flags.batch_size);
+  batches.set_cost_model(flags.cost_model == "sum"
+                             ? shard::v1::BATCH_COST_MODEL_SUM
+                             : shard::v1::BATCH_COST_MODEL_PADDED);
+  batches.set_window(flags.batch_window);
+  batches.set_costs_sha256(sha256);
+  return absl::OkStatus();
+}
 
 // The spec the create-job options describe: a plain job of --size samples
 // or a mixture of the --source options.
@@ -63,15 +127,20 @@ absl::StatusOr<shard::v1::JobSpec> CreateJobSpec(const CreateJobFlags& flags) {
   return spec;
 }
 
-// "job J: dataset_size=N world_size=W samples_per_rank=S", and for a
+// "job J: dataset_size=N world_size=W samples_per_rank=S" (balanced
+// batches: the policy and the costs' digest instead of the count), and for a
 // mixture its epoch size and each source's samples per epoch; warnings on
 // stderr.
 void PrintCreatedJob(const shard::v1::Job& job) {
-  std::printf("job %s: dataset_size=%llu world_size=%u samples_per_rank=%llu\n",
-              job.job_id().c_str(),
-              static_cast<unsigned long long>(job.spec().dataset_size()),
-              job.spec().world_size(),
-              static_cast<unsigned long long>(job.samples_per_rank()));
+  std::printf(
+      "job %s: dataset_size=%llu world_size=%u %s\n", job.job_id().c_str(),
+      static_cast<unsigned long long>(job.spec().dataset_size()),
+      job.spec().world_size(),
+      job.spec().has_batches()
+          ? absl::StrCat(plan::DescribeBatchPolicy(job.spec()),
+                         " costs=", job.spec().batches().costs_sha256())
+                .c_str()
+          : absl::StrCat("samples_per_rank=", job.samples_per_rank()).c_str());
   PrintJobWarnings(job);
   if (job.spec().sources_size() == 0) return;
   std::printf("epoch_size=%llu\n",
@@ -82,6 +151,38 @@ void PrintCreatedJob(const shard::v1::Job& job) {
                 job.spec().sources(k).name().c_str(),
                 static_cast<unsigned long long>(job.spec().sources(k).size()),
                 static_cast<unsigned long long>(job.source_counts(k)));
+  }
+}
+
+// "PREFIX INDEX" per index of the stream.
+absl::Status PrintIndices(client::ShardStream& stream,
+                          const std::string& prefix, StdoutBuffer& out) {
+  std::vector<uint64_t> batch(4096);
+  while (true) {
+    absl::StatusOr<size_t> got = stream.Next(absl::MakeSpan(batch));
+    if (!got.ok()) return got.status();
+    if (*got == 0) return absl::OkStatus();
+    for (size_t i = 0; i < *got; ++i) {
+      absl::StrAppend(&out.text(), prefix, batch[i], "\n");
+    }
+    out.MaybeFlush();
+  }
+}
+
+// "PREFIX STEP_END: INDEX INDEX ..." per micro-batch of the stream.
+absl::Status PrintBatches(client::ShardStream& stream,
+                          const std::string& prefix, StdoutBuffer& out) {
+  while (true) {
+    absl::StatusOr<std::optional<client::MicroBatch>> batch =
+        stream.NextBatch();
+    if (!batch.ok()) return batch.status();
+    if (!batch->has_value()) return absl::OkStatus();
+    absl::StrAppend(&out.text(), prefix, (*batch)->step_end, ":");
+    for (uint64_t index : (*batch)->indices) {
+      absl::StrAppend(&out.text(), " ", index);
+    }
+    out.text() += "\n";
+    out.MaybeFlush();
   }
 }
 
@@ -107,12 +208,17 @@ Command AddCreateJob(CLI::App& shardctl) {
   cli::AddOption(*app, "--world-size", flags->world_size, "ranks (members)")
       ->required();
   client::AddJobSpecOptions(*app, &flags->spec);
+  AddBatchOptions(*app, *flags);
   return {app,
           Connected(
               [flags](const std::shared_ptr<client::CoordinatorClient>& client,
                       const client::ClientOptions&) -> absl::Status {
                 absl::StatusOr<shard::v1::JobSpec> spec = CreateJobSpec(*flags);
                 if (!spec.ok()) return spec.status();
+                if (absl::Status s = AddBatches(*flags, *client, *spec);
+                    !s.ok()) {
+                  return s;
+                }
                 absl::StatusOr<shard::v1::Job> created =
                     client->CreateJob(flags->job, *spec);
                 if (!created.ok()) return created.status();
@@ -233,20 +339,17 @@ Command AddConsume(CLI::App& shardctl) {
         if (!membership.ok()) return membership.status();
         client::Heartbeater heartbeater(client, *membership, absl::Seconds(2));
         StdoutBuffer out;
-        std::vector<uint64_t> batch(4096);
         for (uint64_t epoch = 0; epoch < flags->epochs; ++epoch) {
           std::unique_ptr<client::ShardStream> stream =
               client->OpenStream(*membership, epoch,
                                  /*start_position=*/0);
-          while (true) {
-            absl::StatusOr<size_t> got = stream->Next(absl::MakeSpan(batch));
-            if (!got.ok()) return got.status();
-            if (*got == 0) break;
-            for (size_t i = 0; i < *got; ++i) {
-              absl::StrAppend(&out.text(), epoch, " ", membership->rank, " ",
-                              batch[i], "\n");
-            }
-            out.MaybeFlush();
+          const std::string prefix =
+              absl::StrCat(epoch, " ", membership->rank, " ");
+          if (absl::Status s = membership->spec.has_batches()
+                                   ? PrintBatches(*stream, prefix, out)
+                                   : PrintIndices(*stream, prefix, out);
+              !s.ok()) {
+            return s;
           }
         }
         return absl::OkStatus();

@@ -20,7 +20,7 @@ std::vector<std::string> JobWarnings(const shard::v1::Job& job) {
           spec.epoch_size(), ", so it is never served"));
     }
   }
-  if (job.samples_per_rank() == 0) {
+  if (job.samples_per_rank() == 0 && !spec.has_batches()) {
     warnings.push_back(absl::StrCat(
         "every rank gets 0 samples per epoch: the drop tail cuts an epoch of ",
         plan::EpochSize(spec), " samples to whole rounds of the world size ",

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/plan/cost_table.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace shard::plan {
@@ -148,7 +149,64 @@ JobSpec WithDefaults(const JobSpec& spec) {
       normal.window_blocks() == 0) {
     normal.set_window_blocks(8);
   }
+  if (normal.has_batches() && normal.batches().cost_model() ==
+                                  shard::v1::BATCH_COST_MODEL_UNSPECIFIED) {
+    normal.mutable_batches()->set_cost_model(
+        shard::v1::BATCH_COST_MODEL_PADDED);
+  }
   return normal;
+}
+
+// INVALID_ARGUMENT unless a normalised spec's balanced batches (if any) are
+// well-formed and fit the rest of the job.
+absl::Status CheckBatches(const JobSpec& normal) {
+  if (!normal.has_batches()) return absl::OkStatus();
+  const shard::v1::BatchPolicy& batches = normal.batches();
+  if ((batches.batch_size() == 0) == (batches.batch_tokens() == 0)) {
+    return absl::InvalidArgumentError(
+        "balanced batches need exactly one of batch_size and batch_tokens");
+  }
+  if (batches.batch_size() > kMaxBatchSize ||
+      batches.batch_tokens() > kMaxBatchTokens ||
+      batches.window() > kMaxBatchWindow) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "need batch_size <= ", kMaxBatchSize,
+        ", batch_tokens <= ", kMaxBatchTokens,
+        " and window <= ", kMaxBatchWindow, ", got ", batches.batch_size(),
+        ", ", batches.batch_tokens(), " and ", batches.window()));
+  }
+  if (!shard::v1::BatchCostModel_IsValid(batches.cost_model())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cost_model must be BATCH_COST_MODEL_PADDED or _SUM, got ",
+                     batches.cost_model()));
+  }
+  if (!IsSha256Hex(batches.costs_sha256())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "costs_sha256 must be 64 lowercase hex digits (the SHA-256 PutCosts "
+        "was given), got \"",
+        absl::CHexEscape(batches.costs_sha256().substr(0, 80)), "\""));
+  }
+  if (normal.dataset_size() > kMaxCostedSamples) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("balanced batches take at most ", kMaxCostedSamples,
+                     " samples, got dataset_size ", normal.dataset_size()));
+  }
+  if (normal.tail() == shard::v1::TAIL_POLICY_UNEVEN) {
+    return absl::InvalidArgumentError(
+        "balanced batches need the pad or drop tail: every rank gets a "
+        "micro-batch in every step");
+  }
+  if (normal.sources_size() > 0) {
+    return absl::InvalidArgumentError(
+        "balanced batches do not take sources (a mixture) yet");
+  }
+  if (normal.min_world_size() != normal.world_size() ||
+      normal.max_world_size() != normal.world_size()) {
+    return absl::InvalidArgumentError(
+        "balanced batches need a fixed world (min_world_size and "
+        "max_world_size 0 or world_size): resizing is not available yet");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -174,6 +232,7 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
         "block_size * window_blocks must fit in 64 bits, got block_size ",
         normal.block_size(), " * window_blocks ", normal.window_blocks()));
   }
+  if (absl::Status s = CheckBatches(normal); !s.ok()) return s;
   if (EpochOrderBytes(normal) > max_order_bytes) {
     return absl::FailedPreconditionError(absl::StrCat(
         "a shuffled epoch order of ", EpochSize(normal), " samples needs ",
@@ -183,19 +242,33 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& spec,
   return normal;
 }
 
+std::string DescribeBatchPolicy(const JobSpec& spec) {
+  if (!spec.has_batches()) return "";
+  const shard::v1::BatchPolicy& batches = spec.batches();
+  return absl::StrCat(
+      batches.batch_size() > 0
+          ? absl::StrCat("batch_size=", batches.batch_size())
+          : absl::StrCat("batch_tokens=", batches.batch_tokens()),
+      " cost=",
+      batches.cost_model() == shard::v1::BATCH_COST_MODEL_SUM ? "sum"
+                                                              : "padded",
+      batches.window() > 0 ? absl::StrCat(" window=", batches.window()) : "");
+}
+
 std::string DescribeJobSpec(const JobSpec& spec) {
   const std::string mixture =
       spec.sources_size() == 0
           ? ""
           : absl::StrCat(" sources=", spec.sources_size(),
                          " epoch_size=", spec.epoch_size());
-  return absl::StrCat("N=", spec.dataset_size(), mixture,
-                      " W=", spec.world_size(), " seed=", spec.seed(),
-                      " shuffle=", spec.shuffle() ? "true" : "false",
-                      " tail=", TailName(spec.tail()),
-                      spec.torch_randperm() == shard::v1::TORCH_RANDPERM_LEGACY
-                          ? " randperm=legacy"
-                          : " randperm=2.6");
+  return absl::StrCat(
+      "N=", spec.dataset_size(), mixture, " W=", spec.world_size(),
+      " seed=", spec.seed(), " shuffle=", spec.shuffle() ? "true" : "false",
+      " tail=", TailName(spec.tail()),
+      spec.torch_randperm() == shard::v1::TORCH_RANDPERM_LEGACY
+          ? " randperm=legacy"
+          : " randperm=2.6",
+      spec.has_batches() ? absl::StrCat(" ", DescribeBatchPolicy(spec)) : "");
 }
 
 namespace {
@@ -244,6 +317,10 @@ ShardLayout LayoutOf(const JobSpec& spec, uint32_t world_size, uint64_t base) {
   Tail tail = Tail::kPad;
   if (spec.tail() == shard::v1::TAIL_POLICY_DROP) tail = Tail::kDrop;
   if (spec.tail() == shard::v1::TAIL_POLICY_UNEVEN) tail = Tail::kUneven;
+  if (spec.has_batches()) {
+    return ShardLayout::Batched(EpochSize(spec), world_size, tail,
+                                EpochBatchesOf(spec, world_size).total(), base);
+  }
   return ShardLayout(EpochSize(spec), world_size, tail, base);
 }
 
@@ -295,6 +372,26 @@ EpochOrder StartEpochOrder(const JobSpec& spec, uint64_t epoch) {
   EpochOrder order = StartShuffle(spec, epoch);
   if (spec.sources_size() > 0) order.SelectFrom(MixtureEpoch(spec, epoch));
   return order;
+}
+
+BatchPolicy BatchPolicyOf(const shard::v1::JobSpec& spec) {
+  BatchPolicy policy;
+  policy.batch_size = spec.batches().batch_size();
+  policy.batch_tokens = spec.batches().batch_tokens();
+  policy.cost_model =
+      spec.batches().cost_model() == shard::v1::BATCH_COST_MODEL_SUM
+          ? BatchCostModel::kSum
+          : BatchCostModel::kPadded;
+  policy.window = spec.batches().window();
+  return policy;
+}
+
+EpochBatches EpochBatchesOf(const shard::v1::JobSpec& spec,
+                            uint32_t world_size) {
+  return EpochBatches(
+      spec.dataset_size(), world_size,
+      spec.tail() == shard::v1::TAIL_POLICY_DROP ? Tail::kDrop : Tail::kPad,
+      BatchPolicyOf(spec));
 }
 
 }  // namespace shard::plan

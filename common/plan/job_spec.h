@@ -10,6 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/plan/batch_policy.h"
+#include "common/plan/epoch_batches.h"
 #include "common/plan/epoch_order.h"
 #include "common/plan/mixture.h"
 #include "common/plan/shard_layout.h"
@@ -26,6 +28,14 @@ inline constexpr uint64_t kMaxEpoch = (uint64_t{1} << 31) - 1;
 inline constexpr uint64_t kMaxSeed = (uint64_t{1} << 63) - 1;
 // Keeps total() of any layout below 2^64.
 inline constexpr uint64_t kMaxDatasetSize = uint64_t{1} << 62;
+
+// Balanced batches (JobSpec.batches): bounds of the policy's fields, and at
+// most 2^32 samples with costs (u32 per sample on the wire; 2 or 4 bytes a
+// sample resident).
+inline constexpr uint64_t kMaxBatchSize = 65536;
+inline constexpr uint64_t kMaxBatchTokens = uint64_t{1} << 40;
+inline constexpr uint64_t kMaxBatchWindow = uint64_t{1} << 24;
+inline constexpr uint64_t kMaxCostedSamples = uint64_t{1} << 32;
 
 // Checks a job id: 1..128 characters of [A-Za-z0-9._-]. INVALID_ARGUMENT
 // otherwise.
@@ -49,6 +59,10 @@ absl::StatusOr<shard::v1::JobSpec> NormalizeJobSpec(
 // "pad" (also for UNSPECIFIED), "drop" or "uneven".
 absl::string_view TailName(shard::v1::TailPolicy tail);
 
+// A balanced-batch policy in one line ("batch_tokens=4096 cost=padded",
+// with " window=S" when set); "" for a spec without balanced batches.
+std::string DescribeBatchPolicy(const shard::v1::JobSpec& spec);
+
 // Human-readable one-line form, e.g. "N=10 W=2 seed=0 shuffle=true tail=pad".
 std::string DescribeJobSpec(const shard::v1::JobSpec& spec);
 
@@ -61,11 +75,17 @@ std::string JobSpecDifference(const shard::v1::JobSpec& from,
                               const shard::v1::JobSpec& to);
 
 // The layout of a normalised spec at its initial world size from position
-// 0: DistributedSampler's plan.
+// 0: DistributedSampler's plan (a batched layout for balanced batches).
 ShardLayout LayoutOf(const shard::v1::JobSpec& spec);
 // The layout for `world_size` ranks from `base` (elastic re-sharding).
 ShardLayout LayoutOf(const shard::v1::JobSpec& spec, uint32_t world_size,
                      uint64_t base);
+
+// The balanced-batch policy of a normalised spec with batches, and its
+// epoch's windows for `world_size` ranks.
+BatchPolicy BatchPolicyOf(const shard::v1::JobSpec& spec);
+EpochBatches EpochBatchesOf(const shard::v1::JobSpec& spec,
+                            uint32_t world_size);
 
 // Bytes the epoch order of a normalised spec holds in memory.
 uint64_t EpochOrderBytes(const shard::v1::JobSpec& spec);

@@ -33,7 +33,16 @@ ShardLayout::ShardLayout(uint64_t dataset_size, uint64_t world_size, Tail tail,
   }
 }
 
+ShardLayout ShardLayout::Batched(uint64_t dataset_size, uint64_t world_size,
+                                 Tail tail, uint64_t total, uint64_t base) {
+  ShardLayout layout(dataset_size, world_size, tail, base);
+  layout.total_ = std::max(total, base);
+  layout.batched_ = true;
+  return layout;
+}
+
 uint64_t ShardLayout::RankShardSize(uint64_t rank) const {
+  if (batched_) return 0;
   const uint64_t length = total_ - base_;
   if (rank >= length) return 0;
   return (length - rank + world_size_ - 1) / world_size_;

@@ -10,7 +10,13 @@
 // policy applied to the remainder: pad to a multiple of W, drop to a
 // multiple of W, or keep all (uneven); rank r owns b + r, b + r + W, ...
 // < total(). For b a multiple of the same W this equals the base-0 layout
-// from b on. Pure value type: no I/O, safe to copy and share.
+// from b on.
+// A balanced-batch epoch (epoch_batches.h) is a layout of another kind
+// (Batched()): its positions count samples in steps whose ends only the
+// arranged windows know, so every position from base to total() may be a
+// commit point (the stream refuses a start that is not a step's end), and
+// a rank's share is not known in advance (RankShardSize() is 0).
+// Pure value type: no I/O, safe to copy and share.
 #ifndef COMMON_PLAN_SHARD_LAYOUT_H_
 #define COMMON_PLAN_SHARD_LAYOUT_H_
 
@@ -28,6 +34,12 @@ class ShardLayout {
   ShardLayout(uint64_t dataset_size, uint64_t world_size, Tail tail,
               uint64_t base = 0);
 
+  // A balanced-batch epoch of `total` positions (EpochBatches::total())
+  // for `world_size` ranks, its current world starting at `base`.
+  static ShardLayout Batched(uint64_t dataset_size, uint64_t world_size,
+                             Tail tail, uint64_t total, uint64_t base);
+  bool batched() const { return batched_; }
+
   uint64_t dataset_size() const { return dataset_size_; }
   uint64_t world_size() const { return world_size_; }
   Tail tail() const { return tail_; }
@@ -39,7 +51,8 @@ class ShardLayout {
   // (R = N - base, or 0 when base >= N).
   uint64_t total() const { return total_; }
 
-  // Number of positions rank `rank` owns; requires rank < world_size().
+  // Number of positions rank `rank` owns (0 for a batched layout);
+  // requires rank < world_size().
   uint64_t RankShardSize(uint64_t rank) const;
 
   // Position of the rank's k-th index (0-based) in the tail-adjusted order.
@@ -51,8 +64,9 @@ class ShardLayout {
   // multiple of W below total(), or total() itself (the end of the epoch,
   // which for uneven need not be a whole round).
   bool IsRoundBoundary(uint64_t position) const {
-    return position == total_ || (position >= base_ && position < total_ &&
-                                  (position - base_) % world_size_ == 0);
+    return position == total_ ||
+           (position >= base_ && position < total_ &&
+            (batched_ || (position - base_) % world_size_ == 0));
   }
 
   // Entry of the epoch order that position p refers to; requires p < total().
@@ -66,6 +80,7 @@ class ShardLayout {
   Tail tail_;
   uint64_t base_;
   uint64_t total_;
+  bool batched_ = false;
 };
 
 }  // namespace shard::plan

@@ -5,8 +5,8 @@ and the keyed order of the steps.
 
 plan(costs, world, ...) returns the epoch's steps in training order, each a
 list of `world` micro-batches (rank 0 first) of sample indices, over the
-identity order (the sample at position p is p mod N), as shard-batch-plan
-prints them.
+job's epoch order (by default the identity, as shard-batch-plan prints
+them).
 """
 import os
 import sys
@@ -109,13 +109,17 @@ def step_key(seed, epoch, window):
 
 
 def plan(costs, world, batch_size=0, batch_tokens=0, cost_model="padded",
-         window=0, seed=0, epoch=0, tail="pad"):
+         window=0, seed=0, epoch=0, tail="pad", order=None):
+    """The epoch's steps; `order` is the job's epoch order (a permutation
+    of the samples; None: the identity), position p reading its entry
+    p mod N."""
     n = len(costs)
+    order = order if order is not None else range(n)
     steps = []
     for number, (start, end) in enumerate(
             windows(n, world, tail, batch_size, window)):
-        entries = [(p, costs[p % n]) for p in range(start, end)]
+        entries = [(p, costs[order[p % n]]) for p in range(start, end)]
         for step in arrange_window(entries, world, batch_size, batch_tokens,
                                    cost_model, step_key(seed, epoch, number)):
-            steps.append([[p % n for p in batch] for batch in step])
+            steps.append([[order[p % n] for p in batch] for batch in step])
     return steps

@@ -42,6 +42,7 @@ PYTHON_CALLS = {
     "CreateJob": lambda c, m: c.create_job("probe", _shard().job_spec(10, 1)),
     "GetJob": lambda c, m: c.get_job("probe"),
     "DeleteJob": lambda c, m: c.delete_job("probe"),
+    "PutCosts": lambda c, m: c.put_costs([0]),
     "JoinJob": lambda c, m: c.join("probe", "member", wait=0.0),
     "Heartbeat": lambda c, m: c.heartbeat(m),
     "Leave": lambda c, m: c.leave(m),

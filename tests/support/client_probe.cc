@@ -40,6 +40,8 @@ absl::Status CallByName(CoordinatorClient& c, const std::string& rpc) {
       {"GetJob", [&] { return c.GetJob("probe").status(); }},
       {"ListJobs", [&] { return c.ListJobs().status(); }},
       {"DeleteJob", [&] { return c.DeleteJob("probe", false); }},
+      {"PutCosts",
+       [&] { return c.PutCosts(std::string(64, '0'), std::string(4, '\0')); }},
       {"JoinJob",
        [&] {
          return c.Join("probe", "member", std::nullopt, absl::ZeroDuration())

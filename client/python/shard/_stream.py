@@ -24,7 +24,9 @@ def chunk_indices(chunk):
 
 
 class ShardStream:
-    """Iterator of numpy uint64 arrays; see Client.stream()."""
+    """Iterator of numpy uint64 arrays; see Client.stream(). Subclasses
+    change what a chunk yields (_take) and where a reconnect resumes
+    (_resume_position)."""
 
     def __init__(self, client, membership, epoch, start_position,
                  prefetch_bytes, chunk_indices_limit):
@@ -56,6 +58,14 @@ class ShardStream:
                                 self._buffered < self._prefetch_bytes)
             return not self._closed.is_set()
 
+    def _resume_position(self, consumed):
+        """Where a (re)connection starts, `consumed` indices received."""
+        return self._request.start_position + consumed * self._world_size
+
+    def _take(self, chunk, array):
+        """The items a received chunk gives the iterator."""
+        return [array]
+
     def _read(self):
         consumed = 0  # Indices received since start_position.
         give_up = None
@@ -63,8 +73,7 @@ class ShardStream:
         while not self._closed.is_set():
             request = pb.StreamShardRequest()
             request.CopyFrom(self._request)
-            request.start_position = (self._request.start_position +
-                                      consumed * self._world_size)
+            request.start_position = self._resume_position(consumed)
             replica = None
             try:
                 with self._lock:
@@ -83,7 +92,8 @@ class ShardStream:
                         self.epoch_positions = chunk.epoch_positions
                     with self._room:
                         self._buffered += array.nbytes
-                    self._queue.put(array)
+                    for item in self._take(chunk, array):
+                        self._queue.put(item)
                     consumed += len(array)
                     give_up, backoff = None, 0.1
                 self._queue.put(_END)
@@ -121,9 +131,9 @@ class ShardStream:
             self._closed.set()
             raise item
         with self._room:
-            self._buffered -= item.nbytes
+            self._buffered -= _payload(item).nbytes
             self._room.notify()
-        self.received += len(item)
+        self.received += 1 if isinstance(item, tuple) else len(item)
         return item
 
     def close(self):
@@ -139,3 +149,45 @@ class ShardStream:
     def __del__(self):
         if not self._closed.is_set():
             self.close()
+
+
+def _payload(item):
+    return item[0] if isinstance(item, tuple) else item
+
+
+class BatchStream(ShardStream):
+    """Iterator of (indices, step_end) for a job with balanced batches (see
+    Client.stream_batches()): one micro-batch of this rank per step, as a
+    numpy uint64 array, with the epoch's position at the end of its step
+    (what a commit after the step names). A reconnection resumes at the
+    end of the last step received whole; `received` counts micro-batches.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self._step_end = None  # End of the last whole micro-batch's step.
+        self._partial = []  # Pieces of a micro-batch that spans chunks.
+        super().__init__(*args, **kwargs)
+
+    def _resume_position(self, consumed):
+        # The connection restarts at a step's end: a micro-batch received
+        # in part is received again.
+        with self._room:
+            self._buffered -= sum(piece.nbytes for piece in self._partial)
+        self._partial = []
+        if self._step_end is None:
+            return self._request.start_position
+        return self._step_end
+
+    def _take(self, chunk, array):
+        items = []
+        begin = 0
+        for end, step_end in zip(chunk.batch_ends, chunk.step_ends):
+            cut = end - chunk.rank_offset
+            self._partial.append(array[begin:cut])
+            items.append((np.concatenate(self._partial), step_end))
+            self._partial = []
+            self._step_end = step_end
+            begin = cut
+        if begin < len(array):
+            self._partial.append(array[begin:])
+        return items

@@ -2,6 +2,7 @@
 heartbeats. Thread-safe (gRPC channels are); one client per process is
 enough."""
 import dataclasses
+import hashlib
 import os
 import random
 import sys
@@ -21,6 +22,10 @@ from shard.v1 import shard_pb2 as pb
 
 _TAILS = {"pad": pb.TAIL_POLICY_PAD, "drop": pb.TAIL_POLICY_DROP,
           "uneven": pb.TAIL_POLICY_UNEVEN}
+_COST_MODELS = {"padded": pb.BATCH_COST_MODEL_PADDED,
+                "sum": pb.BATCH_COST_MODEL_SUM}
+# Costs per PutCosts piece: 1 MiB of u32 values.
+_COSTS_PER_PIECE = 1 << 18
 
 _Response = TypeVar("_Response")
 
@@ -49,19 +54,45 @@ class Membership:
 def job_spec(dataset_size: int, world_size: int, *, seed: int = 0,
              shuffle: bool = True, tail: str = "pad", min_world_size: int = 0,
              max_world_size: int = 0, sources: Sequence[pb.Source] = (),
-             epoch_size: int = 0) -> pb.JobSpec:
+             epoch_size: int = 0, batch_size: int = 0, batch_tokens: int = 0,
+             cost_model: str = "padded", batch_window: int = 0,
+             costs_sha256: str = "") -> pb.JobSpec:
     """A JobSpec with DistributedSampler's meaning: tail "pad" is
     drop_last=False, "drop" is drop_last=True, "uneven" splits every sample
     exactly once (evaluation). With `sources` (see source()) the job is a
     mixture of them (docs/mixtures.md): dataset_size is their total (or 0),
-    and epoch_size is given when they have weights."""
+    and epoch_size is given when they have weights. With `batch_tokens` or
+    `batch_size` the job serves balanced batches (docs/balanced-batches.md)
+    over the costs named `costs_sha256` (Client.put_costs)."""
     if tail not in _TAILS:
         raise ValueError(f"tail must be one of {sorted(_TAILS)}, got {tail!r}")
-    return pb.JobSpec(dataset_size=dataset_size, world_size=world_size,
+    spec = pb.JobSpec(dataset_size=dataset_size, world_size=world_size,
                       seed=seed, shuffle=shuffle, tail=_TAILS[tail],
                       min_world_size=min_world_size,
                       max_world_size=max_world_size, sources=list(sources),
                       epoch_size=epoch_size)
+    if batch_size or batch_tokens:
+        if cost_model not in _COST_MODELS:
+            raise ValueError(f"cost_model must be one of "
+                             f"{sorted(_COST_MODELS)}, got {cost_model!r}")
+        spec.batches.CopyFrom(pb.BatchPolicy(
+            batch_size=batch_size, batch_tokens=batch_tokens,
+            cost_model=_COST_MODELS[cost_model], window=batch_window,
+            costs_sha256=costs_sha256))
+    return spec
+
+
+def costs_bytes(costs) -> bytes:
+    """Per-sample costs (a sequence or array of integers in 0..2^32-1) as
+    the little-endian u32 values PutCosts takes."""
+    array = np.asarray(costs)
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError("costs must be a non-empty one-dimensional sequence")
+    if array.dtype.kind not in "iu":
+        raise ValueError(f"costs must be integers, got {array.dtype}")
+    if array.size and (int(array.min()) < 0 or int(array.max()) >= 1 << 32):
+        raise ValueError("costs must be in 0..2^32-1")
+    return array.astype("<u4").tobytes()
 
 
 def source(name: str, size: int = 0, *, weight: Optional[float] = None,
@@ -160,6 +191,23 @@ class Client:
                              generation=membership.generation)
 
     # -- jobs and membership ----------------------------------------------
+
+    def put_costs(self, costs) -> str:
+        """Uploads per-sample costs (balanced batches; see costs_bytes) in
+        pieces of 1 MiB, unless the coordinator has them already. Returns
+        their SHA-256, the name a spec gives them (job_spec's
+        costs_sha256)."""
+        data = costs_bytes(costs)
+        digest = hashlib.sha256(data).hexdigest()
+        count = len(data) // 4
+        offset = 0
+        while True:
+            piece = data[4 * offset:4 * (offset + _COSTS_PER_PIECE)]
+            response = self._call("PutCosts", pb.PutCostsRequest(
+                sha256=digest, count=count, offset=offset, costs_le32=piece))
+            if response.complete:
+                return digest
+            offset = response.received
 
     def create_job(self, job_id: str, spec: pb.JobSpec) -> pb.Job:
         """Creates the job (ALREADY_EXISTS for another spec). `spec` is a
@@ -314,6 +362,18 @@ class Client:
         first index not yet received. Close the iterator (or exhaust it) to
         stop the thread."""
         return _stream.ShardStream(self, membership, epoch, start_position,
+                                   prefetch_bytes, chunk_indices)
+
+    def stream_batches(self, membership: Membership, epoch: int,
+                       start_position: int = 0, *,
+                       prefetch_bytes: int = 8 << 20,
+                       chunk_indices: int = 0) -> Iterator[Tuple[np.ndarray,
+                                                                 int]]:
+        """A job with balanced batches: this rank's micro-batches of
+        `epoch` from `start_position` (a step's end), one per step, as
+        (numpy uint64 indices, position at the end of the step), read
+        ahead like stream()."""
+        return _stream.BatchStream(self, membership, epoch, start_position,
                                    prefetch_bytes, chunk_indices)
 
     def _open_stream(self, request):

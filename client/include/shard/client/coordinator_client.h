@@ -16,6 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "shard/client/coordinator_channel.h"
@@ -79,6 +80,12 @@ class CoordinatorClient {
 
   absl::StatusOr<shard::v1::Job> CreateJob(const std::string& job_id,
                                            const shard::v1::JobSpec& spec);
+  // Uploads a job's per-sample costs (balanced batches): `le32` holds
+  // them as little-endian u32 values, `sha256` is their SHA-256 (64
+  // lowercase hex digits; JobSpec.batches.costs_sha256 names them). Sent in
+  // pieces of 1 MiB, each retried on UNAVAILABLE; a coordinator that has
+  // them already answers the first piece as complete.
+  absl::Status PutCosts(const std::string& sha256, absl::string_view le32);
   absl::StatusOr<shard::v1::Job> GetJob(const std::string& job_id);
   absl::StatusOr<std::vector<shard::v1::Job>> ListJobs();
 

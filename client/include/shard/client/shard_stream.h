@@ -6,7 +6,10 @@
 // grow with the dataset size) and reconnects on UNAVAILABLE from the first
 // index not yet received (on the replica that leads, see
 // CoordinatorReplicas), with backoff, until the retry deadline. Any other
-// error ends the stream and is returned by Next(). Thread-safety: Next() and
+// error ends the stream and is returned by Next(). A job with balanced
+// batches (JobSpec.batches) is read with NextBatch() instead: whole
+// micro-batches, one per step, and a reconnection resumes at the end of the
+// last step received whole. Thread-safety: Next(), NextBatch() and
 // the accessors may be called from one consumer thread at a time; destruction
 // cancels the RPC and joins the reader thread.
 #ifndef SHARD_CLIENT_SHARD_STREAM_H_
@@ -17,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -42,13 +46,23 @@ struct StreamOptions {
   absl::Duration stall_timeout = absl::Minutes(10);
 };
 
+// One micro-batch of a job with balanced batches: this rank's indices of
+// one step, and the epoch's position at the end of that step (what a
+// commit after the step names).
+struct MicroBatch {
+  std::vector<uint64_t> indices;
+  uint64_t step_end = 0;
+};
+
 class ShardStream {
  public:
   // Starts streaming `request`; `world_size` converts received counts back
-  // to global positions when reconnecting.
+  // to global positions when reconnecting. `batched`: the job has balanced
+  // batches (read them with NextBatch()).
   ShardStream(std::shared_ptr<CoordinatorReplicas> replicas,
               shard::v1::StreamShardRequest request, uint32_t world_size,
-              const StreamOptions& options, const RetryPolicy& retry);
+              const StreamOptions& options, const RetryPolicy& retry,
+              bool batched = false);
   ~ShardStream();
   ShardStream(const ShardStream&) = delete;
   ShardStream& operator=(const ShardStream&) = delete;
@@ -58,14 +72,23 @@ class ShardStream {
   absl::StatusOr<size_t> Next(absl::Span<uint64_t> out)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Indices this rank has in the epoch, once the first chunk arrived.
+  // Balanced batches: the next micro-batch, nullopt at the end of the
+  // epoch. Blocks while none is buffered. FAILED_PRECONDITION for a job
+  // without balanced batches (and Next() for one with them).
+  absl::StatusOr<std::optional<MicroBatch>> NextBatch()
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Indices this rank has in the epoch, once the first chunk arrived (0
+  // for balanced batches: not known in advance).
   std::optional<uint64_t> rank_shard_size() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Global position the next index belongs to, counted in whole rounds:
   // start_position + W * (indices handed out by Next); once Next() handed
   // out the whole shard and reported its end, the epoch's length (a rank
   // holding fewer indices of an uneven epoch is done too), so a finished
-  // epoch commits as complete from any rank.
+  // epoch commits as complete from any rank. Balanced batches: the end of
+  // the step of the last micro-batch NextBatch() handed out (the start
+  // before the first; the epoch's length after the end).
   uint64_t position() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -83,12 +106,19 @@ class ShardStream {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues a checked chunk for Next() and counts it as received.
   void Enqueue(shard::v1::IndexChunk chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Balanced batches: queues the micro-batches a checked chunk completes,
+  // keeping the rest of it for the next chunk.
+  void EnqueueBatches(const shard::v1::IndexChunk& chunk)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Where a (re)connection starts.
+  uint64_t ResumePosition() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<CoordinatorReplicas> replicas_;
   const shard::v1::StreamShardRequest request_;
   const uint32_t world_size_;
   const StreamOptions options_;
   const RetryPolicy retry_;
+  const bool batched_;
 
   mutable absl::Mutex mu_;
   std::deque<shard::v1::IndexChunk> queue_ ABSL_GUARDED_BY(mu_);
@@ -107,6 +137,14 @@ class ShardStream {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Reader thread is done.
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // Balanced batches: whole micro-batches not handed out yet, the indices
+  // of one received in part, the indices received on the current
+  // connection, and the step end of the last one received and handed out.
+  std::deque<MicroBatch> batches_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> partial_ ABSL_GUARDED_BY(mu_);
+  uint64_t connection_received_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<uint64_t> received_step_end_ ABSL_GUARDED_BY(mu_);
+  std::optional<uint64_t> consumed_step_end_ ABSL_GUARDED_BY(mu_);
   grpc::ClientContext* active_context_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::thread reader_;
 };

@@ -94,7 +94,8 @@ class DataLoader(torch.utils.data.DataLoader):
     @property
     def shard_sampler(self):
         """The DistributedShardSampler this loader draws from, or None."""
-        for candidate in (getattr(self.batch_sampler, "sampler", None),
+        for candidate in (self.batch_sampler,
+                          getattr(self.batch_sampler, "sampler", None),
                           self.sampler):
             if isinstance(candidate, DistributedShardSampler):
                 return candidate

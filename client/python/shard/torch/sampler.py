@@ -22,6 +22,8 @@ class _Pass:
         self.ended = False
         # The epoch's length in positions, once the stream was exhausted.
         self.end_position = None
+        # Balanced batches: the position at the end of each step yielded.
+        self.step_ends = []
 
 
 def _iterated_by_worker_loader():
@@ -355,3 +357,93 @@ class DistributedMixtureSampler(DistributedShardSampler):
                 f"{described(spec.sources) or 'none (a plain job)'} but the "
                 f"sampler's dataset has {described(self._sources)} (name:size, "
                 f"in order)")
+
+
+class DistributedBatchSampler(DistributedShardSampler):
+    """Balanced batches for variable-length data (docs/balanced-batches.md),
+    as a torch batch sampler: DataLoader(dataset, batch_sampler=...).
+
+    `costs` gives one cost per sample of `dataset` (its length in tokens:
+    a sequence or numpy array of integers), uploaded to the coordinator
+    once (by digest: ranks that give the same costs share one upload).
+    `batch_tokens` (a budget per micro-batch, with the `cost_model`
+    "padded" = count x longest or "sum" = tokens) or `batch_size` (a fixed
+    count) and `batch_window` (samples balanced together, 0: the
+    coordinator's default) make the job's policy. Every iteration yields
+    this rank's micro-batches of the epoch, one list of indices per step;
+    every rank gets the same number of steps, and each step's micro-batches
+    cost nearly the same across the ranks.
+
+    Everything else is DistributedShardSampler's: the rank and world come
+    from the coordinator, set_epoch() is optional, state_dict() and
+    commit() name the position after the last step the loop consumed
+    (with shard.torch.DataLoader exactly, also with worker processes), a
+    resumed job continues after its last committed step, and a heartbeat
+    keeps the membership alive. len() is not known before an epoch was
+    served (the steps of a window depend on its samples' costs): it raises
+    TypeError. The world is fixed (resizing a job with balanced batches is
+    not available yet).
+    """
+
+    def __init__(self, dataset, *, costs, batch_tokens=0, batch_size=0,
+                 cost_model="padded", batch_window=0, **kwargs):
+        if len(costs) != len(dataset):
+            raise ValueError(f"costs holds {len(costs)} values but the "
+                             f"dataset holds {len(dataset)} samples")
+        if (batch_tokens > 0) == (batch_size > 0):
+            raise ValueError("give exactly one of batch_tokens and batch_size")
+        self._costs = costs
+        self._policy = dict(batch_tokens=batch_tokens, batch_size=batch_size,
+                            cost_model=cost_model, batch_window=batch_window)
+        self._costs_sha256 = None
+        super().__init__(dataset, **kwargs)
+
+    def _job_spec(self, num_replicas):
+        if self._costs_sha256 is None:
+            self._costs_sha256 = self.client.put_costs(self._costs)
+        return job_spec(self.dataset_size, num_replicas, seed=self.seed,
+                        shuffle=self.shuffle, tail=self._tail,
+                        costs_sha256=self._costs_sha256, **self._policy)
+
+    def _check_fits(self, spec):
+        super()._check_fits(spec)
+        if not spec.HasField("batches"):
+            raise ValueError(f"job {self._job!r} has no balanced batches: "
+                             f"use DistributedShardSampler")
+
+    def __len__(self):
+        raise TypeError(
+            "DistributedBatchSampler's steps per epoch are known only once "
+            "the epoch was served: they depend on the samples' costs")
+
+    def _indices(self, current):
+        stream = self.client.stream_batches(
+            self.membership, current.epoch, current.start,
+            prefetch_bytes=self._prefetch_bytes)
+        try:
+            for batch, step_end in stream:
+                self._raise_if_membership_ended()
+                current.step_ends.append(step_end)
+                current.yielded += 1
+                yield batch.tolist()
+            current.end_position = stream.epoch_positions
+        finally:
+            stream.close()
+        if not current.tracked:
+            self._end_pass(current)
+
+    def _consumed(self, current, samples):
+        """shard.torch.DataLoader: the loop received one more step."""
+        current.consumed += 1
+
+    @property
+    def position(self):
+        """The epoch's position after the last step consumed (the start
+        before the first; the epoch's length once a pass ended)."""
+        current = self._pass
+        if current is None:
+            return self._start_position()
+        if current.ended and current.end_position is not None:
+            return current.end_position
+        steps = current.consumed if current.tracked else current.yielded
+        return current.step_ends[steps - 1] if steps else current.start

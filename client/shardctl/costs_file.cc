@@ -1,0 +1,118 @@
+#include "client/shardctl/costs_file.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace shard::shardctl {
+namespace {
+
+constexpr absl::string_view kNpyMagic("\x93NUMPY", 6);
+
+uint64_t ReadLittleEndian(const char* at, int width) {
+  uint64_t value = 0;
+  for (int b = width - 1; b >= 0; --b) {
+    value = value << 8 | static_cast<unsigned char>(at[b]);
+  }
+  return value;
+}
+
+// The values of `data` (little-endian, `width` bytes each) as u32.
+absl::StatusOr<std::string> ToLe32(const std::string& path,
+                                   absl::string_view data, int width) {
+  if (data.empty() || data.size() % width != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", data.size(),
+                                                   " bytes of costs are not a "
+                                                   "positive number of ",
+                                                   width, "-byte values"));
+  }
+  std::string le32(data.size() / width * 4, '\0');
+  for (size_t i = 0; i < data.size() / width; ++i) {
+    const uint64_t value = ReadLittleEndian(data.data() + i * width, width);
+    if (value > UINT32_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": cost ", value, " of sample ", i, " is above 2^32 - 1"));
+    }
+    for (int b = 0; b < 4; ++b) le32[4 * i + b] = char(value >> (8 * b));
+  }
+  return le32;
+}
+
+// The .npy header's value for `key` ("'descr': '<u4'" gives "'<u4'").
+absl::string_view HeaderValue(absl::string_view header, absl::string_view key) {
+  const size_t at = header.find(absl::StrCat("'", key, "'"));
+  if (at == header.npos) return "";
+  const size_t colon = header.find(':', at);
+  const size_t end = header.find_first_of(",}", colon);
+  absl::string_view value = header.substr(colon + 1, end - colon - 1);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  return value;
+}
+
+absl::StatusOr<std::string> FromNpy(const std::string& path,
+                                    absl::string_view file) {
+  const auto malformed = [&path](absl::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a .npy file shardctl reads (", why,
+                     "); write costs with numpy.save of a 1-D unsigned "
+                     "integer array"));
+  };
+  if (file.size() < 10) return malformed("too short");
+  const int version = static_cast<unsigned char>(file[6]);
+  const size_t length_bytes = version == 1 ? 2 : 4;
+  const size_t header_length = ReadLittleEndian(file.data() + 8, length_bytes);
+  const size_t data_at = 8 + length_bytes + header_length;
+  if (data_at > file.size()) return malformed("header past the end");
+  const absl::string_view header = file.substr(8 + length_bytes, header_length);
+  const absl::string_view descr = HeaderValue(header, "descr");
+  if (HeaderValue(header, "fortran_order") != "False") {
+    return malformed("Fortran order");
+  }
+  const absl::string_view shape = HeaderValue(header, "shape");
+  if (shape.empty() || shape.front() != '(') return malformed("no shape");
+  int width = 0;
+  for (const auto& [name, bytes] :
+       {std::pair<absl::string_view, int>{"'|u1'", 1},
+        {"'<u2'", 2},
+        {"'<u4'", 4},
+        {"'<u8'", 8}}) {
+    if (descr == name) width = bytes;
+  }
+  if (width == 0) {
+    return malformed(
+        absl::StrCat("dtype ", descr, "; need <u2, <u4, <u8 or |u1"));
+  }
+  return ToLe32(path, file.substr(data_at), width);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadCostsFile(const std::string& path,
+                                          absl::string_view format) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int error = errno;
+    return absl::Status(error == EACCES ? absl::StatusCode::kPermissionDenied
+                                        : absl::StatusCode::kNotFound,
+                        absl::StrCat("cannot open costs file ", path, ": ",
+                                     std::strerror(error)));
+  }
+  const std::string file((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  const bool npy = absl::StartsWith(file, kNpyMagic);
+  if (format == "npy" || (format == "auto" && npy)) return FromNpy(path, file);
+  if (format == "u16") return ToLe32(path, file, 2);
+  if (format == "u32") return ToLe32(path, file, 4);
+  return absl::InvalidArgumentError(absl::StrCat(
+      path,
+      " is not a .npy file: give --costs-format u16 or u32 for raw "
+      "little-endian values"));
+}
+
+}  // namespace shard::shardctl

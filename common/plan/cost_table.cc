@@ -1,0 +1,45 @@
+#include "common/plan/cost_table.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+
+namespace shard::plan {
+namespace {
+
+uint32_t ReadLe32(const char* at) {
+  const auto* b = reinterpret_cast<const unsigned char*>(at);
+  return uint32_t{b[0]} | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 |
+         uint32_t{b[3]} << 24;
+}
+
+}  // namespace
+
+CostTable CostTable::FromLittleEndian32(absl::string_view le32) {
+  const uint64_t count = le32.size() / 4;
+  uint32_t largest = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    largest = std::max(largest, ReadLe32(le32.data() + 4 * i));
+  }
+  CostTable table;
+  if (largest <= UINT16_MAX) {
+    table.narrow_.resize(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      table.narrow_[i] = static_cast<uint16_t>(ReadLe32(le32.data() + 4 * i));
+    }
+  } else {
+    table.wide_.resize(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      table.wide_[i] = ReadLe32(le32.data() + 4 * i);
+    }
+  }
+  return table;
+}
+
+bool IsSha256Hex(absl::string_view text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+           return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
+         });
+}
+
+}  // namespace shard::plan

@@ -1,0 +1,110 @@
+#include "server/batch_walk.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "proto/index_chunk_codec.h"
+
+namespace shard::server {
+
+BatchWalk::BatchWalk(std::shared_ptr<const plan::CostTable> costs,
+                     plan::EpochBatches batches, uint32_t rank, uint64_t seed,
+                     uint64_t epoch, uint64_t start_position)
+    : costs_(std::move(costs)),
+      batches_(batches),
+      rank_(rank),
+      seed_(seed),
+      epoch_(epoch),
+      start_position_(start_position),
+      window_(start_position < batches.total()
+                  ? batches.WindowOf(start_position)
+                  : batches.windows()) {}
+
+std::optional<uint64_t> BatchWalk::Awaits(const plan::EpochOrder& order) const {
+  if (InStep()) return std::nullopt;
+  const uint64_t next = arranged_.has_value() ? window_ + 1 : window_;
+  if (next >= batches_.windows()) return std::nullopt;
+  const uint64_t needed = std::min(batches_.WindowEnd(next), order.size());
+  if (order.FinalPrefix() >= needed) return std::nullopt;
+  return needed - 1;
+}
+
+void BatchWalk::Arrange(const plan::EpochOrder& order) {
+  arranged_.emplace(batches_.Arrange(
+      window_,
+      [&](uint64_t position) {
+        return costs_->At(order.At(position % order.size()));
+      },
+      seed_, epoch_));
+  step_ = 0;
+  sent_in_batch_ = 0;
+}
+
+bool BatchWalk::Start(const plan::EpochOrder& order) {
+  if (window_ >= batches_.windows()) return true;  // at the epoch's end
+  Arrange(order);
+  const uint64_t offset = start_position_ - batches_.WindowBegin(window_);
+  while (step_ < arranged_->steps() && arranged_->StepBegin(step_) < offset) {
+    ++step_;
+  }
+  if (step_ < arranged_->steps() && arranged_->StepBegin(step_) == offset) {
+    return true;
+  }
+  status_ = absl::InvalidArgumentError(absl::StrCat(
+      "start_position ", start_position_, " of epoch ", epoch_,
+      " is not the end of a step of the job's balanced batches (the stream "
+      "reports each step's end in IndexChunk.step_ends)"));
+  return false;
+}
+
+bool BatchWalk::Next(const plan::EpochOrder& order, uint32_t max_indices,
+                     uint32_t index_width, shard::v1::IndexChunk* chunk) {
+  const bool first = !started_;
+  if (first) {
+    started_ = true;
+    if (!Start(order)) return false;
+  }
+  std::vector<uint64_t> indices;
+  chunk->clear_batch_ends();
+  chunk->clear_step_ends();
+  while (indices.size() < max_indices) {
+    if (!InStep()) {
+      const uint64_t next = arranged_.has_value() ? window_ + 1 : window_;
+      if (next >= batches_.windows() ||
+          order.FinalPrefix() <
+              std::min(batches_.WindowEnd(next), order.size())) {
+        break;
+      }
+      window_ = next;
+      Arrange(order);
+      continue;
+    }
+    const uint64_t begin = arranged_->BatchBegin(step_, rank_) + sent_in_batch_;
+    const uint64_t end = arranged_->BatchEnd(step_, rank_);
+    const uint64_t n =
+        std::min<uint64_t>(end - begin, max_indices - indices.size());
+    for (uint64_t i = begin; i < begin + n; ++i) {
+      indices.push_back(order.At(arranged_->positions()[i] % order.size()));
+    }
+    sent_in_batch_ += n;
+    if (begin + n == end) {
+      chunk->add_batch_ends(sent_ + indices.size());
+      chunk->add_step_ends(batches_.WindowBegin(window_) +
+                           arranged_->StepBegin(step_ + 1));
+      ++step_;
+      sent_in_batch_ = 0;
+    }
+  }
+  if (indices.empty() && !first) return false;
+  chunk->set_rank_offset(sent_);
+  chunk->set_rank_shard_size(0);
+  chunk->set_epoch_positions(batches_.total());
+  char* packed = wire::ResizePackedIndices(indices.size(), index_width, chunk);
+  wire::WriteIndices(indices, index_width, packed);
+  sent_ += indices.size();
+  return true;
+}
+
+}  // namespace shard::server

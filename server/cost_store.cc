@@ -1,0 +1,228 @@
+#include "server/cost_store.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/plan/cost_digest.h"
+#include "common/plan/job_spec.h"
+
+namespace shard::server {
+namespace {
+
+constexpr uint64_t kMaxPieceBytes = uint64_t{1} << 20;
+constexpr absl::string_view kSuffix = ".u32";
+
+absl::Status CheckPiece(const shard::v1::PutCostsRequest& request) {
+  if (!plan::IsSha256Hex(request.sha256())) {
+    return absl::InvalidArgumentError(
+        "sha256 must be 64 lowercase hex digits (the SHA-256 of the costs as "
+        "little-endian u32 values)");
+  }
+  if (request.count() == 0 || request.count() > plan::kMaxCostedSamples) {
+    return absl::InvalidArgumentError(absl::StrCat("count must be in 1..",
+                                                   plan::kMaxCostedSamples,
+                                                   ", got ", request.count()));
+  }
+  const uint64_t bytes = request.costs_le32().size();
+  if (bytes % 4 != 0 || bytes > kMaxPieceBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("costs_le32 must hold whole u32 values, at most ",
+                     kMaxPieceBytes, " bytes, got ", bytes));
+  }
+  if (request.offset() > request.count() ||
+      bytes / 4 > request.count() - request.offset()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a piece of ", bytes / 4, " costs at offset ",
+                     request.offset(), " runs past count ", request.count()));
+  }
+  return absl::OkStatus();
+}
+
+shard::v1::PutCostsResponse Received(uint64_t received, bool complete) {
+  shard::v1::PutCostsResponse response;
+  response.set_received(received);
+  response.set_complete(complete);
+  return response;
+}
+
+}  // namespace
+
+CostStore::CostStore(storage::FileSystem* file_system, std::string dir,
+                     uint64_t max_bytes)
+    : file_system_(file_system), dir_(std::move(dir)), max_bytes_(max_bytes) {}
+
+std::string CostStore::PathOf(const std::string& sha256) const {
+  return absl::StrCat(dir_, "/", sha256, kSuffix);
+}
+
+absl::Status CostStore::Reserve(uint64_t more) {
+  if (bytes_ + more > max_bytes_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("costs need ", bytes_ + more,
+                     " bytes with the costs held now, above "
+                     "this coordinator's limit of ",
+                     max_bytes_, " (--max-cost-bytes)"));
+  }
+  bytes_ += more;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Put(
+    const shard::v1::PutCostsRequest& request) {
+  if (absl::Status s = CheckPiece(request); !s.ok()) return s;
+  const uint64_t piece = request.costs_le32().size() / 4;
+  Upload finished;
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto table = tables_.find(request.sha256()); table != tables_.end()) {
+      return Received(table->second->size(), true);
+    }
+    Upload& upload = uploads_[request.sha256()];
+    if (upload.count == 0) upload.count = request.count();
+    const uint64_t received = upload.le32.size() / 4;
+    if (upload.count != request.count()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the upload of ", request.sha256(), " has count ",
+                       upload.count, ", this piece says ", request.count()));
+    }
+    if (request.offset() + piece <= received &&
+        upload.le32.compare(request.offset() * 4, piece * 4,
+                            request.costs_le32()) == 0) {
+      return Received(received, false);  // a piece received before
+    }
+    if (request.offset() != received) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("costs ", request.sha256(), ": expected the piece at ",
+                       received, ", got one at ", request.offset()));
+    }
+    if (absl::Status s = Reserve(piece * 4); !s.ok()) return s;
+    upload.le32.append(request.costs_le32());
+    if (upload.le32.size() / 4 < upload.count) {
+      return Received(upload.le32.size() / 4, false);
+    }
+    finished = std::move(upload);
+    uploads_.erase(request.sha256());
+  }
+  return Complete(request.sha256(), std::move(finished));
+}
+
+absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Complete(
+    const std::string& sha256, Upload upload) {
+  absl::Status kept = absl::OkStatus();
+  if (plan::Sha256Hex(upload.le32) != sha256) {
+    kept = absl::DataLossError(absl::StrCat(
+        "the ", upload.count, " costs received do not match their SHA-256 ",
+        sha256, "; upload them again"));
+  } else if (file_system_ != nullptr) {
+    kept = file_system_->CreateDir(dir_);
+    if (kept.ok())
+      kept = file_system_->WriteFileAtomically(PathOf(sha256), upload.le32);
+    if (!kept.ok()) {
+      kept = absl::UnavailableError(
+          absl::StrCat("cannot store costs ", sha256, ": ", kept.message()));
+    }
+  }
+  auto table = std::make_shared<const plan::CostTable>(
+      plan::CostTable::FromLittleEndian32(kept.ok() ? upload.le32 : ""));
+  absl::MutexLock lock(&mu_);
+  bytes_ -= upload.le32.size();
+  if (!kept.ok()) return kept;
+  bytes_ += table->MemoryBytes();
+  tables_[sha256] = std::move(table);
+  return Received(upload.count, true);
+}
+
+absl::StatusOr<std::shared_ptr<const plan::CostTable>> CostStore::Get(
+    const std::string& sha256) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto table = tables_.find(sha256); table != tables_.end()) {
+      return table->second;
+    }
+  }
+  if (file_system_ == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("costs ", sha256, " were not uploaded (PutCosts)"));
+  }
+  absl::StatusOr<std::string> le32 = file_system_->ReadFile(PathOf(sha256));
+  if (!le32.ok()) {
+    return absl::Status(le32.status().code() == absl::StatusCode::kNotFound
+                            ? absl::StatusCode::kNotFound
+                            : absl::StatusCode::kDataLoss,
+                        absl::StrCat("cannot read costs ", sha256, ": ",
+                                     le32.status().message()));
+  }
+  if (plan::Sha256Hex(*le32) != sha256) {
+    return absl::DataLossError(
+        absl::StrCat(PathOf(sha256),
+                     " does not match its SHA-256: the costs are damaged; "
+                     "restore the file or delete and re-create the job"));
+  }
+  auto table = std::make_shared<const plan::CostTable>(
+      plan::CostTable::FromLittleEndian32(*le32));
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = tables_.try_emplace(sha256, table);
+  if (inserted) {
+    if (absl::Status s = Reserve(table->MemoryBytes()); !s.ok()) {
+      tables_.erase(it);
+      return s;
+    }
+  }
+  return it->second;
+}
+
+absl::Status CostStore::CheckComplete(const std::string& sha256,
+                                      uint64_t count) {
+  absl::StatusOr<std::shared_ptr<const plan::CostTable>> table = Get(sha256);
+  if (absl::IsNotFound(table.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the job's costs ", sha256,
+        " are not on this coordinator: upload them (PutCosts) first"));
+  }
+  if (!table.ok()) return table.status();
+  if ((*table)->size() != count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("costs ", sha256, " hold ", (*table)->size(),
+                     " samples, the job has ", count));
+  }
+  return absl::OkStatus();
+}
+
+void CostStore::KeepOnly(const absl::flat_hash_set<std::string>& named) {
+  std::vector<std::string> files;
+  if (file_system_ != nullptr) {
+    absl::StatusOr<std::vector<std::string>> names =
+        file_system_->ListDir(dir_);
+    if (names.ok()) files = *std::move(names);
+  }
+  for (const std::string& file : files) {
+    if (!absl::EndsWith(file, kSuffix) ||
+        named.contains(file.substr(0, file.size() - kSuffix.size()))) {
+      continue;
+    }
+    file_system_->Remove(absl::StrCat(dir_, "/", file)).IgnoreError();
+  }
+  absl::MutexLock lock(&mu_);
+  for (auto it = tables_.begin(); it != tables_.end();) {
+    if (named.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    bytes_ -= it->second->MemoryBytes();
+    tables_.erase(it++);
+  }
+}
+
+absl::Status CostStore::CheckCostsOf(const shard::v1::JobSpec& spec) {
+  if (!spec.has_batches()) return absl::OkStatus();
+  return CheckComplete(spec.batches().costs_sha256(), spec.dataset_size());
+}
+
+uint64_t CostStore::MemoryBytes() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+}  // namespace shard::server

@@ -1,0 +1,143 @@
+// Balanced batches through the C++ client against an in-process
+// coordinator: costs uploaded by digest, whole micro-batches from
+// NextBatch() however the chunks cut them, the same step ends on every
+// rank, every sample once, a resume at a step's end, and the refusals of a
+// job without its costs and of Next() on such a job.
+#include <algorithm>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "common/plan/cost_digest.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_cluster.h"
+
+namespace shard {
+namespace {
+
+constexpr uint64_t kSamples = 5000;
+constexpr uint32_t kWorld = 3;
+
+// Little-endian u32 costs between 16 and 1024.
+std::string Costs() {
+  std::string le32;
+  for (uint64_t i = 0; i < kSamples; ++i) {
+    const uint32_t cost = 16 + (i * 7919) % 1009;
+    for (int b = 0; b < 4; ++b) le32 += static_cast<char>(cost >> (8 * b));
+  }
+  return le32;
+}
+
+shard::v1::JobSpec Spec(const std::string& sha256) {
+  shard::v1::JobSpec spec;
+  spec.set_dataset_size(kSamples);
+  spec.set_world_size(kWorld);
+  spec.set_seed(5);
+  spec.mutable_batches()->set_batch_tokens(4096);
+  spec.mutable_batches()->set_window(1000);
+  spec.mutable_batches()->set_costs_sha256(sha256);
+  return spec;
+}
+
+std::vector<client::Membership> JoinAll(testing::TestCluster& cluster,
+                                        const shard::v1::JobSpec& spec) {
+  std::vector<std::future<absl::StatusOr<client::Membership>>> joins;
+  for (uint32_t i = 0; i < kWorld; ++i) {
+    joins.push_back(std::async(std::launch::async, [&, i] {
+      return cluster.NewClient()->Join("balanced", "m" + std::to_string(i),
+                                       spec, absl::Seconds(20));
+    }));
+  }
+  std::vector<client::Membership> by_rank(kWorld);
+  for (auto& join : joins) {
+    absl::StatusOr<client::Membership> m = join.get();
+    EXPECT_TRUE(m.ok()) << m.status();
+    if (m.ok()) by_rank[m->rank] = *m;
+  }
+  return by_rank;
+}
+
+std::vector<client::MicroBatch> Drain(client::CoordinatorClient& client,
+                                      const client::Membership& member,
+                                      uint64_t start, uint32_t chunk) {
+  client::StreamOptions options;
+  options.chunk_indices = chunk;
+  auto stream = client.OpenStream(member, 0, start, options);
+  std::vector<client::MicroBatch> batches;
+  while (true) {
+    absl::StatusOr<std::optional<client::MicroBatch>> next =
+        stream->NextBatch();
+    EXPECT_TRUE(next.ok()) << next.status();
+    if (!next.ok() || !next->has_value()) break;
+    EXPECT_EQ(stream->position(), (*next)->step_end);
+    batches.push_back(**std::move(next));
+  }
+  EXPECT_EQ(stream->position(), kSamples);  // the end of the epoch
+  return batches;
+}
+
+bool SameBatches(const std::vector<client::MicroBatch>& a,
+                 const std::vector<client::MicroBatch>& b) {
+  return std::equal(
+      a.begin(), a.end(), b.begin(), b.end(),
+      [](const client::MicroBatch& x, const client::MicroBatch& y) {
+        return x.indices == y.indices && x.step_end == y.step_end;
+      });
+}
+
+TEST(BatchStreamTest, WholeMicroBatchesOncePerStepOnEveryRank) {
+  testing::TestCluster cluster;
+  auto client = cluster.NewClient();
+  const std::string costs = Costs();
+  const std::string sha256 = plan::Sha256Hex(costs);
+  ASSERT_TRUE(client->PutCosts(sha256, costs).ok());
+  ASSERT_TRUE(client->PutCosts(sha256, costs).ok());  // already complete
+  const std::vector<client::Membership> members =
+      JoinAll(cluster, Spec(sha256));
+  std::vector<uint64_t> served;
+  std::vector<uint64_t> rank0_step_ends;
+  for (uint32_t rank = 0; rank < kWorld; ++rank) {
+    const std::vector<client::MicroBatch> batches =
+        Drain(*client, members[rank], 0, 0);
+    // Chunks of 7 indices cut most micro-batches: they still arrive whole.
+    EXPECT_TRUE(SameBatches(batches, Drain(*client, members[rank], 0, 7)));
+    std::vector<uint64_t> step_ends;
+    for (const client::MicroBatch& batch : batches) {
+      EXPECT_FALSE(batch.indices.empty());
+      step_ends.push_back(batch.step_end);
+      served.insert(served.end(), batch.indices.begin(), batch.indices.end());
+    }
+    if (rank == 0) rank0_step_ends = step_ends;
+    EXPECT_EQ(step_ends, rank0_step_ends) << "rank " << rank;
+    // From the end of its 10th step, a rank gets the rest of its batches.
+    ASSERT_GT(batches.size(), 10u);
+    const std::vector<client::MicroBatch> rest =
+        Drain(*client, members[rank], batches[9].step_end, 0);
+    EXPECT_TRUE(SameBatches(rest, std::vector<client::MicroBatch>(
+                                      batches.begin() + 10, batches.end())));
+  }
+  std::sort(served.begin(), served.end());
+  ASSERT_EQ(served.size(), kSamples);
+  for (uint64_t i = 0; i < kSamples; ++i) ASSERT_EQ(served[i], i);
+}
+
+TEST(BatchStreamTest, RefusesAJobWithoutItsCostsAndNextOnBatches) {
+  testing::TestCluster cluster;
+  auto client = cluster.NewClient();
+  const std::string costs = Costs();
+  const std::string sha256 = plan::Sha256Hex(costs);
+  absl::StatusOr<shard::v1::Job> created =
+      client->CreateJob("balanced", Spec(sha256));
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kFailedPrecondition)
+      << created.status();
+  ASSERT_TRUE(client->PutCosts(sha256, costs).ok());
+  const std::vector<client::Membership> members =
+      JoinAll(cluster, Spec(sha256));
+  auto stream = client->OpenStream(members[0], 0, 0);
+  std::vector<uint64_t> out(10);
+  EXPECT_EQ(stream->Next(absl::MakeSpan(out)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace shard

@@ -1,0 +1,257 @@
+#!/usr/bin/python3
+"""Balanced batches end to end: shard.torch.DistributedBatchSampler under
+shard.torch.DataLoader with worker processes, against the independent
+reference of docs/balanced-batches.md, exactly once across a mid-epoch
+resume and a coordinator killed and restarted.
+
+Two ranks, each in its own process, create the job from their costs
+(lognormal lengths; the upload is shared by digest) with a token budget and
+train 2 epochs, then 3 steps of epoch 2, commit and exit. The coordinator
+is killed (SIGKILL) and restarted on its data directory; two new processes
+resume epoch 2. Checks: every epoch of every rank equals the reference
+over the job's torch order (so each step's micro-batches cost nearly the
+same, every rank has the same number of steps and every sample is served
+once); epoch 2's first 3 steps plus what the resumed processes trained is
+the whole epoch, nothing twice. Refusals: costs of another length, both or
+neither of the budgets, a job whose costs were not uploaded
+(FAILED_PRECONDITION), costs that do not match their digest (DATA_LOSS),
+the uneven tail and an elastic range with balanced batches
+(INVALID_ARGUMENT), a stream that starts inside a step (INVALID_ARGUMENT);
+micro-batches split across chunks arrive whole. shardctl create-job
+--costs reads a .npy and a raw u32 file, and shardctl consume (the C++
+client) prints the micro-batches the Python client streams.
+Exit status 0 when every check passes.
+"""
+import json
+import os
+import subprocess
+import sys
+
+from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "conformance"))
+import batch_plan_reference as reference  # noqa: E402
+
+N = 3000
+WORLD = 2
+SEED = 11
+TOKENS = 2048
+WINDOW = 1000  # three windows and a short last one
+STEPS_BEFORE_KILL = 3
+
+
+def costs():
+    import numpy as np
+    rng = np.random.default_rng(3)
+    return np.clip(np.rint(rng.lognormal(5, 1, N)), 16, 1024).astype(np.int64)
+
+
+def expected(epoch):
+    import torch
+    order = torch.randperm(
+        N, generator=torch.Generator().manual_seed(SEED + epoch)).tolist()
+    return reference.plan([int(c) for c in costs()], WORLD,
+                          batch_tokens=TOKENS, window=WINDOW, seed=SEED,
+                          epoch=epoch, order=order)
+
+
+def sampler(address, member):
+    import shard.torch
+    return shard.torch.DistributedBatchSampler(
+        range(N), costs=costs(), batch_tokens=TOKENS, batch_window=WINDOW,
+        coordinator=address, job="balanced", member=member,
+        num_replicas=WORLD, seed=SEED)
+
+
+def child(address, member, phase):
+    """One rank: prints {"rank", "epochs": [[batch, ...], ...], "position"}."""
+    import shard.torch
+    batches = sampler(address, member)
+    loader = shard.torch.DataLoader(range(N), batch_sampler=batches,
+                                    num_workers=2)
+    epochs = []
+    if phase == "first":
+        for _ in range(2):
+            epochs.append([batch.tolist() for batch in loader])
+        partial = []
+        for batch in loader:
+            partial.append(batch.tolist())
+            if len(partial) == STEPS_BEFORE_KILL:
+                break
+        batches.commit()
+        epochs.append(partial)
+    else:
+        epochs.append([batch.tolist() for batch in loader])
+    print(json.dumps({"rank": batches.rank, "epochs": epochs,
+                      "epoch": batches.epoch, "position": batches.position}),
+          flush=True)
+    batches.close(leave=False)
+
+
+def run_ranks(args, address, phase):
+    env = dict(os.environ, PYTHONPATH=args.python_dir)
+    ranks = [subprocess.Popen(
+        [sys.executable, __file__, "--bin-dir", args.bin_dir, "--python-dir",
+         args.python_dir, "--child", address, f"m{r}", phase],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for r in range(WORLD)]
+    reports = {}
+    for process in ranks:
+        out, err = process.communicate(timeout=300)
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        check(bool(lines), f"{phase}: a rank reported (exit "
+              f"{process.returncode}) {err.strip()[-1500:]}")
+        if lines:
+            report = json.loads(lines[-1])
+            reports[report["rank"]] = report
+    return reports
+
+
+def check_training(first, resumed):
+    for epoch in range(2):
+        plan = expected(epoch)
+        for rank in range(WORLD):
+            got = first.get(rank, {}).get("epochs", [[]] * 3)[epoch]
+            check(got == [step[rank] for step in plan],
+                  f"epoch {epoch} rank {rank}: {len(got)} micro-batches "
+                  f"equal the reference's {len(plan)} steps")
+    plan = expected(2)
+    served = []
+    for rank in range(WORLD):
+        before = first.get(rank, {}).get("epochs", [[]] * 3)[2]
+        after = resumed.get(rank, {}).get("epochs", [[]])[0]
+        check(before + after == [step[rank] for step in plan],
+              f"epoch 2 rank {rank}: {len(before)} steps before the kill and "
+              f"{len(after)} after the restart are the reference's epoch")
+        served += [i for batch in before + after for i in batch]
+    check(sorted(served) == list(range(N)),
+          f"epoch 2: {len(served)} samples served, each once")
+
+
+def expect_error(what, error_type, action):
+    try:
+        action()
+        check(False, f"{what} raises {error_type.__name__}")
+    except error_type as error:
+        check(True, f"{what} raises {error_type.__name__}: "
+              f"{str(error)[:160]}")
+
+
+def check_refusals(address):
+    import numpy as np
+    import shard
+    import shard.torch
+    from shard import errors
+    from shard.v1 import shard_pb2 as pb
+    client = shard.Client(address)
+    expect_error("costs of another length", ValueError,
+                 lambda: shard.torch.DistributedBatchSampler(
+                     range(10), costs=[1] * 9, batch_tokens=5,
+                     coordinator=client, job="x", num_replicas=1))
+    expect_error("both budgets", ValueError,
+                 lambda: shard.torch.DistributedBatchSampler(
+                     range(10), costs=[1] * 10, batch_tokens=5, batch_size=2,
+                     coordinator=client, job="x", num_replicas=1))
+    missing = "0" * 64
+    expect_error("a job whose costs were not uploaded",
+                 errors.FailedPreconditionError,
+                 lambda: client.create_job("x", shard.job_spec(
+                     10, 1, batch_tokens=5, costs_sha256=missing)))
+    expect_error("costs that do not match their digest", errors.DataLossError,
+                 lambda: client._call("PutCosts", pb.PutCostsRequest(
+                     sha256=missing, count=2,
+                     costs_le32=np.array([1, 2], "<u4").tobytes())))
+    digest = client.put_costs([5] * 10)
+    for what, spec in [
+            ("the uneven tail", shard.job_spec(
+                10, 2, tail="uneven", batch_tokens=5, costs_sha256=digest)),
+            ("an elastic range", shard.job_spec(
+                10, 2, max_world_size=4, batch_tokens=5,
+                costs_sha256=digest))]:
+        expect_error(f"balanced batches with {what}",
+                     errors.InvalidArgumentError,
+                     lambda spec=spec: client.create_job("x", spec))
+    client.create_job("inside", shard.job_spec(
+        10, 1, batch_tokens=10, costs_sha256=digest))
+    member = client.join("inside", "solo")
+    steps = list(client.stream_batches(member, 0))
+    check([len(b) for b, _ in steps] == [2] * 5 and
+          [end for _, end in steps] == [2, 4, 6, 8, 10],
+          f"one rank, 10 samples of cost 5, budget 10: five micro-batches "
+          f"of 2 ending at 2, 4, .. 10 (got {[(len(b), e) for b, e in steps]})")
+    split = [(b.tolist(), e) for b, e in
+             client.stream_batches(member, 0, chunk_indices=3)]
+    check(split == [(b.tolist(), e) for b, e in steps],
+          "chunks of 3 indices (micro-batches split across chunks) give the "
+          "same micro-batches")
+    expect_error("a stream that starts inside a step",
+                 errors.InvalidArgumentError,
+                 lambda: list(client.stream_batches(member, 0, 1)))
+    client.leave(member)
+
+
+def check_shardctl(args, address):
+    """shardctl create-job --costs reads .npy (u2) and raw u32 files and
+    consume prints the micro-batches the Python client streams."""
+    import tempfile
+    import numpy as np
+    import shard
+    shardctl = os.path.join(args.bin_dir, "shardctl")
+    values = (np.arange(40) % 7 + 1).astype(np.uint16)
+    with tempfile.TemporaryDirectory() as work:
+        np.save(os.path.join(work, "costs.npy"), values)
+        values.astype("<u4").tofile(os.path.join(work, "costs.u32"))
+        for job, name, extra in [("npy", "costs.npy", []),
+                                 ("raw", "costs.u32",
+                                  ["--costs-format", "u32"])]:
+            created = subprocess.run(
+                [shardctl, "--coordinator", address, "create-job", "--job",
+                 job, "--size", "40", "--world-size", "1", "--costs",
+                 os.path.join(work, name), "--batch-tokens", "12", *extra],
+                capture_output=True, text=True)
+            check(created.returncode == 0 and "batch_tokens=12" in
+                  created.stdout, f"shardctl create-job --costs {name}: "
+                  f"{created.stdout.strip()} {created.stderr.strip()}")
+        raw = subprocess.run(
+            [shardctl, "--coordinator", address, "create-job", "--job", "x",
+             "--size", "40", "--world-size", "1", "--costs",
+             os.path.join(work, "costs.u32"), "--batch-tokens", "12"],
+            capture_output=True, text=True)
+        check(raw.returncode == 2 and "--costs-format" in raw.stderr,
+              f"a raw file without --costs-format exits 2 naming it: "
+              f"{raw.stderr.strip()}")
+    consumed = subprocess.run(
+        [shardctl, "--coordinator", address, "consume", "--job", "npy",
+         "--member", "solo"], capture_output=True, text=True, timeout=60)
+    client = shard.Client(address)
+    member = client.join("npy", "solo")
+    expected = [f"0 0 {end}: " + " ".join(str(i) for i in batch.tolist())
+                for batch, end in client.stream_batches(member, 0)]
+    client.leave(member)
+    check(consumed.returncode == 0 and
+          consumed.stdout.splitlines() == expected,
+          f"shardctl consume prints the {len(expected)} micro-batches the "
+          f"Python client streams ({consumed.stderr.strip()[-300:]})")
+
+
+def main():
+    args = parse_args(__doc__, lambda p: p.add_argument("--child", nargs=3))
+    if args.child:
+        child(*args.child)
+        return 0
+    with ShardDaemon(args.bin_dir) as daemon:
+        first = run_ranks(args, daemon.address, "first")
+        check(all(r["epoch"] == 2 for r in first.values()),
+              "the first processes stop in epoch 2")
+        daemon.kill()
+        daemon.restart()
+        resumed = run_ranks(args, daemon.address, "resumed")
+        check_training(first, resumed)
+        check_refusals(daemon.address)
+        check_shardctl(args, daemon.address)
+    return exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
