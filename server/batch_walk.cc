@@ -34,8 +34,13 @@ std::optional<uint64_t> BatchWalk::Awaits(const plan::EpochOrder& order) const {
 void BatchWalk::Arrange(const plan::EpochOrder& order) {
   arranged_.emplace(batches_.Arrange(
       window_,
-      [&](uint64_t position) {
-        return costs_->At(order.At(position % order.size()));
+      [&](uint64_t first, absl::Span<uint32_t> costs) {
+        std::vector<uint64_t> samples(costs.size());
+        for (uint64_t i = 0; i < samples.size(); ++i) {
+          samples[i] = (first + i) % order.size();
+        }
+        order.AtMany(absl::MakeSpan(samples));
+        costs_->Gather(samples, costs);
       },
       seed_, epoch_));
   step_ = 0;
@@ -71,6 +76,9 @@ bool BatchWalk::Next(const plan::EpochOrder& order, uint32_t max_indices,
   chunk->clear_step_ends();
   while (indices.size() < max_indices) {
     if (!InStep()) {
+      // The first chunk goes out once its window is served: a stream
+      // starts after one window's arrangement, not two.
+      if (first && !indices.empty()) break;
       const uint64_t next = arranged_.has_value() ? window_ + 1 : window_;
       if (next >= batches_.windows() ||
           order.FinalPrefix() <

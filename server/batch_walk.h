@@ -35,7 +35,9 @@ class BatchWalk {
 
   // Fills `chunk` with up to `max_indices` of the rank's next indices
   // (index_width bytes each) and the ends of the micro-batches that end
-  // in it; rank offsets count from the walk's start. Returns false once
+  // in it; rank offsets count from the walk's start. The first chunk ends
+  // with the first window (so a stream starts after one window's
+  // arrangement). Returns false once
   // the epoch is over, or when the start is not a step's end (status()).
   // The first call always gives a chunk (possibly empty).
   bool Next(const plan::EpochOrder& order, uint32_t max_indices,

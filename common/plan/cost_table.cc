@@ -36,6 +36,22 @@ CostTable CostTable::FromLittleEndian32(absl::string_view le32) {
   return table;
 }
 
+void CostTable::Gather(absl::Span<const uint64_t> samples,
+                       absl::Span<uint32_t> out) const {
+  constexpr size_t kAhead = 16;  // cache misses in flight at once
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (i + kAhead < samples.size()) {
+      const uint64_t next = samples[i + kAhead];
+      if (narrow_.empty()) {
+        __builtin_prefetch(&wide_[next]);
+      } else {
+        __builtin_prefetch(&narrow_[next]);
+      }
+    }
+    out[i] = At(samples[i]);
+  }
+}
+
 bool IsSha256Hex(absl::string_view text) {
   return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
            return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace shard::plan {
 
@@ -20,6 +21,10 @@ class CostTable {
   uint32_t At(uint64_t sample) const {
     return narrow_.empty() ? wide_[sample] : narrow_[sample];
   }
+  // out[i] = At(samples[i]) for every i (out.size() == samples.size()),
+  // prefetching ahead: a window's samples are scattered over the table.
+  void Gather(absl::Span<const uint64_t> samples,
+              absl::Span<uint32_t> out) const;
   uint64_t MemoryBytes() const {
     return narrow_.size() * sizeof(uint16_t) + wide_.size() * sizeof(uint32_t);
   }

@@ -22,14 +22,14 @@ EpochBatches::EpochBatches(uint64_t order_size, uint32_t world_size, Tail tail,
   total_ = full * window_samples_ + last;
 }
 
-WindowBatches EpochBatches::Arrange(
-    uint64_t window, const std::function<uint32_t(uint64_t)>& cost_of,
-    uint64_t seed, uint64_t epoch) const {
-  std::vector<WindowEntry> entries;
-  const uint64_t end = WindowEnd(window);
-  entries.reserve(end - WindowBegin(window));
-  for (uint64_t p = WindowBegin(window); p < end; ++p) {
-    entries.push_back(WindowEntry{p, cost_of(p)});
+WindowBatches EpochBatches::Arrange(uint64_t window, const CostsOf& costs_of,
+                                    uint64_t seed, uint64_t epoch) const {
+  const uint64_t begin = WindowBegin(window);
+  std::vector<uint32_t> costs(WindowEnd(window) - begin);
+  costs_of(begin, absl::MakeSpan(costs));
+  std::vector<WindowEntry> entries(costs.size());
+  for (uint64_t i = 0; i < costs.size(); ++i) {
+    entries[i] = WindowEntry{begin + i, costs[i]};
   }
   return ArrangeWindow(std::move(entries), world_size_, policy_,
                        StepOrderKey(seed, epoch, window));

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "absl/types/span.h"
 #include "common/plan/batch_policy.h"
 #include "common/plan/shard_layout.h"
 #include "common/plan/window_batches.h"
@@ -37,11 +38,15 @@ class EpochBatches {
     return position / window_samples_;
   }
 
-  // Window `window` arranged: `cost_of(p)` gives the cost of the sample at
-  // position p (p may be >= the order size in a padded last window).
-  WindowBatches Arrange(uint64_t window,
-                        const std::function<uint32_t(uint64_t)>& cost_of,
-                        uint64_t seed, uint64_t epoch) const;
+  // Fills costs[i] with the cost of the sample at position first + i (a
+  // position may be >= the order size in a padded last window).
+  using CostsOf =
+      std::function<void(uint64_t first, absl::Span<uint32_t> costs)>;
+
+  // Window `window` arranged, its costs from `costs_of` (asked once, for
+  // the whole window).
+  WindowBatches Arrange(uint64_t window, const CostsOf& costs_of, uint64_t seed,
+                        uint64_t epoch) const;
 
   uint32_t world_size() const { return world_size_; }
 

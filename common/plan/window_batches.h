@@ -51,7 +51,8 @@ class WindowBatches {
   std::vector<uint64_t> batch_ends_;
 };
 
-// Arranges `entries` (in epoch order) for `world_size` ranks under `policy`.
+// Arranges `entries` (in increasing position) for `world_size` ranks under
+// `policy`.
 // `step_key` keys the order of the steps (see StepOrderKey). Requires
 // entries.size() >= world_size >= 1: every rank gets at least one sample
 // in every step. Pure; O(S log S) for S entries.

@@ -71,6 +71,10 @@ def baseline_rank(sampler, rank, port, args):
     figures = example.train(model, batches, args.steps)
     if rank == 0:
         print(json.dumps(figures), flush=True)
+    # Every rank lets go of the group before rank 0, which holds the TCP
+    # store, exits.
+    del model
+    dist.barrier()
     dist.destroy_process_group()
 
 
@@ -92,8 +96,9 @@ def run_shard(args, env):
     from shardd_process import ShardDaemon
     with ShardDaemon(args.bin_dir) as daemon:
         torchrun = subprocess.Popen(
-            [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
-             str(WORLD), "--master_port", str(free_port()), EXAMPLE,
+            [sys.executable, "-m", "torch.distributed.run", "--standalone",
+             "--nproc_per_node", str(WORLD), "--redirects", "2", "--tee", "2",
+             EXAMPLE,
              "--coordinator", daemon.address, "--job", "bench",
              "--samples", str(args.samples), "--steps", str(args.steps),
              "--batch-tokens", str(args.batch_tokens)],

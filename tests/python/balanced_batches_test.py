@@ -16,7 +16,9 @@ the whole epoch, nothing twice. Refusals: costs of another length, both or
 neither of the budgets, a job whose costs were not uploaded
 (FAILED_PRECONDITION), costs that do not match their digest (DATA_LOSS),
 the uneven tail and an elastic range with balanced batches
-(INVALID_ARGUMENT), a stream that starts inside a step (INVALID_ARGUMENT);
+(INVALID_ARGUMENT), a stream that starts inside a step (INVALID_ARGUMENT), a
+plain sampler joining a job with balanced batches, the reverse, and a batch
+sampler whose costs are not the job's (ValueError);
 micro-batches split across chunks arrive whole. shardctl create-job
 --costs reads a .npy and a raw u32 file, and shardctl consume (the C++
 client) prints the micro-batches the Python client streams.
@@ -174,6 +176,21 @@ def check_refusals(address):
                      lambda spec=spec: client.create_job("x", spec))
     client.create_job("inside", shard.job_spec(
         10, 1, batch_tokens=10, costs_sha256=digest))
+    expect_error("a DistributedShardSampler joining a job with balanced "
+                 "batches", ValueError,
+                 lambda: shard.torch.DistributedShardSampler(
+                     range(10), coordinator=client, job="inside",
+                     member="plain"))
+    client.create_job("plain", shard.job_spec(10, 1))
+    expect_error("a DistributedBatchSampler joining a plain job", ValueError,
+                 lambda: shard.torch.DistributedBatchSampler(
+                     range(10), costs=[5] * 10, batch_tokens=10,
+                     coordinator=client, job="plain", member="batched"))
+    expect_error("a DistributedBatchSampler with other costs joining a job",
+                 ValueError,
+                 lambda: shard.torch.DistributedBatchSampler(
+                     range(10), costs=[6] * 10, batch_tokens=10,
+                     coordinator=client, job="inside", member="other"))
     member = client.join("inside", "solo")
     steps = list(client.stream_batches(member, 0))
     check([len(b) for b, _ in steps] == [2] * 5 and

@@ -84,7 +84,11 @@ int Run(const Options& options) {
   const plan::EpochBatches epoch(
       costs.size(), options.world,
       options.tail == "drop" ? plan::Tail::kDrop : plan::Tail::kPad, policy);
-  const auto cost_of = [&](uint64_t p) { return costs[p % costs.size()]; };
+  const auto cost_of = [&](uint64_t first, absl::Span<uint32_t> out) {
+    for (uint64_t i = 0; i < out.size(); ++i) {
+      out[i] = costs[(first + i) % costs.size()];
+    }
+  };
   for (uint64_t window = 0; window < epoch.windows(); ++window) {
     const plan::WindowBatches batches =
         epoch.Arrange(window, cost_of, options.seed, options.epoch);

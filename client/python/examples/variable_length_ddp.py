@@ -4,8 +4,11 @@
 
 Start it with torchrun (the processes know only the coordinator):
 
-    torchrun --nproc_per_node 2 variable_length_ddp.py \\
+    torchrun --standalone --nproc_per_node 2 variable_length_ddp.py \\
         --coordinator 127.0.0.1:7070 --job lm
+
+(Debian's torch 1.13 also needs --redirects 2 --tee 2, see
+docs/user-guide.md "torchrun").
 
 Each process builds the same synthetic corpus (token sequences whose
 lengths follow a lognormal distribution, mu 5, sigma 1, clamped to

@@ -63,8 +63,9 @@ class ShardStream:
         return self._request.start_position + consumed * self._world_size
 
     def _take(self, chunk, array):
-        """The items a received chunk gives the iterator."""
-        return [array]
+        """The items a received chunk gives the iterator, one at a time
+        (the first goes to the iterator before the rest are cut)."""
+        yield array
 
     def _read(self):
         consumed = 0  # Indices received since start_position.
@@ -179,15 +180,15 @@ class BatchStream(ShardStream):
         return self._step_end
 
     def _take(self, chunk, array):
-        items = []
         begin = 0
         for end, step_end in zip(chunk.batch_ends, chunk.step_ends):
             cut = end - chunk.rank_offset
             self._partial.append(array[begin:cut])
-            items.append((np.concatenate(self._partial), step_end))
+            batch = (self._partial[0] if len(self._partial) == 1
+                     else np.concatenate(self._partial))
             self._partial = []
             self._step_end = step_end
             begin = cut
+            yield batch, step_end
         if begin < len(array):
             self._partial.append(array[begin:])
-        return items

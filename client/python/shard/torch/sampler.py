@@ -1,10 +1,11 @@
 """DistributedSampler drop-ins fed by the coordinator."""
+import hashlib
 import math
 import os
 import sys
 import warnings
 
-from shard.client import Client, default_member_id, job_spec
+from shard.client import Client, costs_bytes, default_member_id, job_spec
 from shard.errors import HEARTBEAT_ENDS
 
 
@@ -76,6 +77,8 @@ class DistributedShardSampler:
     """
 
     _tail_for_drop_last = {False: "pad", True: "drop"}
+    # Whether the sampler reads jobs with balanced batches (its subclass).
+    _batched = False
 
     def __init__(self, dataset, *, coordinator, job, member=None,
                  num_replicas=None, rank=None, shuffle=True, seed=0,
@@ -123,7 +126,14 @@ class DistributedShardSampler:
 
     def _check_fits(self, spec):
         """ValueError unless the job's `spec` describes this dataset (its
-        size; a mixture's sources are DistributedMixtureSampler's)."""
+        size; a mixture's sources are DistributedMixtureSampler's, balanced
+        batches DistributedBatchSampler's)."""
+        if spec.HasField("batches") != self._batched:
+            raise ValueError(
+                f"job {self._job!r} has balanced batches: use "
+                f"shard.torch.DistributedBatchSampler" if not self._batched
+                else f"job {self._job!r} has no balanced batches: use "
+                f"shard.torch.DistributedShardSampler")
         if spec.sources:
             raise ValueError(
                 f"job {self._job!r} is a mixture of {len(spec.sources)} "
@@ -385,6 +395,8 @@ class DistributedBatchSampler(DistributedShardSampler):
     not available yet).
     """
 
+    _batched = True
+
     def __init__(self, dataset, *, costs, batch_tokens=0, batch_size=0,
                  cost_model="padded", batch_window=0, **kwargs):
         if len(costs) != len(dataset):
@@ -406,10 +418,14 @@ class DistributedBatchSampler(DistributedShardSampler):
                         costs_sha256=self._costs_sha256, **self._policy)
 
     def _check_fits(self, spec):
+        """Also ValueError when the job's costs are not this sampler's."""
         super()._check_fits(spec)
-        if not spec.HasField("batches"):
-            raise ValueError(f"job {self._job!r} has no balanced batches: "
-                             f"use DistributedShardSampler")
+        digest = hashlib.sha256(costs_bytes(self._costs)).hexdigest()
+        if spec.batches.costs_sha256 != digest:
+            raise ValueError(
+                f"job {self._job!r} has other costs (SHA-256 "
+                f"{spec.batches.costs_sha256[:12]}..., these are "
+                f"{digest[:12]}...): another dataset's job")
 
     def __len__(self):
         raise TypeError(
