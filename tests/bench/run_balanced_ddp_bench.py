@@ -96,9 +96,12 @@ def run_shard(args, env):
     from shardd_process import ShardDaemon
     with ShardDaemon(args.bin_dir) as daemon:
         torchrun = subprocess.Popen(
-            [sys.executable, "-m", "torch.distributed.run", "--standalone",
-             "--nproc_per_node", str(WORLD), "--redirects", "2", "--tee", "2",
-             EXAMPLE,
+            # A rendezvous port of its own: --standalone's fixed 29400 would
+            # meet another torchrun on this machine.
+            [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1",
+             "--rdzv_backend", "c10d", "--rdzv_endpoint",
+             f"127.0.0.1:{free_port()}", "--nproc_per_node", str(WORLD),
+             "--redirects", "2", "--tee", "2", EXAMPLE,
              "--coordinator", daemon.address, "--job", "bench",
              "--samples", str(args.samples), "--steps", str(args.steps),
              "--batch-tokens", str(args.batch_tokens)],
