@@ -124,8 +124,11 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Complete(
           absl::StrCat("cannot store costs ", sha256, ": ", kept.message()));
     }
   }
-  auto table = std::make_shared<const plan::CostTable>(
-      plan::CostTable::FromLittleEndian32(kept.ok() ? upload.le32 : ""));
+  std::shared_ptr<const plan::CostTable> table;
+  if (kept.ok()) {
+    table = std::make_shared<const plan::CostTable>(
+        plan::CostTable::FromLittleEndian32(upload.le32));
+  }
   absl::MutexLock lock(&mu_);
   bytes_ -= upload.le32.size();
   if (!kept.ok()) return kept;

@@ -16,7 +16,9 @@ the whole epoch, nothing twice. Refusals: costs of another length, both or
 neither of the budgets, a job whose costs were not uploaded
 (FAILED_PRECONDITION), costs that do not match their digest (DATA_LOSS),
 the uneven tail and an elastic range with balanced batches
-(INVALID_ARGUMENT), a stream that starts inside a step (INVALID_ARGUMENT), a
+(INVALID_ARGUMENT), costs for more than 2^32 samples and a job of 2^32 + 1
+samples with balanced batches (INVALID_ARGUMENT), a cost of 2^32
+(ValueError), a stream that starts inside a step (INVALID_ARGUMENT), a
 plain sampler joining a job with balanced batches, the reverse, and a batch
 sampler whose costs are not the job's (ValueError);
 micro-batches split across chunks arrive whole. shardctl create-job
@@ -164,7 +166,17 @@ def check_refusals(address):
                  lambda: client._call("PutCosts", pb.PutCostsRequest(
                      sha256=missing, count=2,
                      costs_le32=np.array([1, 2], "<u4").tobytes())))
+    expect_error("costs for more than 2^32 samples", errors.InvalidArgumentError,
+                 lambda: client._call("PutCosts", pb.PutCostsRequest(
+                     sha256=missing, count=2**32 + 1,
+                     costs_le32=np.array([1], "<u4").tobytes())))
+    expect_error("a cost of 2^32", ValueError,
+                 lambda: client.put_costs([2**32]))
     digest = client.put_costs([5] * 10)
+    expect_error("balanced batches over 2^32 + 1 samples",
+                 errors.InvalidArgumentError,
+                 lambda: client.create_job("x", shard.job_spec(
+                     2**32 + 1, 1, batch_tokens=5, costs_sha256=digest)))
     for what, spec in [
             ("the uneven tail", shard.job_spec(
                 10, 2, tail="uneven", batch_tokens=5, costs_sha256=digest)),
