@@ -1,5 +1,6 @@
 #include "shard/client/coordinator_channel.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -50,9 +51,17 @@ class BearerTokenFactory
 
 }  // namespace
 
+Keepalive KeepaliveForLease(absl::Duration lease) {
+  const Keepalive standard;
+  if (lease <= absl::ZeroDuration() || lease >= absl::Seconds(5)) {
+    return standard;
+  }
+  return Keepalive{std::max(lease / 4, absl::Milliseconds(500)), lease / 2};
+}
+
 absl::StatusOr<std::shared_ptr<grpc::Channel>> NewCoordinatorChannel(
     const std::string& address, const ChannelSecurity& security,
-    int max_receive_bytes) {
+    int max_receive_bytes, const Keepalive& keepalive) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       shard::security::ClientCredentials(
           {security.tls_ca_file, security.tls_cert_file, security.tls_key_file,
@@ -61,13 +70,16 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> NewCoordinatorChannel(
   if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(max_receive_bytes);
-  // While a call is open, ping the coordinator every 3 s: a replica that
-  // is paused or cut off (its TCP connection silent, not closed) fails the
-  // call UNAVAILABLE within 2 s of a missed ping, and the retry moves on,
-  // instead of waiting out the call's timeout. shardd accepts pings that
-  // often (coordinator_server.cc).
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  // While a call is open, ping the coordinator (see Keepalive). shardd
+  // accepts pings that often (coordinator_server.cc). gRPC stops pinging
+  // after 2 pings without data sent unless told otherwise: a parked call
+  // (a join, a rendezvous wait) then learned of a frozen leader only
+  // about 30 s later.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(keepalive.time)));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(keepalive.timeout)));
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
   args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, kMinReresolveMs);

@@ -36,7 +36,7 @@ absl::StatusOr<Response> CallWithRetry(
         const absl::Status status = ServerCancelledAsUnavailable(FromGrpcStatus(
             ((*replica.stub).*method)(&context, request, &response), name));
         if (!absl::IsUnavailable(status)) {
-          replicas.Answered(replica);
+          replicas.Answered(replica, context);
         } else if (replicas.Failed(replica, context)) {
           return MarkedRetrySoon(status);
         }

@@ -1,8 +1,11 @@
 #include "shard/client/coordinator_replicas.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/leader_hint.h"
 #include "common/net/address.h"
@@ -36,7 +39,7 @@ absl::StatusOr<std::shared_ptr<CoordinatorReplicas>> CoordinatorReplicas::Open(
 
 absl::Status CoordinatorReplicas::Add(const std::string& address) {
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      NewCoordinatorChannel(address, security_, max_receive_bytes_);
+      NewCoordinatorChannel(address, security_, max_receive_bytes_, keepalive_);
   if (!channel.ok()) return channel.status();
   addresses_.push_back(address);
   stubs_.push_back(shard::v1::Coordinator::NewStub(*channel));
@@ -67,12 +70,45 @@ bool CoordinatorReplicas::RecentlySilent(size_t index, absl::Time now) const {
   return now - silent_since_[index] < kSilentLeaderHoldoff;
 }
 
+void CoordinatorReplicas::LearnLease(const grpc::ClientContext& context,
+                                     bool ended) {
+  auto lease_in = [](const auto& metadata) -> std::optional<absl::Duration> {
+    const auto found = metadata.find(kLeaderLeaseMetadataKey);
+    int64_t ms = 0;
+    if (found == metadata.end() ||
+        !absl::SimpleAtoi(
+            absl::string_view(found->second.data(), found->second.size()),
+            &ms)) {
+      return std::nullopt;
+    }
+    return absl::Milliseconds(ms);
+  };
+  std::optional<absl::Duration> lease =
+      lease_in(context.GetServerInitialMetadata());
+  // A refusal without a body carries it among the trailers, which only an
+  // ended call may read.
+  if (!lease && ended) lease = lease_in(context.GetServerTrailingMetadata());
+  if (!lease || KeepaliveForLease(*lease) == keepalive_) return;
+  keepalive_ = KeepaliveForLease(*lease);
+  for (size_t i = 0; i < addresses_.size(); ++i) {
+    // The security files were read once already; a failure now (a file
+    // changed meanwhile) keeps the channel there is.
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        NewCoordinatorChannel(addresses_[i], security_, max_receive_bytes_,
+                              keepalive_);
+    if (!channel.ok()) continue;
+    channels_[i] = *channel;
+    stubs_[i] = shard::v1::Coordinator::NewStub(*channel);
+  }
+}
+
 bool CoordinatorReplicas::Failed(const Pick& used,
                                  const grpc::ClientContext& context) {
   const auto& trailers = context.GetServerTrailingMetadata();
   const bool standby = trailers.find(kStandbyMetadataKey) != trailers.end();
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
+  LearnLease(context, /*ended=*/true);
   if (!standby && silent_since_[used.index] == absl::InfinitePast()) {
     silent_since_[used.index] = now;
   }
@@ -98,15 +134,22 @@ bool CoordinatorReplicas::Failed(const Pick& used,
   return soon;
 }
 
-void CoordinatorReplicas::Answered(const Pick& used) {
+void CoordinatorReplicas::Answered(const Pick& used,
+                                   const grpc::ClientContext& context) {
   absl::MutexLock lock(&mu_);
   unanswered_ = 0;
   silent_since_[used.index] = absl::InfinitePast();
+  LearnLease(context, /*ended=*/false);
 }
 
 std::vector<std::string> CoordinatorReplicas::addresses() const {
   absl::MutexLock lock(&mu_);
   return addresses_;
+}
+
+Keepalive CoordinatorReplicas::keepalive() const {
+  absl::MutexLock lock(&mu_);
+  return keepalive_;
 }
 
 }  // namespace shard::client

@@ -110,7 +110,7 @@ absl::Status ShardStream::ReadOnce() {
   bool answered = false;
   while (reader->Read(&chunk)) {
     if (!answered) {
-      replicas_->Answered(replica);
+      replicas_->Answered(replica, context);
       answered = true;
     }
     absl::MutexLock lock(&mu_);

@@ -79,15 +79,11 @@ struct CoordinatorOptions {
   // Run ExpireLeases() on a background thread every lease / 4. Tests with a
   // fake clock turn this off and call ExpireLeases() themselves.
   bool expire_leases_in_background = true;
-  // Where the costs of balanced-batch jobs are kept (see CostStore): in
-  // `cost_dir` through `cost_file_system` (not owned), or in memory when
-  // that is null; at most max_cost_bytes resident. A non-empty
-  // costs_refusal makes PutCosts answer FAILED_PRECONDITION with it (a
-  // store that cannot keep costs).
-  storage::FileSystem* cost_file_system = nullptr;
-  std::string cost_dir;
+  // Where the costs of balanced-batch jobs are kept durably (see
+  // CostStore): files under --data-dir, etcd for a replica's term, or
+  // nowhere (memory only) when null; at most max_cost_bytes resident.
+  std::shared_ptr<storage::CostBlobs> cost_blobs;
   uint64_t max_cost_bytes = uint64_t{4} << 30;
-  std::string costs_refusal;
   // The clock leases are measured with.
   std::function<absl::Time()> now = [] { return absl::Now(); };
   // Told how long each hold of the core's lock lasted: each Decide (every

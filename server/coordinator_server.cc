@@ -9,6 +9,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/bound_address.h"
 #include "server/event_log.h"
+#include "server/lease_advert.h"
 #include "server/listen_failure.h"
 #include "server/security/tls_material.h"
 
@@ -152,19 +153,26 @@ absl::Status CoordinatorServer::Listen(
   // Without SO_REUSEPORT a busy port fails to bind ("address already in
   // use") instead of a second server sharing it with the first.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Clients ping open calls every few seconds to notice a paused or cut
-  // off replica (client/coordinator_channel.cc); gRPC's default would
-  // answer such pings with GOAWAY (too many pings).
+  // Clients ping open calls, parked ones included, to notice a paused or
+  // cut off replica: every 3 s, or every 500 ms at the shortest under a
+  // short leader lease (client/coordinator_channel.h); gRPC's default would
+  // answer such pings with GOAWAY (too many pings). The margin is for
+  // timers that fire early.
   builder.AddChannelArgument(
-      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 400);
   builder.AddListeningPort(options_.listen, credentials, &port);
   builder.RegisterService(grpc_service_.get());
   builder.SetMaxReceiveMessageSize(options_.max_request_bytes);
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
   if (options_.metrics != nullptr) {
-    std::vector<
-        std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
-        interceptors;
     interceptors.push_back(options_.metrics->NewInterceptorFactory());
+  }
+  if (options_.leader_lease > absl::ZeroDuration()) {
+    interceptors.push_back(NewLeaseAdvertFactory(options_.leader_lease));
+  }
+  if (!interceptors.empty()) {
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
   }
   server_ = builder.BuildAndStart();

@@ -64,6 +64,9 @@ struct CoordinatorServerOptions {
   // trailers. Unset: always open. Called on every call and before every
   // streamed chunk: must be cheap and thread-safe.
   std::function<absl::Status()> serving_gate;
+  // Replicated coordinators: the leader lease, sent with every answer as
+  // kLeaderLeaseMetadataKey (common/leader_hint.h). Zero: not sent.
+  absl::Duration leader_lease = absl::ZeroDuration();
   // Called (once) when a client sends the Drain RPC, after the server
   // turned NOT_SERVING; the owner then calls Stop(). Unset: Drain answers
   // UNIMPLEMENTED.

@@ -3,7 +3,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/plan/cost_digest.h"
 #include "common/plan/job_spec.h"
@@ -12,7 +11,6 @@ namespace shard::server {
 namespace {
 
 constexpr uint64_t kMaxPieceBytes = uint64_t{1} << 20;
-constexpr absl::string_view kSuffix = ".u32";
 
 absl::Status CheckPiece(const shard::v1::PutCostsRequest& request) {
   if (!plan::IsSha256Hex(request.sha256())) {
@@ -49,13 +47,9 @@ shard::v1::PutCostsResponse Received(uint64_t received, bool complete) {
 
 }  // namespace
 
-CostStore::CostStore(storage::FileSystem* file_system, std::string dir,
+CostStore::CostStore(std::shared_ptr<storage::CostBlobs> blobs,
                      uint64_t max_bytes)
-    : file_system_(file_system), dir_(std::move(dir)), max_bytes_(max_bytes) {}
-
-std::string CostStore::PathOf(const std::string& sha256) const {
-  return absl::StrCat(dir_, "/", sha256, kSuffix);
-}
+    : blobs_(std::move(blobs)), max_bytes_(max_bytes) {}
 
 absl::Status CostStore::Reserve(uint64_t more) {
   if (bytes_ + more > max_bytes_) {
@@ -115,10 +109,8 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Complete(
     kept = absl::DataLossError(absl::StrCat(
         "the ", upload.count, " costs received do not match their SHA-256 ",
         sha256, "; upload them again"));
-  } else if (file_system_ != nullptr) {
-    kept = file_system_->CreateDir(dir_);
-    if (kept.ok())
-      kept = file_system_->WriteFileAtomically(PathOf(sha256), upload.le32);
+  } else if (blobs_ != nullptr) {
+    kept = blobs_->Write(sha256, upload.le32);
     if (!kept.ok()) {
       kept = absl::UnavailableError(
           absl::StrCat("cannot store costs ", sha256, ": ", kept.message()));
@@ -145,23 +137,26 @@ absl::StatusOr<std::shared_ptr<const plan::CostTable>> CostStore::Get(
       return table->second;
     }
   }
-  if (file_system_ == nullptr) {
+  if (blobs_ == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("costs ", sha256, " were not uploaded (PutCosts)"));
   }
-  absl::StatusOr<std::string> le32 = file_system_->ReadFile(PathOf(sha256));
+  absl::StatusOr<std::string> le32 = blobs_->Read(sha256);
   if (!le32.ok()) {
-    return absl::Status(le32.status().code() == absl::StatusCode::kNotFound
-                            ? absl::StatusCode::kNotFound
+    // Missing, or not reachable now (etcd): as it is; else damaged.
+    const absl::StatusCode code = le32.status().code();
+    return absl::Status(code == absl::StatusCode::kNotFound ||
+                                code == absl::StatusCode::kUnavailable
+                            ? code
                             : absl::StatusCode::kDataLoss,
                         absl::StrCat("cannot read costs ", sha256, ": ",
                                      le32.status().message()));
   }
   if (plan::Sha256Hex(*le32) != sha256) {
     return absl::DataLossError(
-        absl::StrCat(PathOf(sha256),
+        absl::StrCat(blobs_->Where(sha256),
                      " does not match its SHA-256: the costs are damaged; "
-                     "restore the file or delete and re-create the job"));
+                     "restore them or delete and re-create the job"));
   }
   auto table = std::make_shared<const plan::CostTable>(
       plan::CostTable::FromLittleEndian32(*le32));
@@ -194,18 +189,11 @@ absl::Status CostStore::CheckComplete(const std::string& sha256,
 }
 
 void CostStore::KeepOnly(const absl::flat_hash_set<std::string>& named) {
-  std::vector<std::string> files;
-  if (file_system_ != nullptr) {
-    absl::StatusOr<std::vector<std::string>> names =
-        file_system_->ListDir(dir_);
-    if (names.ok()) files = *std::move(names);
-  }
-  for (const std::string& file : files) {
-    if (!absl::EndsWith(file, kSuffix) ||
-        named.contains(file.substr(0, file.size() - kSuffix.size()))) {
-      continue;
-    }
-    file_system_->Remove(absl::StrCat(dir_, "/", file)).IgnoreError();
+  absl::StatusOr<std::vector<std::string>> stored =
+      blobs_ != nullptr ? blobs_->Names() : std::vector<std::string>();
+  for (const std::string& name :
+       stored.ok() ? *stored : std::vector<std::string>()) {
+    if (!named.contains(name)) blobs_->Remove(name).IgnoreError();
   }
   absl::MutexLock lock(&mu_);
   for (auto it = tables_.begin(); it != tables_.end();) {

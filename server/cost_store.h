@@ -3,13 +3,13 @@
 // PutCosts pieces arrive in order and are staged in memory; once all are
 // in, their SHA-256 must match the name they were uploaded under (else the
 // upload is dropped: DATA_LOSS, start over), they are written durably when
-// the store has a directory (<dir>/<sha256>.u32, atomically: temporary
-// file, fsync, rename, fsync of the directory) and kept resident as a
-// CostTable (2 or 4 bytes a sample). A job is created only over complete
-// costs (CheckComplete), so a journal record never names costs the disk
-// lacks. After a restart Get() reads a job's costs back on first use and
-// checks their digest: a damaged or missing file is reported (DATA_LOSS /
-// NOT_FOUND naming the file), never served.
+// the store has CostBlobs (files under --data-dir, or etcd for replicas)
+// and kept resident as a CostTable (2 or 4 bytes a sample). A job is
+// created only over complete costs (CheckComplete), so a record never
+// names costs the blobs lack. After a restart or a failover Get() reads a
+// job's costs back on first use and checks their digest: damaged or
+// missing costs are reported (DATA_LOSS / NOT_FOUND naming where they
+// were), never served.
 //
 // Memory: staged uploads (4 bytes a sample) and resident tables together
 // stay under `max_bytes`; a piece that would pass it is refused with
@@ -28,17 +28,15 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/plan/cost_table.h"
-#include "common/storage/file_system.h"
+#include "server/storage/cost_blobs.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
 
 class CostStore {
  public:
-  // Costs are durable under `dir` through `file_system` (not owned; must
-  // outlive the store), or live in memory only when file_system is null.
-  CostStore(storage::FileSystem* file_system, std::string dir,
-            uint64_t max_bytes);
+  // Costs are durable in `blobs`, or live in memory only when it is null.
+  CostStore(std::shared_ptr<storage::CostBlobs> blobs, uint64_t max_bytes);
 
   // One piece of an upload (see PutCosts in shard.proto).
   absl::StatusOr<shard::v1::PutCostsResponse> Put(
@@ -48,14 +46,14 @@ class CostStore {
   // them; FAILED_PRECONDITION saying what to upload otherwise.
   absl::Status CheckComplete(const std::string& sha256, uint64_t count);
 
-  // The costs named `sha256`, read back from the directory on first use
-  // after a restart.
+  // The costs named `sha256`, read back from the blobs on first use after
+  // a restart or a failover.
   absl::StatusOr<std::shared_ptr<const plan::CostTable>> Get(
       const std::string& sha256);
 
-  // Removes the files and tables of costs that no name in `named` refers
+  // Removes the blobs and tables of costs that no name in `named` refers
   // to (run after recovery: uploads whose job was never created or was
-  // deleted).
+  // deleted). Best effort: a blob that cannot be removed stays.
   void KeepOnly(const absl::flat_hash_set<std::string>& named);
 
   // Bytes held: staged uploads plus resident tables.
@@ -74,12 +72,10 @@ class CostStore {
   // Finishes a complete upload: digest, file, table.
   absl::StatusOr<shard::v1::PutCostsResponse> Complete(
       const std::string& sha256, Upload upload);
-  std::string PathOf(const std::string& sha256) const;
   // RESOURCE_EXHAUSTED when `more` bytes would pass the budget.
   absl::Status Reserve(uint64_t more) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  storage::FileSystem* const file_system_;
-  const std::string dir_;
+  const std::shared_ptr<storage::CostBlobs> blobs_;
   const uint64_t max_bytes_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Upload> uploads_ ABSL_GUARDED_BY(mu_);

@@ -105,9 +105,6 @@ absl::StatusOr<shard::v1::ListJobsResponse> JobService::ListJobs(
 
 absl::StatusOr<shard::v1::PutCostsResponse> JobService::PutCosts(
     const shard::v1::PutCostsRequest& request) {
-  if (!core_->options().costs_refusal.empty()) {
-    return absl::FailedPreconditionError(core_->options().costs_refusal);
-  }
   return core_->costs().Put(request);
 }
 

@@ -103,7 +103,8 @@ absl::StatusOr<ShardService::PreparedShard> ShardService::PrepareShard(
             chunk,
             source_counters_.ForJob((*job)->incarnation, (*job)->spec,
                                     [&core] { return LiveIncarnations(core); }),
-            BatchedStartOf((*job)->spec, request)};
+            BatchedStartOf((*job)->spec, request),
+            /*costs=*/nullptr};
       });
 }
 

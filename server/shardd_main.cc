@@ -40,10 +40,12 @@
 #include "server/metrics/server_metrics.h"
 #include "server/shardd_flags.h"
 #include "server/storage/data_dir_lock.h"
+#include "server/storage/file_cost_blobs.h"
 #include "server/storage/state_log.h"
 #include "shard/version.h"
 #if SHARD_HAVE_ETCD_API
 #include "server/replication/coordinator_replica.h"
+#include "server/replication/etcd_cost_blobs.h"
 #include "server/replication/etcd_session.h"
 #include "server/replication/etcd_state_store.h"
 #endif
@@ -134,6 +136,8 @@ int CheckEtcd(const shard::server::DaemonFlags& flags) {
       recovered =
           shard::server::replication::EtcdStateStore::Recover(**session);
   absl::StatusOr<std::string> leader = (*session)->Leader();
+  absl::StatusOr<shard::server::replication::EtcdCostBlobs::Footprint> costs =
+      shard::server::replication::EtcdCostBlobs::Measure(**session);
   (*session)->Revoke().IgnoreError();
   if (!recovered.ok()) {
     std::cout << "etcd history under " << options.prefix
@@ -156,6 +160,10 @@ int CheckEtcd(const shard::server::DaemonFlags& flags) {
             << " records after the snapshot, bound 2 x --snapshot-every = "
             << bound << ": "
             << (recovered->records <= bound ? "within it" : "OVER IT") << "\n";
+  if (costs.ok()) {
+    std::cout << "costs (balanced batches): " << costs->sets << " sets, "
+              << costs->bytes << " bytes\n";
+  }
   return 0;
 }
 #else
@@ -196,14 +204,11 @@ std::optional<shard::server::CoordinatorOptions> CoordinatorOptionsFromFlags(
   shard::server::CoordinatorOptions options;
   options.max_order_bytes = flags.max_order_bytes;
   options.max_cost_bytes = flags.max_cost_bytes;
-  if (!flags.data_dir.empty()) {
-    options.cost_file_system = shard::storage::PosixFileSystem();
-    options.cost_dir = flags.data_dir + "/costs";
-  }
-  if (!flags.etcd_endpoints.empty()) {
-    options.costs_refusal =
-        "balanced batches are not available on replicas (--etcd-endpoints) "
-        "yet: their costs are kept in a local --data-dir";
+  // Replicas keep costs in etcd, each term's leader through its own
+  // session (CoordinatorReplica).
+  if (!flags.data_dir.empty() && flags.etcd_endpoints.empty()) {
+    options.cost_blobs = std::make_shared<shard::storage::FileCostBlobs>(
+        shard::storage::PosixFileSystem(), flags.data_dir + "/costs");
   }
   options.order_cache_bytes = flags.order_cache_bytes;
   if (options.order_cache_bytes == 0) {

@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "common/leader_hint.h"
 #include "server/event_log.h"
+#include "server/replication/etcd_cost_blobs.h"
 #include "server/replication/etcd_state_store.h"
 #include "server/replication/leader_watch.h"
 
@@ -60,6 +61,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorReplica>> CoordinatorReplica::Start(
   }
   CoordinatorServerOptions server_options = replica->options_.server;
   server_options.serving_gate = [raw = replica.get()] { return raw->Gate(); };
+  server_options.leader_lease = replica->options_.etcd.lease_ttl;
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
       CoordinatorServer::Start(nullptr, std::move(server_options));
   if (!server.ok()) return server.status();
@@ -428,8 +430,11 @@ std::optional<CoordinatorReplica::Takeover> CoordinatorReplica::TakeOver(
   auto store = std::make_unique<EtcdStateStore>(&session, leadership, *position,
                                                 std::move(store_options));
   takeover.store = store.get();
+  CoordinatorOptions coordinator = options_.coordinator;
+  coordinator.cost_blobs =
+      std::make_shared<EtcdCostBlobs>(&session, leadership);
   takeover.service = std::make_unique<CoordinatorService>(
-      options_.coordinator, std::move(store), std::move(state));
+      std::move(coordinator), std::move(store), std::move(state));
   return takeover;
 }
 

@@ -327,7 +327,8 @@ EtcdSession::List(const std::string& key_prefix, int64_t* revision) {
   const auto [first, end] = PrefixRange(key_prefix);
   std::vector<std::pair<std::string, std::string>> found;
   std::string from = first;
-  int64_t at = 0;  // The revision of the first page; later pages read it.
+  // The revision of the first page; later pages read it.
+  int64_t at = revision != nullptr ? *revision : 0;
   while (true) {
     etcdserverpb::RangeRequest request;
     request.set_key(from);

@@ -140,8 +140,10 @@ class EtcdSession {
   absl::StatusOr<Entry> GetEntry(const std::string& key);
   // Every (key, value) whose key starts with `key_prefix` (relative to the
   // session's prefix, as are the keys returned), in key order; read in
-  // pages, all at one etcd revision (stored in `*revision` when given), so
-  // that no answer outgrows a gRPC message and the pages agree.
+  // pages, all at one etcd revision, so that no answer outgrows a gRPC
+  // message and the pages agree. That revision is `*revision` when it is
+  // given and not 0 (several lists that agree), else the newest, stored in
+  // `*revision` when given.
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> List(
       const std::string& key_prefix, int64_t* revision = nullptr);
 

@@ -69,31 +69,30 @@ std::string EtcdStateStore::RecordKey(uint64_t sequence) {
 absl::StatusOr<EtcdStateStore::Recovered> EtcdStateStore::Recover(
     EtcdSession& session) {
   Recovered recovered;
-  // Everything under the prefix at one revision: the manifest, the chunks
-  // and the records agree.
-  absl::StatusOr<EtcdEntries> entries = session.List("", &recovered.revision);
-  if (!entries.ok()) return entries.status();
-  EtcdEntries records;
-  EtcdEntries chunks;
+  // The manifest, the chunks and the records at one revision, so that they
+  // agree (and nothing else under the prefix, such as costs, is read).
+  absl::StatusOr<EtcdEntries> manifests =
+      session.List(std::string(kSnapshotManifestKey), &recovered.revision);
+  if (!manifests.ok()) return manifests.status();
+  absl::StatusOr<EtcdEntries> chunks =
+      session.List(std::string(kSnapshotChunkPrefix), &recovered.revision);
+  if (!chunks.ok()) return chunks.status();
+  absl::StatusOr<EtcdEntries> records =
+      session.List(std::string(kRecordPrefix), &recovered.revision);
+  if (!records.ok()) return records.status();
   const std::string* manifest = nullptr;
-  for (auto& entry : *entries) {
-    if (absl::StartsWith(entry.first, kRecordPrefix)) {
-      records.push_back(std::move(entry));
-    } else if (absl::StartsWith(entry.first, kSnapshotChunkPrefix)) {
-      chunks.push_back(std::move(entry));
-    } else if (entry.first == kSnapshotManifestKey) {
-      manifest = &entry.second;
-    }
+  for (const auto& [key, value] : *manifests) {
+    if (key == kSnapshotManifestKey) manifest = &value;
   }
   if (manifest != nullptr) {
     absl::StatusOr<DecodedSnapshot> snapshot =
-        DecodeSnapshot(*manifest, chunks);
+        DecodeSnapshot(*manifest, *chunks);
     if (!snapshot.ok()) return snapshot.status();
     recovered.state = std::move(snapshot->state);
     recovered.last_sequence = recovered.snapshot_sequence = snapshot->sequence;
     recovered.snapshot_bytes = snapshot->bytes;
   }
-  for (const auto& [key, value] : records) {
+  for (const auto& [key, value] : *records) {
     const uint64_t before = recovered.last_sequence;
     if (absl::Status s = ApplyRecords(key, value, recovered); !s.ok()) {
       return s;

@@ -8,7 +8,9 @@ leader lease 2 s) and the clients that ride through its failures.
    0 with equal parameters, each rank trained exactly its planned indices
    of each epoch (once), and each failover's time from the kill to the
    first call a new leader serves is at most the lease + 2 s.
-2. A paused leader: SIGSTOP past its lease; a new leader serves; a call
+2. A paused leader: SIGSTOP past its lease; a new leader serves; a join
+   parked on the paused one (the client's keepalive following the lease)
+   moves on and is answered once the world forms; a call
    sent to the paused one meanwhile is answered UNAVAILABLE after SIGCONT
    (it answers nothing as leader), a stream it served ends UNAVAILABLE at
    its next chunk (not streamed on, nor cancelled), the job it named never
@@ -181,6 +183,21 @@ def paused_leader(bin_dir, replicas, etcd):
     client.create_job("before-pause", shard.job_spec(100, 2))
     reader = client.join("held-across-pause", "reader", wait=30,
                          spec=shard.job_spec(10**7, 1, shuffle=False))
+    check(client._replicas.keepalive_ms == (500, 1000),
+          f"pause: the client's keepalive follows the {LEASE_S:g} s lease "
+          f"its answers name ({client._replicas.keepalive_ms} ms)")
+    parked = {}
+
+    def park_a_join():
+        # One call (no progress rounds) parked until the world fills.
+        parked["membership"] = client.join(
+            "parked-across-pause", "first", wait=30, progress=None,
+            spec=shard.job_spec(100, 2))
+    parker = threading.Thread(target=park_a_join)
+    parker.start()
+    # Parked past gRPC's default of 2 pings without data at the default
+    # keepalive (3 s), after which it used to stop pinging.
+    time.sleep(7)
     paused = replicas.leader()
     channel, held = open_raw_stream(replicas.addresses[paused], reader)
     replicas.signal(paused, signal.SIGSTOP)
@@ -206,6 +223,13 @@ def paused_leader(bin_dir, replicas, etcd):
     check(leader is not None and took <= LEASE_S + 2,
           f"pause: a new leader serves {took:.2f} s after SIGSTOP")
     client.create_job("during-pause", shard.job_spec(100, 2))
+    with shard.Client(replicas.coordinator, retry_deadline=30) as second:
+        second.join("parked-across-pause", "second", wait=30, progress=None)
+    parker.join(timeout=30)
+    joined = parked.get("membership")
+    check(joined is not None and joined.world_size == 2,
+          f"pause: a join parked on the paused leader moves on and is "
+          f"answered once the world forms on the new one ({joined})")
     time.sleep(LEASE_S)  # Well past the paused leader's lease.
     replicas.signal(paused, signal.SIGCONT)
     # 156,250 chunks of 64 in all: read at once, the stream must end at the

@@ -1,6 +1,7 @@
 // The client library against an in-process coordinator: joins from several
 // threads, streamed shards equal the preview, resume from a position, and
 // the prefetch window bounds what is buffered, a coordinator that freezes.
+#include <chrono>
 #include <future>
 #include <vector>
 
@@ -244,6 +245,39 @@ TEST(ClientStreamTest, AStreamFromACoordinatorThatFreezesEndsUnavailable) {
   while (stream->Read(&chunk)) {
   }
   const grpc::Status ended = stream->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::UNAVAILABLE) << ended.error_message();
+  proxy->Thaw();
+}
+
+// A join parked on a coordinator that freezes once the join has waited
+// through more pings than gRPC sends without data by default (2): the
+// keepalive still ends the call UNAVAILABLE (retried elsewhere). gRPC's
+// default stopped pinging, and such a call waited out its deadline.
+TEST(ClientStreamTest, AJoinParkedOnACoordinatorThatFreezesEndsUnavailable) {
+  testing::TestCluster cluster;
+  auto proxy = *testing::TcpProxy::Start(cluster.address());
+  const client::Keepalive keepalive{absl::Milliseconds(500),
+                                    absl::Milliseconds(500)};
+  auto channel = *client::NewCoordinatorChannel(proxy->endpoint(), {}, 64 << 20,
+                                                keepalive);
+  auto stub = shard::v1::Coordinator::NewStub(channel);
+  shard::v1::JoinJobRequest join;
+  join.set_job_id("parked");
+  join.set_member_id("alone");
+  *join.mutable_spec() = Spec(100, 2);  // Its world never fills.
+  join.set_wait_for_world_ms(60000);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  shard::v1::JoinJobResponse joined;
+  std::future<grpc::Status> parked = std::async(std::launch::async, [&] {
+    return stub->JoinJob(&context, join, &joined);
+  });
+  // Parked through 4 pings' time, all answered.
+  absl::SleepFor(4 * keepalive.time);
+  ASSERT_EQ(parked.wait_for(std::chrono::seconds(0)),
+            std::future_status::timeout);
+  proxy->Freeze();
+  const grpc::Status ended = parked.get();
   EXPECT_EQ(ended.error_code(), grpc::UNAVAILABLE) << ended.error_message();
   proxy->Thaw();
 }

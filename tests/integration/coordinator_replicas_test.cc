@@ -1,6 +1,7 @@
 // CoordinatorReplicas' moves between replicas, through real gRPC calls: a
 // standby (a fake one, in this process) refuses with the leader-hint
-// trailers; a leader that does not answer is a closed port.
+// trailers; a leader that does not answer is a closed port. And the
+// keepalive that follows a replicated coordinator's leader lease.
 #include "shard/client/coordinator_replicas.h"
 
 #include <netinet/in.h>
@@ -9,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -16,6 +18,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "shard/v1/shard.grpc.pb.h"
+#include "tests/support/test_cluster.h"
 
 namespace shard::testing {
 namespace {
@@ -106,6 +109,51 @@ TEST_F(CoordinatorReplicasTest, FollowsStandbyToLeaderNotKnownSilent) {
   // Nothing is known of the leader yet: the hint is followed.
   EXPECT_EQ(CallAndFail(**replicas), 0u);
   EXPECT_EQ((*replicas)->Current().index, 1u);
+}
+
+TEST(KeepaliveForLeaseTest, FollowsLeasesShorterThanTheDefault) {
+  using client::Keepalive;
+  using client::KeepaliveForLease;
+  const Keepalive standard;
+  EXPECT_EQ(standard.time, absl::Seconds(3));
+  EXPECT_EQ(standard.timeout, absl::Seconds(2));
+  EXPECT_EQ(KeepaliveForLease(absl::ZeroDuration()), standard);  // Unknown.
+  EXPECT_EQ(KeepaliveForLease(absl::Seconds(5)), standard);
+  EXPECT_EQ(KeepaliveForLease(absl::Seconds(30)), standard);
+  EXPECT_EQ(KeepaliveForLease(absl::Seconds(4)),
+            (Keepalive{absl::Seconds(1), absl::Seconds(2)}));
+  EXPECT_EQ(KeepaliveForLease(absl::Seconds(2)),
+            (Keepalive{absl::Milliseconds(500), absl::Seconds(1)}));
+  // Pings no more often than every 500 ms, which shardd accepts.
+  EXPECT_EQ(KeepaliveForLease(absl::Seconds(1)),
+            (Keepalive{absl::Milliseconds(500), absl::Milliseconds(500)}));
+}
+
+// A replicated coordinator's answers carry its leader lease; the client's
+// channels follow it once an answer (or a refusal) names it, and stay as
+// they are for a coordinator that names none.
+TEST(CoordinatorReplicasLeaseTest, ChannelsFollowTheLeaseAnAnswerNames) {
+  server::CoordinatorServerOptions replicated;
+  replicated.leader_lease = absl::Seconds(2);
+  TestCluster leader({}, replicated);
+  TestCluster single;
+  for (const auto& [cluster, want] :
+       {std::pair{&leader, client::KeepaliveForLease(absl::Seconds(2))},
+        std::pair{&single, client::Keepalive{}}}) {
+    auto replicas = CoordinatorReplicas::Open(cluster->address(), {}, 4 << 20);
+    ASSERT_TRUE(replicas.ok()) << replicas.status();
+    const CoordinatorReplicas::Pick pick = (*replicas)->Current();
+    grpc::ClientContext context;
+    shard::v1::GetJobRequest request;
+    request.set_job_id("absent");
+    shard::v1::Job job;
+    const grpc::Status status = pick.stub->GetJob(&context, request, &job);
+    ASSERT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+    (*replicas)->Answered(pick, context);
+    EXPECT_EQ((*replicas)->keepalive(), want) << cluster->address();
+    EXPECT_NE((*replicas)->Current().channel == pick.channel,
+              cluster == &leader);
+  }
 }
 
 }  // namespace

@@ -24,6 +24,10 @@ sampler whose costs are not the job's (ValueError);
 micro-batches split across chunks arrive whole. shardctl create-job
 --costs reads a .npy and a raw u32 file, and shardctl consume (the C++
 client) prints the micro-batches the Python client streams.
+With --replicated the same two phases run on a replicated coordinator (3
+etcd members, 3 replicas, leader lease 2 s) and the leader is killed
+between them instead: the costs are kept in etcd, and the new leader serves
+epoch 2's rest from them, exactly once (--check-etcd then reports them).
 Exit status 0 when every check passes.
 """
 import json
@@ -68,12 +72,15 @@ def sampler(address, member):
         num_replicas=WORLD, seed=SEED)
 
 
-def child(address, member, phase):
-    """One rank: prints {"rank", "epochs": [[batch, ...], ...], "position"}."""
+def child(address, member, phase, context):
+    """One rank: prints {"rank", "epochs": [[batch, ...], ...], "position"};
+    its loader's workers start by `context` (a multiprocessing start
+    method)."""
     import shard.torch
     batches = sampler(address, member)
     loader = shard.torch.DataLoader(range(N), batch_sampler=batches,
-                                    num_workers=2)
+                                    num_workers=2,
+                                    multiprocessing_context=context)
     epochs = []
     if phase == "first":
         for _ in range(2):
@@ -93,11 +100,11 @@ def child(address, member, phase):
     batches.close(leave=False)
 
 
-def run_ranks(args, address, phase):
+def run_ranks(args, address, phase, context="fork"):
     env = dict(os.environ, PYTHONPATH=args.python_dir)
     ranks = [subprocess.Popen(
         [sys.executable, __file__, "--bin-dir", args.bin_dir, "--python-dir",
-         args.python_dir, "--child", address, f"m{r}", phase],
+         args.python_dir, "--child", address, f"m{r}", phase, context],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         for r in range(WORLD)]
     reports = {}
@@ -264,11 +271,46 @@ def check_shardctl(args, address):
           f"Python client streams ({consumed.stderr.strip()[-300:]})")
 
 
+def across_failover(args):
+    """The two phases on replicas, the leader killed between them."""
+    import tempfile
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "e2e"))
+    from replicated_coordinator import EtcdCluster, Replicas
+    # Workers forked while a channel reconnects to the killed replica can
+    # crash (SIGSEGV): gRPC is not fork-safe. docs/python.md gives this
+    # start method for replicated coordinators.
+    context = "forkserver"
+    with tempfile.TemporaryDirectory() as work, EtcdCluster() as etcd, \
+            Replicas(args.bin_dir, etcd, work) as replicas:
+        check(replicas.leader(deadline_s=60) is not None, "a replica leads")
+        first = run_ranks(args, replicas.coordinator, "first", context)
+        leader = replicas.leader()
+        replicas.kill(leader)
+        check(replicas.leader(deadline_s=60, skip=(leader,)) is not None,
+              "another replica leads after the kill")
+        resumed = run_ranks(args, replicas.coordinator, "resumed", context)
+        check_training(first, resumed)
+        checked = subprocess.run(
+            [os.path.join(args.bin_dir, "shardd"), "--check-etcd",
+             "--etcd-endpoints", etcd.endpoints],
+            capture_output=True, text=True)
+        check(checked.returncode == 0 and
+              f"costs (balanced batches): 1 sets, {4 * N} bytes" in
+              checked.stdout,
+              f"--check-etcd reports the costs: {checked.stdout.strip()}")
+
+
 def main():
-    args = parse_args(__doc__, lambda p: p.add_argument("--child", nargs=3))
+    args = parse_args(__doc__, lambda p: (
+        p.add_argument("--child", nargs=4),
+        p.add_argument("--replicated", action="store_true")))
     if args.child:
         child(*args.child)
         return 0
+    if args.replicated:
+        across_failover(args)
+        return exit_code()
     with ShardDaemon(args.bin_dir) as daemon:
         first = run_ranks(args, daemon.address, "first")
         check(all(r["epoch"] == 2 for r in first.values()),

@@ -243,6 +243,39 @@ def check_silent_leader():
     replicas.close()
 
 
+class Answer:
+    """A call's answer whose initial metadata names a leader lease."""
+
+    def __init__(self, lease_ms):
+        self._metadata = (("shard-leader-lease-ms", str(lease_ms)),)
+
+    def initial_metadata(self):
+        return self._metadata
+
+    def trailing_metadata(self):
+        return ()
+
+
+def check_lease_keepalive():
+    """The Python client sizes its keepalive as the C++ client does
+    (KeepaliveForLeaseTest) and follows the lease an answer names."""
+    from shard import _channel
+    table = {None: (3000, 2000), 30000: (3000, 2000), 5000: (3000, 2000),
+             4000: (1000, 2000), 2000: (500, 1000), 1000: (500, 500)}
+    got = {lease: _channel.keepalive_for_lease(lease) for lease in table}
+    check(got == table, f"Python: keepalive for each lease {got}")
+    replicas = _channel.Replicas("127.0.0.1:1,127.0.0.1:2")
+    before = replicas.current()[1]
+    replicas.answered(0, Answer(5000))
+    kept = replicas.current()[1] is before
+    replicas.answered(0, Answer(2000))
+    check(kept and replicas.keepalive_ms == (500, 1000) and
+          replicas.current()[1] is not before,
+          "Python: channels follow a lease under 5 s an answer names, and "
+          f"only then ({replicas.keepalive_ms})")
+    replicas.close()
+
+
 def check_errors(args, shard):
     error = shard.ShardError("GetJob", grpc.StatusCode.NOT_FOUND, "no job")
     check(type(error) is shard.errors.NotFoundError and
@@ -278,6 +311,7 @@ def main():
     finally:
         fake.stop()
     check_silent_leader()
+    check_lease_keepalive()
     check_errors(args, shard)
     return exit_code()
 

@@ -23,6 +23,24 @@ SOON_PACE_S = 0.1
 # --leader-lease, within which a standby takes over from a leader that
 # stopped renewing (CoordinatorReplicas::kSilentLeaderHoldoff in C++).
 SILENT_LEADER_HOLDOFF_S = 5.0
+# Sent with every answer of a replicated coordinator: its leader lease in
+# milliseconds (common/leader_hint.h).
+LEADER_LEASE_METADATA_KEY = "shard-leader-lease-ms"
+# Keepalive of open calls, parked ones included: (ping once the connection
+# has been silent this long, fail the call UNAVAILABLE when the ping is not
+# answered within this long), in ms. As the C++ client's Keepalive.
+DEFAULT_KEEPALIVE_MS = (3000, 2000)
+
+
+def keepalive_for_lease(lease_ms):
+    """The keepalive (ms, ms) for coordinators whose leader lease is
+    `lease_ms` (None: not known): the default at 5 s and longer; under 5 s
+    a ping every lease / 4 (500 ms at the most often) answered within
+    lease / 2, so that a frozen leader fails the calls open on it about
+    when a standby may take over. As the C++ client's KeepaliveForLease."""
+    if lease_ms is None or lease_ms <= 0 or lease_ms >= 5000:
+        return DEFAULT_KEEPALIVE_MS
+    return (max(lease_ms // 4, 500), lease_ms // 2)
 
 
 def _read_secret(path, what):
@@ -85,25 +103,29 @@ def _address_problem(address):
 
 
 def open_channel(address, token_file=None, tls_ca=None, tls_cert=None,
-                 tls_key=None):
+                 tls_key=None, keepalive_ms=DEFAULT_KEEPALIVE_MS):
     """A channel to `address` ("host:port"); TLS when any TLS file is given,
-    mutual TLS with tls_cert + tls_key. Returns (channel, call metadata)."""
+    mutual TLS with tls_cert + tls_key; `keepalive_ms` as
+    keepalive_for_lease returns. Returns (channel, call metadata)."""
     metadata = ()
     if token_file:
         token = _read_secret(token_file, "token").decode().strip()
         metadata = (("authorization", f"Bearer {token}"),)
-    # Ping open calls every 3 s; a paused or cut off replica fails the call
-    # UNAVAILABLE within 2 s of a missed ping; reconnect to a replica that
-    # went away after 100 ms, backing off to at most 400 ms (gRPC's default
-    # grows to 120 s); give a connection attempt 2 s (gRPC takes
-    # min_reconnect_backoff_ms as its minimum connect timeout: at 100 ms a
-    # slower handshake never connected); resolve the address again 100 ms
-    # after the last time at the soonest (gRPC's 30 s held calls to a
-    # coordinator restarted in 0.1 s back for 5 s). As the C++ client
+    # Ping open calls (parked ones too: gRPC stops after 2 pings without
+    # data unless told otherwise, and a parked call then learned of a
+    # frozen leader only about 30 s later); a paused or cut off replica
+    # fails the call UNAVAILABLE once a ping goes unanswered; reconnect to
+    # a replica that went away after 100 ms, backing off to at most 400 ms
+    # (gRPC's default grows to 120 s); give a connection attempt 2 s (gRPC
+    # takes min_reconnect_backoff_ms as its minimum connect timeout: at
+    # 100 ms a slower handshake never connected); resolve the address again
+    # 100 ms after the last time at the soonest (gRPC's 30 s held calls to
+    # a coordinator restarted in 0.1 s back for 5 s). As the C++ client
     # (coordinator_channel.h).
     options = [("grpc.max_receive_message_length", 16 << 20),
-               ("grpc.keepalive_time_ms", 3000),
-               ("grpc.keepalive_timeout_ms", 2000),
+               ("grpc.keepalive_time_ms", keepalive_ms[0]),
+               ("grpc.keepalive_timeout_ms", keepalive_ms[1]),
+               ("grpc.http2.max_pings_without_data", 0),
                ("grpc.initial_reconnect_backoff_ms", 100),
                ("grpc.min_reconnect_backoff_ms", 2000),
                ("grpc.max_reconnect_backoff_ms", 400),
@@ -127,8 +149,10 @@ class Replicas:
     list lacks it), else to the next one; but a named leader that itself
     failed without answering within SILENT_LEADER_HOLDOFF_S is passed over
     meanwhile (the client stays with the standby, which takes over when
-    the leader's lease ends). The same rule as the C++ client's
-    CoordinatorReplicas. Thread-safe."""
+    the leader's lease ends). Once an answer names a leader lease whose
+    keepalive differs from the channels', new channels with it replace them
+    for the calls that follow (calls open on the old ones keep them). The
+    same rules as the C++ client's CoordinatorReplicas. Thread-safe."""
 
     def __init__(self, addresses, token_file=None, tls_ca=None,
                  tls_cert=None, tls_key=None):
@@ -138,6 +162,10 @@ class Replicas:
         self._channels = []
         self._states = []  # Each channel's connectivity, as gRPC reports it.
         self._stubs = []
+        self._keepalive_ms = DEFAULT_KEEPALIVE_MS
+        # Channels replaced by ones of another keepalive, closed by close()
+        # (closing one earlier would cancel the calls open on it).
+        self._replaced = []
         # Per replica: when its calls began failing without an answer
         # (None while it answers).
         self._silent_since = []
@@ -153,17 +181,54 @@ class Replicas:
             raise ValueError("address must be host:port[,host:port...]")
 
     def _add(self, address):
-        channel, self.metadata = open_channel(address, *self._security)
         self._addresses.append(address)
-        self._channels.append(channel)
+        self._channels.append(None)
         self._states.append(None)
         self._silent_since.append(None)
-        index = len(self._states) - 1
+        self._stubs.append(None)
+        self._connect(len(self._addresses) - 1)
+
+    def _connect(self, index):
+        """Opens replica `index`'s channel with the keepalive now."""
+        channel, self.metadata = open_channel(
+            self._addresses[index], *self._security,
+            keepalive_ms=self._keepalive_ms)
+        self._channels[index] = channel
+        self._states[index] = None
 
         def note(state):
-            self._states[index] = state
+            if self._channels[index] is channel:
+                self._states[index] = state
         channel.subscribe(note, try_to_connect=False)
-        self._stubs.append(pb_grpc.CoordinatorStub(channel))
+        self._stubs[index] = pb_grpc.CoordinatorStub(channel)
+
+    def _learn_lease(self, call, ended):
+        """Follows the leader lease `call`'s answer names, if any: in its
+        initial metadata, or (`ended`: a refusal without a body) among its
+        trailers, which a call still open would wait for. Holds the
+        lock."""
+        lease = None
+        parts = ("initial_metadata",) + (("trailing_metadata",) if ended
+                                         else ())
+        for part in parts:
+            metadata = getattr(call, part, None)
+            for key, value in (metadata() if callable(metadata) else ()) or ():
+                if key == LEADER_LEASE_METADATA_KEY and value.isdigit():
+                    lease = int(value)
+            if lease is not None:
+                break
+        if lease is None or keepalive_for_lease(lease) == self._keepalive_ms:
+            return
+        self._keepalive_ms = keepalive_for_lease(lease)
+        self._replaced.extend(self._channels)
+        for index in range(len(self._addresses)):
+            self._connect(index)
+
+    @property
+    def keepalive_ms(self):
+        """The keepalive of the channels calls go out on now."""
+        with self._lock:
+            return self._keepalive_ms
 
     @property
     def addresses(self):
@@ -190,6 +255,7 @@ class Replicas:
                 standby = True
         now = time.monotonic()
         with self._lock:
+            self._learn_lease(error, ended=True)
             if not standby and self._silent_since[index] is None:
                 self._silent_since[index] = now
             if index != self._current:
@@ -240,14 +306,15 @@ class Replicas:
         else:
             time.sleep(seconds)
 
-    def answered(self, index):
-        """The call to replica `index` got an answer other than
-        UNAVAILABLE."""
+    def answered(self, index, call):
+        """The call to replica `index` (a grpc.Call whose answer's metadata
+        has arrived) got an answer other than UNAVAILABLE."""
         with self._lock:
             self._unanswered = 0
             self._silent_since[index] = None
+            self._learn_lease(call, ended=False)
 
     def close(self):
         with self._lock:
-            for channel in self._channels:
+            for channel in self._channels + self._replaced:
                 channel.close()

@@ -84,7 +84,7 @@ class ShardStream:
                 answered = False
                 for chunk in self._call:
                     if not answered:
-                        self._client._replica_answered(replica)
+                        self._client._replica_answered(replica, self._call)
                         answered = True
                     if not self._wait_for_room():
                         return

@@ -165,10 +165,10 @@ class Client:
             index, stub = self._replicas.current()
             soon = False
             try:
-                response = getattr(stub, name)(
+                response, call = getattr(stub, name).with_call(
                     request, timeout=timeout or self._rpc_timeout,
                     metadata=self._metadata)
-                self._replicas.answered(index)
+                self._replicas.answered(index, call)
                 return response
             except grpc.RpcError as error:
                 # This client never cancels its unary calls.
@@ -176,7 +176,7 @@ class Client:
                 if failure.code == grpc.StatusCode.UNAVAILABLE:
                     soon = self._replicas.failed(index, error)
                 else:
-                    self._replicas.answered(index)
+                    self._replicas.answered(index, error)
                 pause = SOON_PACE_S if soon else backoff
                 if (not retry or failure.code not in RETRYABLE or
                         time.monotonic() + pause > give_up):
@@ -392,8 +392,8 @@ class Client:
         reconnects (or `closed` is set)."""
         self._replicas.pause(seconds, closed)
 
-    def _replica_answered(self, index) -> None:
-        self._replicas.answered(index)
+    def _replica_answered(self, index, call) -> None:
+        self._replicas.answered(index, call)
 
     # -- rendezvous store (the generation's key-value space) --------------
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "grpcpp/channel.h"
 
 namespace shard::client {
@@ -25,10 +26,27 @@ struct ChannelSecurity {
   std::string auth_token_file;
 };
 
-// Keepalive of open calls: a ping every kKeepaliveTimeMs; a call whose
-// connection misses the answer for kKeepaliveTimeoutMs fails UNAVAILABLE.
-inline constexpr int kKeepaliveTimeMs = 3000;
-inline constexpr int kKeepaliveTimeoutMs = 2000;
+// Keepalive of open calls, parked ones (a join waiting for its world, a
+// rendezvous wait) included: a ping once the connection has been silent
+// for `time`; a call whose connection misses the answer for `timeout`
+// fails UNAVAILABLE, and the retry moves on. That is how a client learns
+// of a replica that is paused or cut off (its TCP connection silent, not
+// closed).
+struct Keepalive {
+  absl::Duration time = absl::Seconds(3);
+  absl::Duration timeout = absl::Seconds(2);
+  friend bool operator==(const Keepalive& a, const Keepalive& b) {
+    return a.time == b.time && a.timeout == b.timeout;
+  }
+};
+// The keepalive for coordinators whose leader lease is `lease` (as their
+// answers say, common/leader_hint.h; zero: not known, a single
+// coordinator). A frozen leader fails the calls open on it about when a
+// standby may take over from it (the lease): the default above at 5 s
+// (shardd's default --leader-lease) and longer; under 5 s a ping every
+// lease / 4 (500 ms at the most often, as shardd accepts) answered within
+// lease / 2.
+Keepalive KeepaliveForLease(absl::Duration lease);
 // Reconnecting to a replica that went away: first after 100 ms, then
 // backing off to at most 400 ms (gRPC's default grows to 120 s), so a
 // replica that restarted, or the leader elected among the others, is
@@ -45,7 +63,7 @@ inline constexpr int kMinReresolveMs = 100;
 // Connects lazily.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> NewCoordinatorChannel(
     const std::string& address, const ChannelSecurity& security,
-    int max_receive_bytes);
+    int max_receive_bytes, const Keepalive& keepalive = {});
 
 }  // namespace shard::client
 

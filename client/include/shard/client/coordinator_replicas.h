@@ -13,6 +13,13 @@
 // connect timeout on a frozen leader. With one address this changes
 // nothing.
 //
+// Replicated coordinators send their leader lease with every answer
+// (common/leader_hint.h). Once an answer names a lease whose keepalive
+// (KeepaliveForLease) differs from the channels', new channels with that
+// keepalive replace them for the calls that follow (calls open on the old
+// ones keep them until they end), so that a frozen leader fails the calls
+// open on it about when a standby may take over.
+//
 // Thread-safe; channels connect lazily.
 #ifndef SHARD_CLIENT_COORDINATOR_REPLICAS_H_
 #define SHARD_CLIENT_COORDINATOR_REPLICAS_H_
@@ -70,14 +77,18 @@ class CoordinatorReplicas {
   // last did (a dead leader costs one pace, not a backoff).
   bool Failed(const Pick& used, const grpc::ClientContext& context)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // The call to `used` got an answer other than UNAVAILABLE.
-  void Answered(const Pick& used) ABSL_LOCKS_EXCLUDED(mu_);
+  // The call to `used` (with `context`, whose answer's metadata has
+  // arrived) got an answer other than UNAVAILABLE.
+  void Answered(const Pick& used, const grpc::ClientContext& context)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The pause before a retry: `pause`, or less when the replica to call
   // now was not connected and connects meanwhile (a restarted coordinator
   // is called as soon as it serves, not after the rest of a backoff).
   void PauseBeforeRetry(absl::Duration pause) const ABSL_LOCKS_EXCLUDED(mu_);
   // Every replica known (the list, then leaders learned from trailers).
   std::vector<std::string> addresses() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The keepalive of the channels calls go out on now.
+  Keepalive keepalive() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // How long a leader that failed without answering is passed over when a
   // standby names it: shardd's default --leader-lease, within which a
@@ -90,6 +101,10 @@ class CoordinatorReplicas {
       : security_(std::move(security)), max_receive_bytes_(max_receive_bytes) {}
   absl::Status Add(const std::string& address)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Follows the leader lease `context`'s answer names, if any (`ended`:
+  // the call finished, its trailers may be read).
+  void LearnLease(const grpc::ClientContext& context, bool ended)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Replica `index` failed without answering within kSilentLeaderHoldoff.
   bool RecentlySilent(size_t index, absl::Time now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -100,6 +115,7 @@ class CoordinatorReplicas {
   std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Stub>> stubs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+  Keepalive keepalive_ ABSL_GUARDED_BY(mu_);
   size_t current_ ABSL_GUARDED_BY(mu_) = 0;
   // Replicas in a row that failed without answering since one answered.
   size_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;

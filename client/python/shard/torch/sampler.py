@@ -6,7 +6,7 @@ import sys
 import warnings
 
 from shard.client import Client, costs_bytes, default_member_id, job_spec
-from shard.errors import HEARTBEAT_ENDS
+from shard.errors import HEARTBEAT_ENDS, FailedPreconditionError
 
 
 class _Pass:
@@ -416,6 +416,17 @@ class DistributedBatchSampler(DistributedShardSampler):
         return job_spec(self.dataset_size, num_replicas, seed=self.seed,
                         shuffle=self.shuffle, tail=self._tail,
                         costs_sha256=self._costs_sha256, **self._policy)
+
+    def rejoin(self):
+        try:
+            super().rejoin()
+        except FailedPreconditionError:
+            # A coordinator removes costs no job names when it starts or
+            # takes over: an upload whose job was not created yet is gone
+            # then. Upload again (nothing moves if it has them) and retry
+            # once; any other refusal comes back the same.
+            self.client.put_costs(self._costs)
+            super().rejoin()
 
     def _check_fits(self, spec):
         """Also ValueError when the job's costs are not this sampler's."""
