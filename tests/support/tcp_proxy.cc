@@ -80,6 +80,12 @@ void TcpProxy::Thaw() {
   Wake();
 }
 
+void TcpProxy::CutAll() {
+  cut_ = true;
+  Wake();
+  while (cut_) std::this_thread::yield();  // Until Loop() closed them.
+}
+
 void TcpProxy::Wake() {
   const char byte = 0;
   if (wake_[1] >= 0) (void)!write(wake_[1], &byte, 1);
@@ -100,6 +106,14 @@ void TcpProxy::Loop() {
     if (watched[0].revents != 0) {
       char drained[64];
       (void)!read(wake_[0], drained, sizeof(drained));
+      if (cut_) {
+        for (const auto& [client, target] : pairs_) {
+          close(client);
+          close(target);
+        }
+        pairs_.clear();
+        cut_ = false;
+      }
       continue;  // frozen_ or stopping_ may have changed.
     }
     if (watched.size() == 1) continue;  // Frozen: nothing else was asked.
@@ -137,6 +151,7 @@ void TcpProxy::Accept() {
   setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   setsockopt(target, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   pairs_.emplace_back(client, target);
+  ++accepted_;
 }
 
 bool TcpProxy::Pump(int from, int to) {

@@ -37,6 +37,11 @@ class TcpProxy {
   // Stops moving bytes (and taking connections) until Thaw().
   void Freeze();
   void Thaw();
+  // Closes every connection open now (as a peer that restarted or a
+  // network that reset them); new ones are taken as before.
+  void CutAll();
+  // Connections taken so far.
+  int accepted() const { return accepted_; }
 
  private:
   TcpProxy() = default;
@@ -53,6 +58,8 @@ class TcpProxy {
   int listener_ = -1;
   int wake_[2] = {-1, -1};
   std::atomic<bool> frozen_{false};
+  std::atomic<bool> cut_{false};
+  std::atomic<int> accepted_{0};
   std::atomic<bool> stopping_{false};
   // (client, target) of each connection; Loop()'s thread only.
   std::vector<std::pair<int, int>> pairs_;
