@@ -20,6 +20,10 @@ EpochPosition ShardSamplerProgress::Current() const {
   // A finished pass is at the epoch's end, also on a rank that held fewer
   // indices of an uneven epoch.
   if (pass_->Ended()) return {pass_->start.epoch, pass_->end_position};
+  if (pass_->batched) {
+    return {pass_->start.epoch,
+            pass_->tracked ? pass_->consumed_end : pass_->handed_end};
+  }
   const uint64_t samples = pass_->tracked ? pass_->consumed : pass_->handed;
   return {pass_->start.epoch,
           pass_->start.position + samples * uint64_t{world_size_}};
@@ -37,18 +41,37 @@ void ShardSamplerProgress::Consumed(size_t samples) {
   if (!pass_) return;
   pass_->tracked = true;
   pass_->consumed += samples;
+  auto& ends = pass_->batch_ends;
+  while (!ends.empty() && ends.front().first <= pass_->consumed) {
+    pass_->consumed_end = ends.front().second;
+    ends.pop_front();
+  }
 }
 
 EpochPosition ShardSamplerProgress::BeginPass() {
   absl::MutexLock lock(&mu_);
   if (pass_ && pass_->Ended()) epoch_ = pass_->start.epoch + 1;
-  pass_ = Pass{RestartPoint()};
+  pass_.emplace();
+  pass_->start = RestartPoint();
+  pass_->handed_end = pass_->consumed_end = pass_->start.position;
   return pass_->start;
 }
 
 void ShardSamplerProgress::Handed(size_t indices) {
   absl::MutexLock lock(&mu_);
   if (pass_) pass_->handed += indices;
+}
+
+void ShardSamplerProgress::HandedBatch(size_t indices, uint64_t step_end) {
+  absl::MutexLock lock(&mu_);
+  if (!pass_) return;
+  pass_->batched = true;
+  pass_->handed += indices;
+  pass_->handed_end = step_end;
+  pass_->batch_ends.emplace_back(pass_->handed, step_end);
+  if (!pass_->tracked && pass_->batch_ends.size() > kMaxUntrackedBatchEnds) {
+    pass_->batch_ends.pop_front();
+  }
 }
 
 void ShardSamplerProgress::Exhausted(uint64_t end_position) {
@@ -89,6 +112,7 @@ void ShardSampler::reset(torch_compat::optional<size_t>) {
 torch_compat::optional<std::vector<size_t>> ShardSampler::next(
     size_t batch_size) {
   if (stream_ == nullptr) reset();
+  if (membership_.spec.has_batches()) return NextMicroBatch();
   buffer_.resize(batch_size);
   const absl::Time began = absl::Now();
   absl::StatusOr<size_t> got = stream_->Next(absl::MakeSpan(buffer_));
@@ -100,6 +124,21 @@ torch_compat::optional<std::vector<size_t>> ShardSampler::next(
   }
   progress_->Handed(*got);
   return std::vector<size_t>(buffer_.begin(), buffer_.begin() + *got);
+}
+
+torch_compat::optional<std::vector<size_t>> ShardSampler::NextMicroBatch() {
+  const absl::Time began = absl::Now();
+  absl::StatusOr<std::optional<client::MicroBatch>> batch =
+      stream_->NextBatch();
+  progress_->AddIndexWait(absl::Now() - began);
+  if (!batch.ok()) throw StatusError("ShardSampler", batch.status());
+  if (!batch->has_value()) {
+    progress_->Exhausted(stream_->position());
+    return torch_compat::nullopt;
+  }
+  progress_->HandedBatch((*batch)->indices.size(), (*batch)->step_end);
+  return std::vector<size_t>((*batch)->indices.begin(),
+                             (*batch)->indices.end());
 }
 
 void ShardSampler::save(torch::serialize::OutputArchive& archive) const {

@@ -2,10 +2,12 @@
 // over the loader is the next epoch while an abandoned one restarts its
 // epoch, the progress handle survives the move into the loader, positions
 // with DataLoader workers count what the loop reported, and ResumeAt /
-// save+load continue mid-epoch.
+// save+load continue mid-epoch; a job with balanced batches yields its
+// micro-batches.
 #include <algorithm>
 #include <vector>
 
+#include "common/plan/cost_digest.h"
 #include "gtest/gtest.h"
 #include "shard/client/torch/shard_data_loader.h"
 #include "shard/client/torch/shard_sampler.h"
@@ -280,6 +282,66 @@ TEST_F(TorchSamplerTest, SaveAndLoadCarryTheProgress) {
   EXPECT_EQ(
       std::vector<uint64_t>(batch->begin(), batch->end()),
       std::vector<uint64_t>(expected.begin() + 100, expected.begin() + 105));
+}
+
+// A job with balanced batches: each DataLoader batch is one micro-batch of
+// the rank's plan whatever batch_size says, positions are step ends (of
+// the batches the loop received, with workers), and a pass resumed at a
+// step end gets the rest of the micro-batches.
+TEST(TorchBatchSamplerTest, EachBatchIsAMicroBatchAndPositionsAreStepEnds) {
+  constexpr uint64_t kSamples = 3000;
+  testing::TestCluster cluster;
+  auto client = cluster.NewClient();
+  std::string costs;
+  for (uint64_t i = 0; i < kSamples; ++i) {
+    const uint32_t cost = 16 + (i * 7919) % 1009;
+    for (int b = 0; b < 4; ++b) costs += static_cast<char>(cost >> (8 * b));
+  }
+  const std::string sha256 = plan::Sha256Hex(costs);
+  ASSERT_TRUE(client->PutCosts(sha256, costs).ok());
+  shard::v1::JobSpec spec;
+  spec.set_dataset_size(kSamples);
+  spec.set_world_size(1);
+  spec.mutable_batches()->set_batch_tokens(4096);
+  spec.mutable_batches()->set_window(1000);
+  spec.mutable_batches()->set_costs_sha256(sha256);
+  auto joined = client->Join("balanced", "solo", spec, absl::Seconds(10));
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  std::vector<client::MicroBatch> plan;
+  {
+    auto stream = client->OpenStream(*joined, 0, 0);
+    while (true) {
+      auto next = stream->NextBatch();
+      ASSERT_TRUE(next.ok()) << next.status();
+      if (!next->has_value()) break;
+      plan.push_back(**std::move(next));
+    }
+  }
+  ASSERT_GT(plan.size(), 10u);
+  auto loader = torch_adapter::MakeShardDataLoader(
+      IndexDataset(kSamples), torch_adapter::ShardSampler(client, *joined),
+      torch::data::DataLoaderOptions().batch_size(7).workers(2));
+  size_t received = 0;
+  for (auto& batch : *loader) {
+    std::vector<uint64_t> indices;
+    for (auto& example : batch) indices.push_back(example.data.item<int64_t>());
+    EXPECT_EQ(indices, plan[received].indices) << "batch " << received;
+    EXPECT_EQ(loader->progress().Current().position, plan[received].step_end);
+    if (++received == 10) break;
+  }
+  auto rest = torch_adapter::MakeShardDataLoader(
+      IndexDataset(kSamples), torch_adapter::ShardSampler(client, *joined),
+      torch::data::DataLoaderOptions().batch_size(7).workers(2));
+  rest->progress().ResumeAt(loader->progress().Current());
+  for (auto& batch : *rest) {
+    std::vector<uint64_t> indices;
+    for (auto& example : batch) indices.push_back(example.data.item<int64_t>());
+    ASSERT_LT(received, plan.size());
+    EXPECT_EQ(indices, plan[received].indices) << "batch " << received;
+    ++received;
+  }
+  EXPECT_EQ(received, plan.size());
+  EXPECT_EQ(rest->progress().Current().position, kSamples);
 }
 
 }  // namespace

@@ -18,6 +18,12 @@
 // Consumed(): the dropped batch is never received, so the pass never ends;
 // drop samples with the job's tail policy instead.)
 //
+// A job with balanced batches (JobSpec.batches): next() ignores the
+// batch size it is asked for and returns the rank's next micro-batch
+// whole, so each DataLoader batch is one micro-batch of the job's plan.
+// Positions are then the step ends of the micro-batches received (or
+// handed, without Consumed()), and ResumeAt() / load() take a step end.
+//
 // make_data_loader moves the sampler in, so the sampler shares its progress
 // through a ShardSamplerProgress handle that the trainer keeps
 // (progress()). Errors from the coordinator are thrown as StatusError
@@ -29,8 +35,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -82,11 +90,23 @@ class ShardSamplerProgress {
     bool tracked = false;       // Consumed() was called in this pass.
     bool exhausted = false;     // The stream ended.
     uint64_t end_position = 0;  // The epoch's length, once exhausted.
+    // Balanced batches: (indices handed through a micro-batch, its step
+    // end) of the micro-batches handed and not yet consumed, and the step
+    // end of the last one handed and of the last one consumed.
+    bool batched = false;
+    std::deque<std::pair<uint64_t, uint64_t>> batch_ends;
+    uint64_t handed_end = 0;
+    uint64_t consumed_end = 0;
     bool Ended() const { return exhausted && (!tracked || consumed == handed); }
   };
+  // Micro-batch ends kept while the loop reports nothing (workers(0) and
+  // no Consumed()): their positions are the handed ones anyway.
+  static constexpr size_t kMaxUntrackedBatchEnds = 1 << 16;
   // Starts a pass (see the file comment) and returns where it starts.
   EpochPosition BeginPass() ABSL_LOCKS_EXCLUDED(mu_);
   void Handed(size_t indices) ABSL_LOCKS_EXCLUDED(mu_);
+  // A micro-batch of `indices` whose step ends at `step_end` was handed.
+  void HandedBatch(size_t indices, uint64_t step_end) ABSL_LOCKS_EXCLUDED(mu_);
   // The stream ended; `end_position` is the epoch's length.
   void Exhausted(uint64_t end_position) ABSL_LOCKS_EXCLUDED(mu_);
   void AddIndexWait(absl::Duration waited) ABSL_LOCKS_EXCLUDED(mu_);
@@ -121,6 +141,9 @@ class ShardSampler : public torch::data::samplers::Sampler<> {
   void load(torch::serialize::InputArchive& archive) override;
 
  private:
+  // next() of a job with balanced batches.
+  torch_compat::optional<std::vector<size_t>> NextMicroBatch();
+
   std::shared_ptr<client::CoordinatorClient> client_;
   client::Membership membership_;
   client::StreamOptions stream_options_;
