@@ -21,7 +21,9 @@ samples with balanced batches (INVALID_ARGUMENT), a cost of 2^32
 (ValueError), a stream that starts inside a step (INVALID_ARGUMENT), a
 plain sampler joining a job with balanced batches, the reverse, and a batch
 sampler whose costs are not the job's (ValueError);
-micro-batches split across chunks arrive whole. shardctl create-job
+micro-batches split across chunks arrive whole. Costs uploaded just
+before the restart, not yet named by a job, are removed by it: a sampler
+that uploaded them uploads again. shardctl create-job
 --costs reads a .npy and a raw u32 file, and shardctl consume (the C++
 client) prints the micro-batches the Python client streams.
 With --replicated the same two phases run on a replicated coordinator (3
@@ -227,6 +229,30 @@ def check_refusals(address):
     client.leave(member)
 
 
+def check_upload_again(address, digest, values):
+    """Costs uploaded before a restart whose job was not created yet are
+    removed by the restart; a DistributedBatchSampler that uploaded them
+    just before uploads them again and joins."""
+    import shard.torch
+
+    class UploadedBeforeTheRestart(shard.torch.DistributedBatchSampler):
+        def _job_spec(self, num_replicas):
+            self._costs_sha256 = digest  # As if put_costs ran before it.
+            return super()._job_spec(num_replicas)
+    try:
+        batches = UploadedBeforeTheRestart(
+            range(len(values)), costs=values, batch_tokens=64,
+            coordinator=address, job="uploaded-before", member="solo",
+            num_replicas=1)
+        served = sorted(i for batch in batches for i in batch)
+        batches.close()
+        check(served == list(range(len(values))),
+              "a sampler whose upload a restart removed uploads again and "
+              "serves its epoch")
+    except Exception as error:  # noqa: BLE001 (reported)
+        check(False, f"a sampler whose upload a restart removed: {error}")
+
+
 def check_shardctl(args, address):
     """shardctl create-job --costs reads .npy (u2) and raw u32 files and
     consume prints the micro-batches the Python client streams."""
@@ -315,8 +341,13 @@ def main():
         first = run_ranks(args, daemon.address, "first")
         check(all(r["epoch"] == 2 for r in first.values()),
               "the first processes stop in epoch 2")
+        import shard
+        values = [7 + i % 5 for i in range(40)]
+        with shard.Client(daemon.address) as uploader:
+            digest = uploader.put_costs(values)  # No job names them yet.
         daemon.kill()
         daemon.restart()
+        check_upload_again(daemon.address, digest, values)
         resumed = run_ranks(args, daemon.address, "resumed")
         check_training(first, resumed)
         check_refusals(daemon.address)
