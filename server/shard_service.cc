@@ -164,8 +164,9 @@ absl::StatusOr<ShardService::PreparedPage> ShardService::PreparePage(
         const shard::v1::JobSpec& spec = (*job)->spec;
         if (spec.has_batches()) {
           return absl::FailedPreconditionError(
-              "PreviewShard does not show balanced batches yet: stream them "
-              "(StreamShard, shardctl consume)");
+              "PreviewShard does not show balanced batches: compute the plan "
+              "from the job's costs (shardctl plan --costs FILE) or stream "
+              "it (StreamShard, shardctl consume)");
         }
         if (request.rank() >= spec.world_size()) {
           return absl::InvalidArgumentError(absl::StrCat(

@@ -10,6 +10,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "client/job_spec_flags.h"
+#include "client/shardctl/batch_plan.h"
 #include "client/shardctl/costs_file.h"
 #include "client/shardctl/job_warnings.h"
 #include "common/cli/command_line.h"
@@ -234,7 +235,32 @@ struct PlanFlags {
   uint64_t epoch = 0;
   uint32_t rank = 0;
   bool by_source = false;
+  // Balanced batches: the job's costs, and the balance figures instead of
+  // a rank's micro-batches.
+  std::string costs_file;
+  std::string costs_format = "auto";
+  bool balance = false;
 };
+
+// The plan of a job with balanced batches, computed here (batch_plan.h).
+absl::Status PrintPlanOfBatches(client::CoordinatorClient& client,
+                                const PlanFlags& flags) {
+  absl::StatusOr<shard::v1::Job> job = client.GetJob(flags.job);
+  if (!job.ok()) return job.status();
+  if (!job->spec().has_batches()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", flags.job,
+                     " has no balanced batches: --costs and --balance are "
+                     "for jobs with batch_tokens or batch_size"));
+  }
+  if (flags.costs_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--balance needs --costs FILE (the costs the job was created with)");
+  }
+  return PrintBatchPlan(
+      job->spec(), BatchPlanRequest{flags.epoch, flags.rank, flags.costs_file,
+                                    flags.costs_format, flags.balance});
+}
 
 // Calls `each` with every index of the rank's shard of the epoch, in order,
 // reading the preview a page at a time.
@@ -302,10 +328,21 @@ Command AddPlan(CLI::App& shardctl) {
   app->add_flag("--by-source", flags->by_source,
                 "a mixture: print how many of the indices come from each "
                 "source instead");
+  cli::AddOption(*app, "--costs", flags->costs_file,
+                 "balanced batches: the costs the job was created with; "
+                 "prints the rank's micro-batches, 'STEP_END COST: INDEX ...'");
+  cli::AddOption(*app, "--costs-format", flags->costs_format,
+                 "auto (.npy), npy, u16 or u32, as create-job takes it");
+  app->add_flag("--balance", flags->balance,
+                "balanced batches (with --costs): print the epoch's step cost "
+                "imbalance and padding instead");
   return {app,
           Connected(
               [flags](const std::shared_ptr<client::CoordinatorClient>& client,
                       const client::ClientOptions&) {
+                if (!flags->costs_file.empty() || flags->balance) {
+                  return PrintPlanOfBatches(*client, *flags);
+                }
                 return flags->by_source ? PrintPlanBySource(*client, *flags)
                                         : PrintPlan(*client, *flags);
               })};

@@ -23,7 +23,9 @@ plain sampler joining a job with balanced batches, the reverse, and a batch
 sampler whose costs are not the job's (ValueError);
 micro-batches split across chunks arrive whole. Costs uploaded just
 before the restart, not yet named by a job, are removed by it: a sampler
-that uploaded them uploads again. shardctl create-job
+that uploaded them uploads again. shardctl plan --costs prints the
+micro-batches streamed, with their costs, and --balance the figures.
+shardctl create-job
 --costs reads a .npy and a raw u32 file, and shardctl consume (the C++
 client) prints the micro-batches the Python client streams.
 With --replicated the same two phases run on a replicated coordinator (3
@@ -253,6 +255,45 @@ def check_upload_again(address, digest, values):
         check(False, f"a sampler whose upload a restart removed: {error}")
 
 
+def check_shardctl_plan(shardctl, address, values, npy, other):
+    """shardctl plan --costs computes the micro-batches the coordinator
+    streams, with their costs (padded: count x longest); --balance prints
+    the figures; costs other than the job's are refused."""
+    import shard
+    client = shard.Client(address)
+    member = client.join("npy", "planned")
+    streamed = [(batch.tolist(), end)
+                for batch, end in client.stream_batches(member, 0)]
+    client.leave(member)
+    expected = [f"{end} {len(batch) * max(values[i] for i in batch)}: " +
+                " ".join(str(i) for i in batch) for batch, end in streamed]
+    plan = subprocess.run(
+        [shardctl, "--coordinator", address, "plan", "--job", "npy",
+         "--epoch", "0", "--rank", "0", "--costs", npy],
+        capture_output=True, text=True, timeout=60)
+    check(plan.returncode == 0 and plan.stdout.splitlines() == expected,
+          f"shardctl plan --costs prints the {len(expected)} micro-batches "
+          f"the coordinator streams with their costs "
+          f"({plan.stdout.splitlines()[:2]} {plan.stderr.strip()[-300:]})")
+    balance = subprocess.run(
+        [shardctl, "--coordinator", address, "plan", "--job", "npy",
+         "--epoch", "0", "--rank", "0", "--costs", npy, "--balance"],
+        capture_output=True, text=True, timeout=60)
+    check(balance.returncode == 0 and
+          f"{len(expected)} steps of 1 micro-batches" in balance.stdout and
+          "p50 1.000" in balance.stdout and "padding" in balance.stdout,
+          f"shardctl plan --balance prints the figures: {balance.stdout}")
+    with open(other, "wb") as f:
+        f.write(bytes(4 * len(values)))  # Costs of 0: not the job's.
+    refused = subprocess.run(
+        [shardctl, "--coordinator", address, "plan", "--job", "npy",
+         "--epoch", "0", "--rank", "0", "--costs", other, "--costs-format",
+         "u32"], capture_output=True, text=True, timeout=60)
+    check(refused.returncode != 0 and "other costs than the job's" in
+          refused.stderr, f"costs other than the job's are refused: "
+          f"{refused.stderr.strip()}")
+
+
 def check_shardctl(args, address):
     """shardctl create-job --costs reads .npy (u2) and raw u32 files and
     consume prints the micro-batches the Python client streams."""
@@ -283,6 +324,9 @@ def check_shardctl(args, address):
         check(raw.returncode == 2 and "--costs-format" in raw.stderr,
               f"a raw file without --costs-format exits 2 naming it: "
               f"{raw.stderr.strip()}")
+        check_shardctl_plan(shardctl, address, values,
+                            os.path.join(work, "costs.npy"),
+                            os.path.join(work, "costs.u32"))
     consumed = subprocess.run(
         [shardctl, "--coordinator", address, "consume", "--job", "npy",
          "--member", "solo"], capture_output=True, text=True, timeout=60)
