@@ -33,16 +33,8 @@ std::optional<uint64_t> BatchWalk::Awaits(const plan::EpochOrder& order) const {
 
 void BatchWalk::Arrange(const plan::EpochOrder& order) {
   arranged_.emplace(batches_.Arrange(
-      window_,
-      [&](uint64_t first, absl::Span<uint32_t> costs) {
-        std::vector<uint64_t> samples(costs.size());
-        for (uint64_t i = 0; i < samples.size(); ++i) {
-          samples[i] = (first + i) % order.size();
-        }
-        order.AtMany(absl::MakeSpan(samples));
-        costs_->Gather(samples, costs);
-      },
-      seed_, epoch_));
+      window_, plan::EpochBatches::CostsInOrder(order, *costs_), seed_,
+      epoch_));
   step_ = 0;
   sent_in_batch_ = 0;
 }

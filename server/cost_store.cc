@@ -191,9 +191,10 @@ absl::Status CostStore::CheckComplete(const std::string& sha256,
 void CostStore::KeepOnly(const absl::flat_hash_set<std::string>& named) {
   absl::StatusOr<std::vector<std::string>> stored =
       blobs_ != nullptr ? blobs_->Names() : std::vector<std::string>();
-  for (const std::string& name :
-       stored.ok() ? *stored : std::vector<std::string>()) {
-    if (!named.contains(name)) blobs_->Remove(name).IgnoreError();
+  if (stored.ok()) {
+    for (const std::string& name : *stored) {
+      if (!named.contains(name)) blobs_->Remove(name).IgnoreError();
+    }
   }
   absl::MutexLock lock(&mu_);
   for (auto it = tables_.begin(); it != tables_.end();) {

@@ -33,9 +33,12 @@ absl::StatusOr<plan::CostTable> JobCosts(const shard::v1::JobSpec& spec,
   return plan::CostTable::FromLittleEndian32(*le32);
 }
 
-// One micro-batch: its samples and its cost under the job's model.
+// One micro-batch: its samples, the sum and the largest of their costs,
+// and its cost under the job's model.
 struct MicroBatch {
   std::vector<uint64_t> samples;
+  uint64_t tokens = 0;
+  uint64_t longest = 0;
   uint64_t cost = 0;
 };
 
@@ -55,26 +58,20 @@ void ForEachStep(
   std::vector<MicroBatch> step(spec.world_size());
   for (uint64_t w = 0; w < batches.windows(); ++w) {
     const plan::WindowBatches window = batches.Arrange(
-        w,
-        [&](uint64_t first, absl::Span<uint32_t> out) {
-          for (uint64_t i = 0; i < out.size(); ++i) {
-            out[i] = costs.At(sample_at(first + i));
-          }
-        },
-        spec.seed(), epoch);
+        w, plan::EpochBatches::CostsInOrder(order, costs), spec.seed(), epoch);
     for (uint64_t s = 0; s < window.steps(); ++s) {
       for (uint32_t r = 0; r < window.world_size(); ++r) {
         MicroBatch& batch = step[r];
-        batch.samples.clear();
-        uint64_t sum = 0, longest = 0;
+        batch = MicroBatch();
         for (uint64_t i = window.BatchBegin(s, r); i < window.BatchEnd(s, r);
              ++i) {
           const uint64_t sample = sample_at(window.positions()[i]);
           batch.samples.push_back(sample);
-          sum += costs.At(sample);
-          longest = std::max<uint64_t>(longest, costs.At(sample));
+          batch.tokens += costs.At(sample);
+          batch.longest = std::max<uint64_t>(batch.longest, costs.At(sample));
         }
-        batch.cost = policy.CostOf(batch.samples.size(), sum, longest);
+        batch.cost =
+            policy.CostOf(batch.samples.size(), batch.tokens, batch.longest);
       }
       each(batches.WindowBegin(w) + window.StepBegin(s + 1), step);
     }
@@ -112,12 +109,8 @@ void PrintBalance(const shard::v1::JobSpec& spec,
                 for (const MicroBatch& batch : step) {
                   total += batch.cost;
                   most = std::max(most, batch.cost);
-                  uint64_t longest = 0;
-                  for (uint64_t sample : batch.samples) {
-                    tokens += costs.At(sample);
-                    longest = std::max<uint64_t>(longest, costs.At(sample));
-                  }
-                  padded += longest * batch.samples.size();
+                  tokens += batch.tokens;
+                  padded += batch.longest * batch.samples.size();
                   samples += batch.samples.size();
                 }
                 const double mean = static_cast<double>(total) /

@@ -35,4 +35,16 @@ WindowBatches EpochBatches::Arrange(uint64_t window, const CostsOf& costs_of,
                        StepOrderKey(seed, epoch, window));
 }
 
+EpochBatches::CostsOf EpochBatches::CostsInOrder(const EpochOrder& order,
+                                                 const CostTable& costs) {
+  return [&order, &costs](uint64_t first, absl::Span<uint32_t> out) {
+    std::vector<uint64_t> samples(out.size());
+    for (uint64_t i = 0; i < samples.size(); ++i) {
+      samples[i] = (first + i) % order.size();
+    }
+    order.AtMany(absl::MakeSpan(samples));
+    costs.Gather(samples, out);
+  };
+}
+
 }  // namespace shard::plan

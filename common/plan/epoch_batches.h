@@ -13,6 +13,8 @@
 
 #include "absl/types/span.h"
 #include "common/plan/batch_policy.h"
+#include "common/plan/cost_table.h"
+#include "common/plan/epoch_order.h"
 #include "common/plan/shard_layout.h"
 #include "common/plan/window_batches.h"
 
@@ -49,6 +51,11 @@ class EpochBatches {
                         uint64_t epoch) const;
 
   uint32_t world_size() const { return world_size_; }
+
+  // The CostsOf that reads `costs` (one per sample) for the samples at
+  // `order`'s positions, a position past the order's end reading it from
+  // its start again. Both must outlive the returned function.
+  static CostsOf CostsInOrder(const EpochOrder& order, const CostTable& costs);
 
  private:
   uint32_t world_size_;

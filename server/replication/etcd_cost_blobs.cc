@@ -23,12 +23,6 @@ std::string SetKey(const std::string& sha256) {
   return absl::StrCat(EtcdCostBlobs::kSetPrefix, sha256);
 }
 
-// The end of the key range of every key starting with `prefix`.
-std::string RangeEnd(std::string prefix) {
-  prefix.back() = static_cast<char>(prefix.back() + 1);
-  return prefix;
-}
-
 // A set key's value: "PIECES BYTES".
 struct SetValue {
   uint64_t pieces = 0;
@@ -77,9 +71,13 @@ absl::StatusOr<std::string> EtcdCostBlobs::Read(const std::string& sha256) {
     // One piece a call: an answer stays far under gRPC's message limit.
     absl::StatusOr<std::string> piece = session_->Get(PieceKey(sha256, i));
     if (!piece.ok()) {
-      return absl::DataLossError(absl::StrCat("cannot read etcd key ",
-                                              PieceKey(sha256, i), ": ",
-                                              piece.status().message()));
+      // A piece its set key counts is missing: damaged. Anything else
+      // (etcd unreachable) as it is.
+      return absl::Status(
+          absl::IsNotFound(piece.status()) ? absl::StatusCode::kDataLoss
+                                           : piece.status().code(),
+          absl::StrCat("cannot read etcd key ", PieceKey(sha256, i), ": ",
+                       piece.status().message()));
     }
     le32 += *piece;
   }
@@ -107,7 +105,8 @@ absl::Status EtcdCostBlobs::Remove(const std::string& sha256) {
   return session_
       ->FencedPut(leadership_, {},
                   {{SetKey(sha256), SetKey(sha256) + '\0'},
-                   {PiecesPrefix(sha256), RangeEnd(PiecesPrefix(sha256))}})
+                   {PiecesPrefix(sha256),
+                    EtcdSession::KeyAfterPrefix(PiecesPrefix(sha256))}})
       .status();
 }
 

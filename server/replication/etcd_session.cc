@@ -307,18 +307,20 @@ EtcdSession::LastEntry(const std::string& key_prefix) {
                         response.kvs(0).value());
 }
 
+std::string EtcdSession::KeyAfterPrefix(std::string key_prefix) {
+  while (!key_prefix.empty() &&
+         static_cast<unsigned char>(key_prefix.back()) == 0xff) {
+    key_prefix.pop_back();
+  }
+  if (key_prefix.empty()) return std::string(1, '\0');
+  key_prefix.back() = static_cast<char>(key_prefix.back() + 1);
+  return key_prefix;
+}
+
 std::pair<std::string, std::string> EtcdSession::PrefixRange(
     const std::string& key_prefix) const {
   const std::string first = options_.prefix + key_prefix;
-  // The end of the range: the prefix with its last byte incremented ("\0":
-  // to the end of the key space).
-  std::string end = first;
-  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) {
-    end.pop_back();
-  }
-  if (end.empty()) return {first, std::string(1, '\0')};
-  end.back() = static_cast<char>(end.back() + 1);
-  return {first, end};
+  return {first, KeyAfterPrefix(first)};
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>>

@@ -129,6 +129,10 @@ class EtcdSession {
   // is none.
   absl::StatusOr<std::optional<std::pair<std::string, std::string>>> LastEntry(
       const std::string& key_prefix);
+  // The first key after every key starting with `key_prefix` (the end of
+  // their range): the prefix with its last byte below 0xff incremented,
+  // "\0" (the end of the key space) when there is none.
+  static std::string KeyAfterPrefix(std::string key_prefix);
   // The value of `key` (relative to the prefix); NOT_FOUND if absent.
   absl::StatusOr<std::string> Get(const std::string& key);
   // A key's value and the revision that last changed it.

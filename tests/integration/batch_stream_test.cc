@@ -11,6 +11,7 @@
 
 #include "common/plan/cost_digest.h"
 #include "gtest/gtest.h"
+#include "tests/support/spread_costs.h"
 #include "tests/support/tcp_proxy.h"
 #include "tests/support/test_cluster.h"
 
@@ -20,15 +21,7 @@ namespace {
 constexpr uint64_t kSamples = 5000;
 constexpr uint32_t kWorld = 3;
 
-// Little-endian u32 costs between 16 and 1024.
-std::string Costs() {
-  std::string le32;
-  for (uint64_t i = 0; i < kSamples; ++i) {
-    const uint32_t cost = 16 + (i * 7919) % 1009;
-    for (int b = 0; b < 4; ++b) le32 += static_cast<char>(cost >> (8 * b));
-  }
-  return le32;
-}
+std::string Costs() { return testing::SpreadCosts(kSamples); }
 
 shard::v1::JobSpec Spec(const std::string& sha256) {
   shard::v1::JobSpec spec;
@@ -149,11 +142,7 @@ TEST(BatchStreamTest, AReconnectResumesAtTheLastWholeStep) {
   constexpr uint64_t kLarge = 1000000;  // Far more than gRPC buffers.
   testing::TestCluster cluster;
   auto client = cluster.NewClient();
-  std::string costs;
-  for (uint64_t i = 0; i < kLarge; ++i) {
-    const uint32_t cost = 16 + (i * 7919) % 1009;
-    for (int b = 0; b < 4; ++b) costs += static_cast<char>(cost >> (8 * b));
-  }
+  const std::string costs = testing::SpreadCosts(kLarge);
   const std::string sha256 = plan::Sha256Hex(costs);
   ASSERT_TRUE(client->PutCosts(sha256, costs).ok());
   shard::v1::JobSpec spec = Spec(sha256);

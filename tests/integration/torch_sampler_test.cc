@@ -12,6 +12,7 @@
 #include "shard/client/torch/shard_data_loader.h"
 #include "shard/client/torch/shard_sampler.h"
 #include "shard/client/torch/status_error.h"
+#include "tests/support/spread_costs.h"
 #include "tests/support/test_cluster.h"
 #include "torch/torch.h"
 
@@ -292,11 +293,7 @@ TEST(TorchBatchSamplerTest, EachBatchIsAMicroBatchAndPositionsAreStepEnds) {
   constexpr uint64_t kSamples = 3000;
   testing::TestCluster cluster;
   auto client = cluster.NewClient();
-  std::string costs;
-  for (uint64_t i = 0; i < kSamples; ++i) {
-    const uint32_t cost = 16 + (i * 7919) % 1009;
-    for (int b = 0; b < 4; ++b) costs += static_cast<char>(cost >> (8 * b));
-  }
+  const std::string costs = testing::SpreadCosts(kSamples);
   const std::string sha256 = plan::Sha256Hex(costs);
   ASSERT_TRUE(client->PutCosts(sha256, costs).ok());
   shard::v1::JobSpec spec;

@@ -35,6 +35,14 @@ TEST_F(EtcdCostBlobsTest, CostsOfSeveralPiecesComeBackWhole) {
   ASSERT_TRUE(blobs.Write(small_name, small).ok());
   EXPECT_EQ(*blobs.Read(big_name), big);
   EXPECT_EQ(*blobs.Read(small_name), small);
+  // Each side of a piece's size: exactly one piece, and a value over.
+  for (const size_t bytes :
+       {EtcdCostBlobs::kPieceBytes, EtcdCostBlobs::kPieceBytes + 4}) {
+    const std::string name(64, bytes == EtcdCostBlobs::kPieceBytes ? 'e' : 'f');
+    ASSERT_TRUE(blobs.Write(name, Costs(bytes)).ok());
+    EXPECT_EQ(*blobs.Read(name), Costs(bytes)) << bytes;
+    ASSERT_TRUE(blobs.Remove(name).ok());
+  }
   EXPECT_EQ(*blobs.Names(), (std::vector<std::string>{big_name, small_name}));
   absl::StatusOr<EtcdCostBlobs::Footprint> footprint =
       EtcdCostBlobs::Measure(*session);
