@@ -10,29 +10,50 @@
 namespace shard::server {
 
 BatchWalk::BatchWalk(std::shared_ptr<const plan::CostTable> costs,
-                     plan::EpochBatches batches, uint32_t rank, uint64_t seed,
+                     plan::EpochWorlds worlds, uint32_t rank, uint64_t seed,
                      uint64_t epoch, uint64_t start_position)
     : costs_(std::move(costs)),
-      batches_(batches),
+      worlds_(std::move(worlds)),
       rank_(rank),
       seed_(seed),
       epoch_(epoch),
       start_position_(start_position),
-      window_(start_position < batches.total()
-                  ? batches.WindowOf(start_position)
-                  : batches.windows()) {}
+      window_(0) {
+  // A single world's part is known without arranging anything.
+  if (!worlds_.ArrangesEarlierWorlds()) {
+    SetBatches(worlds_.Resolve(/*costs_of=*/nullptr, seed_, epoch_));
+  }
+}
+
+void BatchWalk::SetBatches(plan::EpochBatches batches) {
+  window_ = start_position_ < batches.total()
+                ? batches.WindowOf(start_position_)
+                : batches.windows();
+  batches_.emplace(std::move(batches));
+}
+
+bool BatchWalk::WindowReady(const plan::EpochOrder& order,
+                            uint64_t window) const {
+  return order.FinalPrefix() >=
+         std::min(batches_->OrderEndOf(window), order.size());
+}
 
 std::optional<uint64_t> BatchWalk::Awaits(const plan::EpochOrder& order) const {
+  if (!batches_.has_value()) {
+    // The earlier worlds' windows may read any entry of the order.
+    if (order.FinalPrefix() >= order.size()) return std::nullopt;
+    return order.size() - 1;
+  }
   if (InStep()) return std::nullopt;
   const uint64_t next = arranged_.has_value() ? window_ + 1 : window_;
-  if (next >= batches_.windows()) return std::nullopt;
-  const uint64_t needed = std::min(batches_.WindowEnd(next), order.size());
-  if (order.FinalPrefix() >= needed) return std::nullopt;
-  return needed - 1;
+  if (next >= batches_->windows() || WindowReady(order, next)) {
+    return std::nullopt;
+  }
+  return std::min(batches_->OrderEndOf(next), order.size()) - 1;
 }
 
 void BatchWalk::Arrange(const plan::EpochOrder& order) {
-  arranged_.emplace(batches_.Arrange(
+  arranged_.emplace(batches_->Arrange(
       window_, plan::EpochBatches::CostsInOrder(order, *costs_), seed_,
       epoch_));
   step_ = 0;
@@ -40,9 +61,13 @@ void BatchWalk::Arrange(const plan::EpochOrder& order) {
 }
 
 bool BatchWalk::Start(const plan::EpochOrder& order) {
-  if (window_ >= batches_.windows()) return true;  // at the epoch's end
+  if (!batches_.has_value()) {
+    SetBatches(worlds_.Resolve(plan::EpochBatches::CostsInOrder(order, *costs_),
+                               seed_, epoch_));
+  }
+  if (window_ >= batches_->windows()) return true;  // at the epoch's end
   Arrange(order);
-  const uint64_t offset = start_position_ - batches_.WindowBegin(window_);
+  const uint64_t offset = start_position_ - batches_->WindowBegin(window_);
   while (step_ < arranged_->steps() && arranged_->StepBegin(step_) < offset) {
     ++step_;
   }
@@ -72,11 +97,7 @@ bool BatchWalk::Next(const plan::EpochOrder& order, uint32_t max_indices,
       // starts after one window's arrangement, not two.
       if (first && !indices.empty()) break;
       const uint64_t next = arranged_.has_value() ? window_ + 1 : window_;
-      if (next >= batches_.windows() ||
-          order.FinalPrefix() <
-              std::min(batches_.WindowEnd(next), order.size())) {
-        break;
-      }
+      if (next >= batches_->windows() || !WindowReady(order, next)) break;
       window_ = next;
       Arrange(order);
       continue;
@@ -91,7 +112,7 @@ bool BatchWalk::Next(const plan::EpochOrder& order, uint32_t max_indices,
     sent_in_batch_ += n;
     if (begin + n == end) {
       chunk->add_batch_ends(sent_ + indices.size());
-      chunk->add_step_ends(batches_.WindowBegin(window_) +
+      chunk->add_step_ends(batches_->WindowBegin(window_) +
                            arranged_->StepBegin(step_ + 1));
       ++step_;
       sent_in_batch_ = 0;
@@ -100,7 +121,7 @@ bool BatchWalk::Next(const plan::EpochOrder& order, uint32_t max_indices,
   if (indices.empty() && !first) return false;
   chunk->set_rank_offset(sent_);
   chunk->set_rank_shard_size(0);
-  chunk->set_epoch_positions(batches_.total());
+  chunk->set_epoch_positions(batches_->total());
   char* packed = wire::ResizePackedIndices(indices.size(), index_width, chunk);
   wire::WriteIndices(indices, index_width, packed);
   sent_ += indices.size();

@@ -1,9 +1,11 @@
 // Walks one rank's micro-batches of one epoch of a balanced-batch job
 // (JobSpec.batches), window by window, from a step's end: arranges each
-// window from the epoch order and the job's costs (epoch_batches.h) once
-// its order entries are final, then hands out the rank's micro-batch of
-// each step, cut into chunks of at most a chunk's indices (a micro-batch
-// may span chunks). Each stream arranges the windows it reads. Not
+// window of the epoch's last world (epoch_worlds.h) from the epoch order
+// and the job's costs (epoch_batches.h) once its order entries are final,
+// then hands out the rank's micro-batch of each step, cut into chunks of
+// at most a chunk's indices (a micro-batch may span chunks). Each stream
+// arranges the windows it reads; after a resize it first arranges the
+// window each later world began in, once the whole order is final. Not
 // thread-safe: one walk per stream (ShardCursor).
 #ifndef SERVER_BATCH_WALK_H_
 #define SERVER_BATCH_WALK_H_
@@ -16,17 +18,19 @@
 #include "common/plan/cost_table.h"
 #include "common/plan/epoch_batches.h"
 #include "common/plan/epoch_order.h"
+#include "common/plan/epoch_worlds.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
 
 class BatchWalk {
  public:
-  // Requires rank < batches.world_size(), start_position <=
-  // batches.total() and costs->size() == the order's size. Whether the
-  // start is a step's end is known once its window is arranged (Next).
+  // Requires rank < worlds.last().world_size, worlds.last().base <=
+  // start_position <= worlds.total() and costs->size() == the order's
+  // size. Whether the start is a step's end is known once its window is
+  // arranged (Next).
   BatchWalk(std::shared_ptr<const plan::CostTable> costs,
-            plan::EpochBatches batches, uint32_t rank, uint64_t seed,
+            plan::EpochWorlds worlds, uint32_t rank, uint64_t seed,
             uint64_t epoch, uint64_t start_position);
 
   // The order entry that must be final before Next() may be called (the
@@ -47,6 +51,10 @@ class BatchWalk {
   const absl::Status& status() const { return status_; }
 
  private:
+  // The last world's part, once known: window_ is then the start's.
+  void SetBatches(plan::EpochBatches batches);
+  // Whether window `window` of the last world may be arranged.
+  bool WindowReady(const plan::EpochOrder& order, uint64_t window) const;
   // Arranges window_ (its entries are final).
   void Arrange(const plan::EpochOrder& order);
   // Arranges the start's window and finds its step; false if none.
@@ -57,7 +65,8 @@ class BatchWalk {
   }
 
   std::shared_ptr<const plan::CostTable> costs_;
-  plan::EpochBatches batches_;
+  plan::EpochWorlds worlds_;
+  std::optional<plan::EpochBatches> batches_;  // resolved from worlds_
   uint32_t rank_;
   uint64_t seed_;
   uint64_t epoch_;

@@ -142,6 +142,38 @@ absl::Status AddRecordedMembers(const shard::state::v1::JobRecord& record,
   return absl::OkStatus();
 }
 
+// Sets the size of the current generation and, for balanced batches, the
+// worlds that serve its epoch, checked: from 0, at increasing positions,
+// the last at or before the generation's start.
+absl::Status SetEpochWorlds(const shard::state::v1::JobRecord& record,
+                            JobState& job) {
+  job.generation_world_size = record.generation_world_size();
+  if (job.generation_world_size == 0 && job.generation != 0) {
+    // Written before the size was recorded.
+    job.generation_world_size =
+        record.world_size() > 0 ? record.world_size() : job.spec.world_size();
+  }
+  for (const shard::state::v1::EpochWorld& world : record.epoch_worlds()) {
+    const bool first = job.epoch_worlds.empty();
+    if (!job.spec.has_batches() || (first && world.base() != 0) ||
+        (!first && world.base() <= job.epoch_worlds.back().base) ||
+        world.base() > job.generation_base || world.world_size() == 0 ||
+        world.world_size() > plan::kMaxWorldSize) {
+      return Unfit(
+          "the worlds of the generation's epoch are not in order or not of "
+          "a job with balanced batches");
+    }
+    job.epoch_worlds.push_back(
+        plan::EpochLink{world.base(), world.world_size()});
+  }
+  if (job.epoch_worlds.empty() && job.spec.has_batches() &&
+      job.generation != 0) {
+    // Written before they were recorded: worlds kept the spec's size.
+    job.epoch_worlds.push_back(plan::EpochLink{0, job.generation_world_size});
+  }
+  return absl::OkStatus();
+}
+
 // Sets the recorded world (with the rules of a re-formed world) and checks
 // the committed progress against it, or against the epoch without one.
 absl::Status SetRecordedWorld(const shard::state::v1::JobRecord& record,
@@ -152,8 +184,10 @@ absl::Status SetRecordedWorld(const shard::state::v1::JobRecord& record,
     if (absl::Status s = plan::ValidateEpoch(job.committed_epoch); !s.ok()) {
       return s;
     }
+    // Each world of a balanced-batch epoch may pad its last window.
+    const uint64_t pads = std::max<uint64_t>(job.epoch_worlds.size(), 1);
     if (job.committed_position >
-        plan::EpochSize(job.spec) + job.spec.max_world_size()) {
+        plan::EpochSize(job.spec) + pads * job.spec.max_world_size()) {
       return Unfit("the committed position lies past the epoch");
     }
     return absl::OkStatus();
@@ -194,6 +228,7 @@ absl::StatusOr<JobState> JobFromRecord(
   job.generation_floor = record.generation_floor();
   job.generation_epoch = record.generation_epoch();
   job.generation_base = record.generation_base();
+  if (absl::Status s = SetEpochWorlds(record, job); !s.ok()) return s;
   job.committed_epoch = record.committed_epoch();
   job.committed_position = record.committed_position();
   if (job.generation != 0 && job.generation <= job.generation_floor) {
@@ -413,8 +448,7 @@ void CoordinatorState::ApplyGenerationFormed(
   JobState& job = MutableJob(formed.job_id());
   job.SetWorld(*WorldFormed(job, formed));  // Check found it.
   job.generation = formed.generation();
-  job.generation_epoch = formed.epoch();
-  job.generation_base = formed.base_position();
+  job.StartGeneration(formed.epoch(), formed.base_position(), job.world_size());
   last_generation_ = formed.generation();
 }
 
@@ -455,6 +489,12 @@ shard::state::v1::StateSnapshot CoordinatorState::ToSnapshot(
     }
     record->set_generation_epoch(job.generation_epoch);
     record->set_generation_base(job.generation_base);
+    record->set_generation_world_size(job.generation_world_size);
+    for (const plan::EpochLink& world : job.epoch_worlds) {
+      shard::state::v1::EpochWorld* stored = record->add_epoch_worlds();
+      stored->set_base(world.base);
+      stored->set_world_size(world.world_size);
+    }
     record->set_committed_epoch(job.committed_epoch);
     record->set_committed_position(job.committed_position);
   }

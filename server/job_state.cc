@@ -94,8 +94,40 @@ absl::StatusOr<plan::ShardLayout> JobState::WorldLayout(uint64_t epoch) const {
                      "\" was complete before generation ", generation,
                      " formed (it starts at epoch ", generation_epoch, ")"));
   }
-  return plan::LayoutOf(spec, world_size(),
-                        epoch == generation_epoch ? generation_base : 0);
+  return plan::LayoutOf(spec, WorldsOf(epoch));
+}
+
+std::vector<plan::EpochLink> JobState::WorldsOf(uint64_t epoch) const {
+  if (epoch != generation_epoch) return {plan::EpochLink{0, world_size()}};
+  if (!spec.has_batches()) {
+    return {plan::EpochLink{generation_base, world_size()}};
+  }
+  if (epoch_worlds.empty()) return {plan::EpochLink{0, world_size()}};
+  return epoch_worlds;
+}
+
+void JobState::StartGeneration(uint64_t epoch, uint64_t base,
+                               uint32_t world_size) {
+  if (spec.has_batches()) {
+    std::vector<plan::EpochLink> worlds;
+    if (base > 0 && generation_world_size != 0) {
+      // The worlds so far; a previous epoch's last world served this one
+      // from its start.
+      worlds = epoch == generation_epoch && !epoch_worlds.empty()
+                   ? std::move(epoch_worlds)
+                   : std::vector<plan::EpochLink>{
+                         plan::EpochLink{0, generation_world_size}};
+    }
+    if (worlds.empty()) worlds.push_back(plan::EpochLink{0, world_size});
+    if (worlds.back().base == base) worlds.pop_back();  // served nothing
+    if (worlds.empty() || worlds.back().world_size != world_size) {
+      worlds.push_back(plan::EpochLink{base, world_size});
+    }
+    epoch_worlds = std::move(worlds);
+  }
+  generation_epoch = epoch;
+  generation_base = base;
+  generation_world_size = world_size;
 }
 
 void JobState::SetWorld(std::vector<std::string> new_world) {

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/plan/epoch_worlds.h"
 #include "common/plan/shard_layout.h"
 #include "server/join_order.h"
 #include "shard/v1/shard.pb.h"
@@ -38,9 +39,18 @@ struct JobState {
   // The coordinator's last generation when this job was created: a
   // generation in 1..generation_floor belongs to an earlier job.
   uint64_t generation_floor = 0;
-  // Where the current generation's layout starts.
+  // Where the current generation's layout starts, and its size (0: no
+  // generation yet).
   uint64_t generation_epoch = 0;
   uint64_t generation_base = 0;
+  uint32_t generation_world_size = 0;
+  // Balanced batches only: the worlds that serve generation_epoch, in
+  // order, the first from position 0, the current generation's last. A
+  // later world serves what the earlier ones left (common/plan/
+  // epoch_worlds.h); a world formed with the size of the one before
+  // continues it (a restart, a replaced rank), so only changes of size
+  // are listed. Empty before the first world.
+  std::vector<plan::EpochLink> epoch_worlds;
   // Last committed progress: every rank consumed committed_position
   // entries of epoch committed_epoch.
   uint64_t committed_epoch = 0;
@@ -108,6 +118,13 @@ struct JobState {
   // The current generation's layout of `epoch`: FAILED_PRECONDITION for an
   // epoch completed before the generation formed.
   absl::StatusOr<plan::ShardLayout> WorldLayout(uint64_t epoch) const;
+  // The worlds that serve `epoch` (>= generation_epoch), the current one
+  // last.
+  std::vector<plan::EpochLink> WorldsOf(uint64_t epoch) const;
+  // The generation that formed now serves `epoch` from `base` with
+  // `world_size` ranks: updates epoch_worlds (a world that served nothing
+  // of the epoch is replaced).
+  void StartGeneration(uint64_t epoch, uint64_t base, uint32_t world_size);
 };
 
 }  // namespace shard::server

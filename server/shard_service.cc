@@ -51,11 +51,11 @@ absl::Status CheckPreviewRequest(
 
 // Where a balanced-batch job's stream starts; nullopt for other jobs.
 std::optional<ShardService::BatchedStart> BatchedStartOf(
-    const shard::v1::JobSpec& spec,
-    const shard::v1::StreamShardRequest& request) {
+    const JobState& job, const shard::v1::StreamShardRequest& request) {
+  const shard::v1::JobSpec& spec = job.spec;
   if (!spec.has_batches()) return std::nullopt;
   return ShardService::BatchedStart{
-      plan::EpochBatchesOf(spec, spec.world_size()), spec.seed(),
+      plan::EpochWorldsOf(spec, job.WorldsOf(request.epoch())), spec.seed(),
       request.epoch(), request.start_position(), spec.batches().costs_sha256()};
 }
 
@@ -103,7 +103,7 @@ absl::StatusOr<ShardService::PreparedShard> ShardService::PrepareShard(
             chunk,
             source_counters_.ForJob((*job)->incarnation, (*job)->spec,
                                     [&core] { return LiveIncarnations(core); }),
-            BatchedStartOf((*job)->spec, request),
+            BatchedStartOf(**job, request),
             /*costs=*/nullptr};
       });
 }
@@ -113,7 +113,7 @@ absl::StatusOr<ShardCursor> ShardService::PreparedShard::Open(
   if (!order.ok()) return order.status();
   if (batched.has_value()) {
     return ShardCursor(*std::move(order), layout,
-                       BatchWalk(costs, batched->batches, rank, batched->seed,
+                       BatchWalk(costs, batched->worlds, rank, batched->seed,
                                  batched->epoch, batched->start_position),
                        chunk);
   }

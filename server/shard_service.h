@@ -64,7 +64,7 @@ class ShardService {
   // Where a balanced-batch job's stream starts (its world is fixed: the
   // windows follow the spec's world size).
   struct BatchedStart {
-    plan::EpochBatches batches;
+    plan::EpochWorlds worlds;
     uint64_t seed;
     uint64_t epoch;
     uint64_t start_position;

@@ -446,10 +446,13 @@ class Attempt {
     // epoch's length (for the progress line).
     const uint64_t epoch_base = epoch == start_.epoch ? start_.position : 0;
     const uint64_t epoch_end =
-        plan::LayoutOf(membership_.spec, membership_.world_size, epoch_base)
+        plan::LayoutOf(membership_.spec,
+                       {plan::EpochLink{epoch_base, membership_.world_size}})
             .total();
     const uint64_t epoch_length =
-        plan::LayoutOf(membership_.spec, membership_.world_size, 0).total();
+        plan::LayoutOf(membership_.spec,
+                       {plan::EpochLink{0, membership_.world_size}})
+            .total();
     torch::Tensor loss_sum =
         torch::zeros({}, torch::dtype(torch::kFloat64).device(device_));
     const Clock::time_point began = Clock::now();

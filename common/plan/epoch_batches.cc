@@ -4,43 +4,52 @@
 #include <vector>
 
 namespace shard::plan {
+uint64_t EpochBatches::Served(uint64_t left, uint32_t world_size, Tail tail,
+                              const BatchPolicy& policy) {
+  if (left == 0) return 0;
+  const uint64_t last = (left - 1) % policy.WindowSamples(world_size) + 1;
+  if (last >= world_size) return left;
+  return tail == Tail::kDrop ? left - last : left - last + world_size;
+}
 
 EpochBatches::EpochBatches(uint64_t order_size, uint32_t world_size, Tail tail,
                            const BatchPolicy& policy)
+    : EpochBatches(EpochRest::Whole(order_size), world_size, tail, policy,
+                   /*base=*/0, /*first_window=*/0) {}
+
+EpochBatches::EpochBatches(const EpochRest& rest, uint32_t world_size,
+                           Tail tail, const BatchPolicy& policy, uint64_t base,
+                           uint64_t first_window)
     : world_size_(world_size),
       policy_(policy),
-      window_samples_(policy.WindowSamples(world_size)) {
-  uint64_t last = order_size % window_samples_;
-  uint64_t full = order_size / window_samples_;
-  if (last == 0) last = window_samples_, --full;  // order_size >= 1
-  if (last < world_size && tail == Tail::kDrop) {
-    last = 0;
-  } else if (last < world_size) {
-    last = world_size;
-  }
-  windows_ = full + (last > 0 ? 1 : 0);
-  total_ = full * window_samples_ + last;
-}
+      window_samples_(policy.WindowSamples(world_size)),
+      base_(base),
+      first_window_(first_window),
+      rest_(rest.Resized(Served(rest.size(), world_size, tail, policy))),
+      windows_((rest_.size() + window_samples_ - 1) / window_samples_) {}
 
 WindowBatches EpochBatches::Arrange(uint64_t window, const CostsOf& costs_of,
                                     uint64_t seed, uint64_t epoch) const {
-  const uint64_t begin = WindowBegin(window);
-  std::vector<uint32_t> costs(WindowEnd(window) - begin);
-  costs_of(begin, absl::MakeSpan(costs));
+  const uint64_t first = window * window_samples_;
+  std::vector<uint64_t> positions(WindowEnd(window) - WindowBegin(window));
+  rest_.Positions(first, absl::MakeSpan(positions));
+  std::vector<uint32_t> costs(positions.size());
+  costs_of(positions, absl::MakeSpan(costs));
   std::vector<WindowEntry> entries(costs.size());
   for (uint64_t i = 0; i < costs.size(); ++i) {
-    entries[i] = WindowEntry{begin + i, costs[i]};
+    entries[i] = WindowEntry{positions[i], costs[i]};
   }
   return ArrangeWindow(std::move(entries), world_size_, policy_,
-                       StepOrderKey(seed, epoch, window));
+                       StepOrderKey(seed, epoch, NumberOf(window)));
 }
 
 EpochBatches::CostsOf EpochBatches::CostsInOrder(const EpochOrder& order,
                                                  const CostTable& costs) {
-  return [&order, &costs](uint64_t first, absl::Span<uint32_t> out) {
-    std::vector<uint64_t> samples(out.size());
+  return [&order, &costs](absl::Span<const uint64_t> positions,
+                          absl::Span<uint32_t> out) {
+    std::vector<uint64_t> samples(positions.size());
     for (uint64_t i = 0; i < samples.size(); ++i) {
-      samples[i] = (first + i) % order.size();
+      samples[i] = positions[i] % order.size();
     }
     order.AtMany(absl::MakeSpan(samples));
     costs.Gather(samples, out);

@@ -1,6 +1,7 @@
 #include "common/plan/job_spec.h"
 
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -200,12 +201,6 @@ absl::Status CheckBatches(const JobSpec& normal) {
     return absl::InvalidArgumentError(
         "balanced batches do not take sources (a mixture) yet");
   }
-  if (normal.min_world_size() != normal.world_size() ||
-      normal.max_world_size() != normal.world_size()) {
-    return absl::InvalidArgumentError(
-        "balanced batches need a fixed world (min_world_size and "
-        "max_world_size 0 or world_size): resizing is not available yet");
-  }
   return absl::OkStatus();
 }
 
@@ -309,19 +304,28 @@ std::string JobSpecDifference(const JobSpec& from, const JobSpec& to) {
   return difference;
 }
 
-ShardLayout LayoutOf(const JobSpec& spec) {
-  return LayoutOf(spec, spec.world_size(), 0);
+namespace {
+
+Tail TailOf(const JobSpec& spec) {
+  if (spec.tail() == shard::v1::TAIL_POLICY_DROP) return Tail::kDrop;
+  if (spec.tail() == shard::v1::TAIL_POLICY_UNEVEN) return Tail::kUneven;
+  return Tail::kPad;
 }
 
-ShardLayout LayoutOf(const JobSpec& spec, uint32_t world_size, uint64_t base) {
-  Tail tail = Tail::kPad;
-  if (spec.tail() == shard::v1::TAIL_POLICY_DROP) tail = Tail::kDrop;
-  if (spec.tail() == shard::v1::TAIL_POLICY_UNEVEN) tail = Tail::kUneven;
+}  // namespace
+
+ShardLayout LayoutOf(const JobSpec& spec) {
+  return LayoutOf(spec, {EpochLink{0, spec.world_size()}});
+}
+
+ShardLayout LayoutOf(const JobSpec& spec,
+                     const std::vector<EpochLink>& worlds) {
+  const EpochLink& last = worlds.back();
   if (spec.has_batches()) {
-    return ShardLayout::Batched(EpochSize(spec), world_size, tail,
-                                EpochBatchesOf(spec, world_size).total(), base);
+    return ShardLayout::Batched(EpochSize(spec), last.world_size, TailOf(spec),
+                                EpochWorldsOf(spec, worlds).total(), last.base);
   }
-  return ShardLayout(EpochSize(spec), world_size, tail, base);
+  return ShardLayout(EpochSize(spec), last.world_size, TailOf(spec), last.base);
 }
 
 uint64_t EpochOrderBytes(const JobSpec& spec) {
@@ -388,10 +392,14 @@ BatchPolicy BatchPolicyOf(const shard::v1::JobSpec& spec) {
 
 EpochBatches EpochBatchesOf(const shard::v1::JobSpec& spec,
                             uint32_t world_size) {
-  return EpochBatches(
-      spec.dataset_size(), world_size,
-      spec.tail() == shard::v1::TAIL_POLICY_DROP ? Tail::kDrop : Tail::kPad,
-      BatchPolicyOf(spec));
+  return EpochBatches(spec.dataset_size(), world_size, TailOf(spec),
+                      BatchPolicyOf(spec));
+}
+
+EpochWorlds EpochWorldsOf(const shard::v1::JobSpec& spec,
+                          std::vector<EpochLink> worlds) {
+  return EpochWorlds(spec.dataset_size(), TailOf(spec), BatchPolicyOf(spec),
+                     std::move(worlds));
 }
 
 }  // namespace shard::plan

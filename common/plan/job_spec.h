@@ -13,6 +13,7 @@
 #include "common/plan/batch_policy.h"
 #include "common/plan/epoch_batches.h"
 #include "common/plan/epoch_order.h"
+#include "common/plan/epoch_worlds.h"
 #include "common/plan/mixture.h"
 #include "common/plan/shard_layout.h"
 #include "shard/v1/shard.pb.h"
@@ -77,15 +78,21 @@ std::string JobSpecDifference(const shard::v1::JobSpec& from,
 // The layout of a normalised spec at its initial world size from position
 // 0: DistributedSampler's plan (a batched layout for balanced batches).
 ShardLayout LayoutOf(const shard::v1::JobSpec& spec);
-// The layout for `world_size` ranks from `base` (elastic re-sharding).
-ShardLayout LayoutOf(const shard::v1::JobSpec& spec, uint32_t world_size,
-                     uint64_t base);
+// The layout of the last of an epoch's worlds, in order: for
+// `worlds.back()`'s size from its base (elastic re-sharding). Plain jobs
+// read only `worlds.back()`; balanced batches need every world of the
+// epoch, the first from position 0 (epoch_worlds.h).
+ShardLayout LayoutOf(const shard::v1::JobSpec& spec,
+                     const std::vector<EpochLink>& worlds);
 
-// The balanced-batch policy of a normalised spec with batches, and its
-// epoch's windows for `world_size` ranks.
+// The balanced-batch policy of a normalised spec with batches, its
+// epoch's windows for `world_size` ranks, and the parts of an epoch its
+// worlds serve.
 BatchPolicy BatchPolicyOf(const shard::v1::JobSpec& spec);
 EpochBatches EpochBatchesOf(const shard::v1::JobSpec& spec,
                             uint32_t world_size);
+EpochWorlds EpochWorldsOf(const shard::v1::JobSpec& spec,
+                          std::vector<EpochLink> worlds);
 
 // Bytes the epoch order of a normalised spec holds in memory.
 uint64_t EpochOrderBytes(const shard::v1::JobSpec& spec);

@@ -11,7 +11,11 @@ budget (or is a single sample over it), and the steps are not in cost order.
 Cases: fixed counts and token budgets, both cost models, worlds 1..64,
 windows from 16 samples (many windows, final runs and absorbed steps) to
 the whole epoch, both tails, epochs smaller than the world, equal costs,
-zero costs and costs near 2^32. Exit 0 when every case holds.
+zero costs and costs near 2^32. Resized epochs: a world serves part of
+the epoch and a world of another size the rest (once, twice, at a
+window's end, in a padded last window, at the epoch's end, with either
+tail); every world's steps equal the reference's, and the worlds together
+serve every sample once. Exit 0 when every case holds.
 """
 import argparse
 import json
@@ -58,6 +62,62 @@ def cases():
         world=4, batch_tokens=2**33, cost_model="sum")
 
 
+def resize_cases():
+    """(name, costs, params, [(world, fraction of its steps served)]):
+    each world serves that fraction of its steps, then the next one the
+    rest; the last one's fraction is unused."""
+    rng = random.Random(11)
+    yield "resize 8->3 mid-window", lognormal_costs(5000, rng), dict(
+        batch_tokens=4096, window=500), [(8, 0.3), (3, 1)]
+    yield "resize 4->6->2 fixed count", lognormal_costs(1003, rng), dict(
+        batch_size=4, window=64), [(4, 0.25), (6, 0.5), (2, 1)]
+    yield "resize sum 2->16", lognormal_costs(3000, rng), dict(
+        batch_tokens=3000, cost_model="sum", seed=9, epoch=2), [
+            (2, 0.6), (16, 1)]
+    yield "resize at a window's end", lognormal_costs(2000, rng), dict(
+        batch_size=5, window=500), [(4, 0.5), (5, 1)]
+    # 2 ranks serve 128 of 131 (64 steps of 65); 8 get the 3 left, padded.
+    yield "resize pads the rest", lognormal_costs(131, rng), dict(
+        batch_size=1, window=64), [(2, 0.99), (8, 1)]
+    yield "resize drop 8->5", lognormal_costs(1003, rng), dict(
+        batch_tokens=4096, window=200, tail="drop"), [(8, 0.7), (5, 1)]
+    yield "resize at the epoch's end", lognormal_costs(400, rng), dict(
+        batch_tokens=2000), [(4, 1.0), (2, 1)]
+
+
+def run_resized(tool, costs, params, worlds):
+    """Runs the worlds one after another; returns the samples each served
+    (in order) and the steps and params of the last one."""
+    served, resizes, base = [], [], 0
+    for k, (world, fraction) in enumerate(worlds):
+        step_params = dict(params, world=worlds[0][0], resizes=resizes)
+        got = run_tool(tool, costs, step_params)
+        expected = reference.plan(costs, **step_params)
+        if got != expected:
+            return None, "world %d differs from the reference" % k
+        if k + 1 == len(worlds):
+            served.extend(i for step in got for b in step for i in b)
+            return served, None
+        cut = max(1, int(len(got) * fraction))
+        served_now = [i for step in got[:cut] for b in step for i in b]
+        served.extend(served_now)
+        base += len(served_now)
+        resizes = resizes + [(base, worlds[k + 1][0])]
+
+
+def resize_promises(costs, params, worlds, served):
+    n = len(costs)
+    most = sum(world for world, _ in worlds)
+    extra = len(served) - n
+    if params.get("tail") == "drop":
+        if len(set(served)) != len(served) or not -most < extra <= 0:
+            return ["drop: served %d of %d" % (len(served), n)]
+    elif sorted(set(served)) != list(range(n)) or not 0 <= extra < most:
+        return ["pad: served %d of %d, %d distinct" %
+                (len(served), n, len(set(served)))]
+    return []
+
+
 def run_tool(tool, costs, params):
     with tempfile.NamedTemporaryFile(suffix=".u32") as file:
         file.write(struct.pack("<%dI" % len(costs), *costs))
@@ -68,6 +128,8 @@ def run_tool(tool, costs, params):
                      "seed", "epoch", "tail"):
             if flag in params:
                 command += ["--" + flag.replace("_", "-"), str(params[flag])]
+        for base, world in params.get("resizes", ()):
+            command += ["--resize", "%d:%d" % (base, world)]
         out = subprocess.run(command, check=True, capture_output=True,
                              text=True).stdout
     return [json.loads(line) for line in out.splitlines()]
@@ -120,6 +182,13 @@ def main():
                             (len(got), len(expected)))
         print("%-28s %5d steps  %s" % (name, len(got),
                                        "; ".join(problems) or "ok"))
+        failures += bool(problems)
+    for name, costs, params, worlds in resize_cases():
+        served, problem = run_resized(tool, costs, params, worlds)
+        problems = [problem] if problem else resize_promises(
+            costs, params, worlds, served)
+        print("%-28s %5d served  %s" % (name, len(served or []),
+                                        "; ".join(problems) or "ok"))
         failures += bool(problems)
     print("%d case(s) failed" % failures if failures else "all cases match")
     return 1 if failures else 0

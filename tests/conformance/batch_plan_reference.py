@@ -6,7 +6,7 @@ and the keyed order of the steps.
 plan(costs, world, ...) returns the epoch's steps in training order, each a
 list of `world` micro-batches (rank 0 first) of sample indices, over the
 job's epoch order (by default the identity, as shard-batch-plan prints
-them).
+them); with resizes, the steps of the epoch's last world.
 """
 import os
 import sys
@@ -108,18 +108,55 @@ def step_key(seed, epoch, window):
                     window) & MASK)
 
 
+def with_tail(rest, next_pad, world, size, tail):
+    """A world's rest after the tail rule: a last window of fewer than
+    `world` samples dropped, or padded with positions next_pad, ...
+    Returns the rest and the next padding position."""
+    if not rest:
+        return rest, next_pad
+    last = (len(rest) - 1) % size + 1
+    if last >= world:
+        return rest, next_pad
+    if tail == "drop":
+        return rest[:len(rest) - last], next_pad
+    extra = world - last
+    return rest + list(range(next_pad, next_pad + extra)), next_pad + extra
+
+
 def plan(costs, world, batch_size=0, batch_tokens=0, cost_model="padded",
-         window=0, seed=0, epoch=0, tail="pad", order=None):
+         window=0, seed=0, epoch=0, tail="pad", order=None, resizes=()):
     """The epoch's steps; `order` is the job's epoch order (a permutation
     of the samples; None: the identity), position p reading its entry
-    p mod N."""
+    p mod N. With `resizes` [(base, world), ...] (bases increasing), a
+    world of that size serves what the previous one left from each base
+    on, and the last world's steps are returned."""
     n = len(costs)
     order = order if order is not None else range(n)
-    steps = []
-    for number, (start, end) in enumerate(
-            windows(n, world, tail, batch_size, window)):
-        entries = [(p, costs[order[p % n]]) for p in range(start, end)]
-        for step in arrange_window(entries, world, batch_size, batch_tokens,
-                                   cost_model, step_key(seed, epoch, number)):
-            steps.append([[order[p % n] for p in batch] for batch in step])
-    return steps
+    worlds = [(0, world)] + list(resizes)
+    rest, next_pad, first_window = list(range(n)), n, 0
+    for k, (base, size_of_world) in enumerate(worlds):
+        size = window_samples(size_of_world, batch_size, window)
+        rest, next_pad = with_tail(rest, next_pad, size_of_world, size, tail)
+        spans = [(i, min(i + size, len(rest)))
+                 for i in range(0, len(rest), size)]
+
+        def arranged(j):
+            begin, end = spans[j]
+            entries = [(p, costs[order[p % n]]) for p in rest[begin:end]]
+            return arrange_window(entries, size_of_world, batch_size,
+                                  batch_tokens, cost_model,
+                                  step_key(seed, epoch, first_window + j))
+
+        if k + 1 == len(worlds):
+            return [[[order[p % n] for p in batch] for batch in step]
+                    for j in range(len(spans)) for step in arranged(j)]
+        served = worlds[k + 1][0] - base
+        if served >= len(rest):
+            rest, first_window = [], first_window + len(spans)
+            continue
+        j = served // size
+        in_order = [p for step in arranged(j) for batch in step
+                    for p in batch]
+        rest = (sorted(in_order[served - spans[j][0]:]) +
+                rest[spans[j][1]:])
+        first_window += j + 1

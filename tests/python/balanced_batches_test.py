@@ -15,8 +15,7 @@ once); epoch 2's first 3 steps plus what the resumed processes trained is
 the whole epoch, nothing twice. Refusals: costs of another length, both or
 neither of the budgets, a job whose costs were not uploaded
 (FAILED_PRECONDITION), costs that do not match their digest (DATA_LOSS),
-the uneven tail and an elastic range with balanced batches
-(INVALID_ARGUMENT), costs for more than 2^32 samples and a job of 2^32 + 1
+the uneven tail with balanced batches (INVALID_ARGUMENT), costs for more than 2^32 samples and a job of 2^32 + 1
 samples with balanced batches (INVALID_ARGUMENT), a cost of 2^32
 (ValueError), a stream that starts inside a step (INVALID_ARGUMENT), a
 plain sampler joining a job with balanced batches, the reverse, and a batch
@@ -32,6 +31,9 @@ With --replicated the same two phases run on a replicated coordinator (3
 etcd members, 3 replicas, leader lease 2 s) and the leader is killed
 between them instead: the costs are kept in etcd, and the new leader serves
 epoch 2's rest from them, exactly once (--check-etcd then reports them).
+An elastic job is resized mid-epoch (4 ranks, then 2, the coordinator
+restarted between): each world gets the reference's micro-batches and the
+epoch is served once.
 Exit status 0 when every check passes.
 """
 import json
@@ -51,6 +53,7 @@ SEED = 11
 TOKENS = 2048
 WINDOW = 1000  # three windows and a short last one
 STEPS_BEFORE_KILL = 3
+RESIZE_STEPS = 5
 
 
 def costs():
@@ -144,6 +147,72 @@ def check_training(first, resumed):
           f"epoch 2: {len(served)} samples served, each once")
 
 
+def joined(client, job, members):
+    """Joins `members` at once (each join waits for the world)."""
+    import threading
+    done = {}
+    threads = [threading.Thread(target=lambda m=m: done.__setitem__(
+        m, client.join(job, m, progress=None, wait=60))) for m in members]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sorted(done.values(), key=lambda m: m.rank)
+
+
+def check_resize(daemon):
+    """An elastic job with balanced batches (world 4, at least 2): 4 ranks
+    serve RESIZE_STEPS steps of epoch 1 and commit, 2 leave, the other 2
+    form a world of 2 from the committed step's end; the coordinator is
+    killed and restarted; the 2 serve the rest. Each world's micro-batches
+    are the reference's (the rest re-batched for 2), the epoch once."""
+    import shard
+    import torch
+    client = shard.Client(daemon.address)
+    digest = client.put_costs(costs())
+    client.create_job("resized", shard.job_spec(
+        N, 4, min_world_size=2, max_world_size=4, seed=SEED,
+        batch_tokens=TOKENS, batch_window=WINDOW, costs_sha256=digest))
+    four = joined(client, "resized", [f"e{r}" for r in range(4)])
+    before = []
+    for member in four:
+        steps = client.stream_batches(member, 1)
+        before.append([next(steps) for _ in range(RESIZE_STEPS)])
+        steps.close()
+    base = before[0][-1][1]
+    client.commit(four[0], 1, base)
+    for member in four[2:]:
+        client.leave(member)
+    two = joined(client, "resized", [m.member_id for m in four[:2]])
+    check([m.world_size for m in two] == [2, 2] and
+          two[0].committed_position == base,
+          f"the 2 left form a world of 2 from position {base}")
+    daemon.kill()
+    daemon.restart()
+    client = shard.Client(daemon.address)
+    after = [list(client.stream_batches(m, 1, base)) for m in two]
+    values = [int(c) for c in costs()]
+    order = torch.randperm(
+        N, generator=torch.Generator().manual_seed(SEED + 1)).tolist()
+    params = dict(batch_tokens=TOKENS, window=WINDOW, seed=SEED, epoch=1,
+                  order=order)
+    first = reference.plan(values, 4, **params)[:RESIZE_STEPS]
+    rest = reference.plan(values, 4, resizes=[(base, 2)], **params)
+    for rank, steps in enumerate(before):
+        check([b.tolist() for b, _ in steps] == [s[rank] for s in first],
+              f"resize: rank {rank} of 4 got the reference's "
+              f"{RESIZE_STEPS} steps")
+    for rank, steps in enumerate(after):
+        check([b.tolist() for b, _ in steps] == [s[rank] for s in rest],
+              f"resize: rank {rank} of 2 got the reference's {len(rest)} "
+              f"steps of the rest, after a restart")
+    served = sorted(i for steps in before + after for b, _ in steps
+                    for i in b.tolist())
+    check(served == list(range(N)),
+          f"resize 4 -> 2: {len(served)} samples served, each once")
+    client.close()
+
+
 def expect_error(what, error_type, action):
     try:
         action()
@@ -188,15 +257,11 @@ def check_refusals(address):
                  errors.InvalidArgumentError,
                  lambda: client.create_job("x", shard.job_spec(
                      2**32 + 1, 1, batch_tokens=5, costs_sha256=digest)))
-    for what, spec in [
-            ("the uneven tail", shard.job_spec(
-                10, 2, tail="uneven", batch_tokens=5, costs_sha256=digest)),
-            ("an elastic range", shard.job_spec(
-                10, 2, max_world_size=4, batch_tokens=5,
-                costs_sha256=digest))]:
-        expect_error(f"balanced batches with {what}",
-                     errors.InvalidArgumentError,
-                     lambda spec=spec: client.create_job("x", spec))
+    expect_error("balanced batches with the uneven tail",
+                 errors.InvalidArgumentError,
+                 lambda: client.create_job("x", shard.job_spec(
+                     10, 2, tail="uneven", batch_tokens=5,
+                     costs_sha256=digest)))
     client.create_job("inside", shard.job_spec(
         10, 1, batch_tokens=10, costs_sha256=digest))
     expect_error("a DistributedShardSampler joining a job with balanced "
@@ -396,6 +461,7 @@ def main():
         check_training(first, resumed)
         check_refusals(daemon.address)
         check_shardctl(args, daemon.address)
+        check_resize(daemon)
     return exit_code()
 
 

@@ -7,11 +7,14 @@
 //   shard-batch-plan --costs FILE (--batch-size B | --batch-tokens T)
 //                    --world W [--cost-model padded|sum] [--window S]
 //                    [--seed S] [--epoch E] [--tail pad|drop]
+//                    [--resize BASE:W ...]
 //
 // FILE holds one little-endian u32 cost per sample. Prints one line per
 // step, in training order: the step's micro-batches, rank 0 first, as a
-// JSON list of lists of sample indices. Exit 0, 1 on an unreadable file, 2
-// on a usage error.
+// JSON list of lists of sample indices. With --resize (in order, bases
+// increasing), a world of W ranks serves the rest of the epoch from each
+// BASE (common/plan/epoch_worlds.h), and only the last world's steps are
+// printed. Exit 0, 1 on an unreadable file, 2 on a usage error.
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -22,6 +25,7 @@
 
 #include "common/cli/command_line.h"
 #include "common/plan/epoch_batches.h"
+#include "common/plan/epoch_worlds.h"
 
 namespace shard::testing {
 namespace {
@@ -36,7 +40,25 @@ struct Options {
   uint64_t seed = 0;
   uint64_t epoch = 0;
   std::string tail = "pad";
+  std::vector<std::string> resizes;  // BASE:W
 };
+
+// The epoch's worlds: the first from 0, then one per BASE:W; nullopt on a
+// malformed value.
+std::optional<std::vector<plan::EpochLink>> WorldsOf(const Options& options) {
+  std::vector<plan::EpochLink> worlds = {plan::EpochLink{0, options.world}};
+  for (const std::string& resize : options.resizes) {
+    unsigned long long base = 0;
+    unsigned world = 0;
+    char extra = 0;
+    if (std::sscanf(resize.c_str(), "%llu:%u%c", &base, &world, &extra) != 2 ||
+        world == 0 || base <= worlds.back().base) {
+      return std::nullopt;
+    }
+    worlds.push_back(plan::EpochLink{base, world});
+  }
+  return worlds;
+}
 
 bool ReadCosts(const std::string& path, std::vector<uint32_t>& costs) {
   std::ifstream in(path, std::ios::binary);
@@ -81,14 +103,23 @@ int Run(const Options& options) {
                           ? plan::BatchCostModel::kSum
                           : plan::BatchCostModel::kPadded;
   policy.window = options.window;
-  const plan::EpochBatches epoch(
-      costs.size(), options.world,
-      options.tail == "drop" ? plan::Tail::kDrop : plan::Tail::kPad, policy);
-  const auto cost_of = [&](uint64_t first, absl::Span<uint32_t> out) {
+  const std::optional<std::vector<plan::EpochLink>> worlds = WorldsOf(options);
+  if (!worlds.has_value()) {
+    std::fprintf(stderr, "--resize takes BASE:W, W >= 1, bases increasing\n");
+    return 2;
+  }
+  const plan::EpochWorlds epoch_worlds(
+      costs.size(),
+      options.tail == "drop" ? plan::Tail::kDrop : plan::Tail::kPad, policy,
+      *worlds);
+  const auto cost_of = [&](absl::Span<const uint64_t> positions,
+                           absl::Span<uint32_t> out) {
     for (uint64_t i = 0; i < out.size(); ++i) {
-      out[i] = costs[(first + i) % costs.size()];
+      out[i] = costs[positions[i] % costs.size()];
     }
   };
+  const plan::EpochBatches epoch =
+      epoch_worlds.Resolve(cost_of, options.seed, options.epoch);
   for (uint64_t window = 0; window < epoch.windows(); ++window) {
     const plan::WindowBatches batches =
         epoch.Arrange(window, cost_of, options.seed, options.epoch);
@@ -125,6 +156,8 @@ int main(int argc, char** argv) {
   shard::cli::AddOption(app, "--epoch", options.epoch);
   shard::cli::AddOption(app, "--tail", options.tail)
       ->check(CLI::IsMember({"pad", "drop"}));
+  shard::cli::AddOption(app, "--resize", options.resizes,
+                        "BASE:W: W ranks serve the rest from BASE (repeat)");
   if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }

@@ -108,6 +108,52 @@ TEST(CoordinatorStateTest, SnapshotRoundTripsEveryField) {
   EXPECT_EQ(copy->last_generation(), 2u);
 }
 
+// A job with balanced batches keeps the worlds that serve the current
+// generation's epoch (what a later world serves depends on them): a world
+// of another size is added, one of the same size continues the one
+// before, one that served nothing is replaced, a new epoch starts over;
+// snapshots keep them.
+TEST(CoordinatorStateTest, BalancedBatchesKeepTheWorldsOfTheEpoch) {
+  shard::v1::JobSpec spec = NormalSpec(100, 4, 2, 4);
+  spec.mutable_batches()->set_batch_tokens(50);
+  spec.mutable_batches()->set_cost_model(shard::v1::BATCH_COST_MODEL_PADDED);
+  spec.mutable_batches()->set_costs_sha256(std::string(64, 'a'));
+  CoordinatorState state;
+  ApplyAll(state, {Created("j", spec), Joined("j", "a"), Joined("j", "b"),
+                   Joined("j", "c"), Joined("j", "d"),
+                   Formed("j", 1, {"a", "b", "c", "d"})});
+  using Links = std::vector<plan::EpochLink>;
+  EXPECT_EQ(state.FindJob("j")->epoch_worlds, (Links{{0, 4}}));
+  ApplyAll(state, {Committed("j", 0, 40), Removed("j", "c"), Removed("j", "d"),
+                   Joined("j", "a"), Joined("j", "b"),
+                   Formed("j", 2, {"a", "b"}, 0, 40)});
+  EXPECT_EQ(state.FindJob("j")->WorldsOf(0), (Links{{0, 4}, {40, 2}}));
+  EXPECT_EQ(state.FindJob("j")->WorldsOf(1), (Links{{0, 2}}));
+  // The same size again (a replaced rank) continues the world of 2.
+  ApplyAll(state, {Committed("j", 0, 60), Joined("j", "e"), Removed("j", "b"),
+                   Joined("j", "a"), Formed("j", 3, {"a", "e"}, 0, 60)});
+  EXPECT_EQ(state.FindJob("j")->epoch_worlds, (Links{{0, 4}, {40, 2}}));
+  ApplyAll(state, {Joined("j", "f"), Joined("j", "g"), Removed("j", "e"),
+                   Joined("j", "a"), Formed("j", 4, {"a", "f", "g"}, 0, 60)});
+  EXPECT_EQ(state.FindJob("j")->epoch_worlds,
+            (Links{{0, 4}, {40, 2}, {60, 3}}));
+  // Formed again at 60 with 2: the world of 3 served nothing.
+  ApplyAll(state, {Removed("j", "g"), Joined("j", "a"), Joined("j", "f"),
+                   Formed("j", 5, {"a", "f"}, 0, 60)});
+  EXPECT_EQ(state.FindJob("j")->epoch_worlds, (Links{{0, 4}, {40, 2}}));
+  absl::StatusOr<CoordinatorState> copy =
+      CoordinatorState::FromSnapshot(state.ToSnapshot(9));
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(copy->FindJob("j")->epoch_worlds, (Links{{0, 4}, {40, 2}}));
+  EXPECT_EQ(copy->FindJob("j")->generation_world_size, 2u);
+  EXPECT_EQ(Serialized(*copy), Serialized(state));
+  // In a later epoch the last world served it from its start.
+  ApplyAll(state, {Committed("j", 1, 30), Joined("j", "h"), Joined("j", "i"),
+                   Removed("j", "f"), Joined("j", "a"),
+                   Formed("j", 6, {"a", "h", "i"}, 1, 30)});
+  EXPECT_EQ(state.FindJob("j")->epoch_worlds, (Links{{0, 2}, {30, 3}}));
+}
+
 // Requested ranks go to the first member of the world asking for them;
 // the rest fill the free ranks in join order.
 TEST(CoordinatorStateTest, NextWorldGrantsRequestedRanks) {

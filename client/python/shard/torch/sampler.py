@@ -391,8 +391,11 @@ class DistributedBatchSampler(DistributedShardSampler):
     resumed job continues after its last committed step, and a heartbeat
     keeps the membership alive. len() is not known before an epoch was
     served (the steps of a window depend on its samples' costs): it raises
-    TypeError. The world is fixed (resizing a job with balanced batches is
-    not available yet).
+    TypeError. A job this sampler creates has a fixed world; one created
+    elastic (`shardctl create-job --costs FILE --min-world-size N
+    --max-world-size M`) that re-forms with another size mid-epoch serves
+    the rest of the epoch re-batched for the new world, every sample once
+    (rejoin() after ABORTED, as for any job).
     """
 
     _batched = True
