@@ -129,18 +129,51 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Complete(
   return Received(upload.count, true);
 }
 
-absl::StatusOr<std::shared_ptr<const plan::CostTable>> CostStore::Get(
-    const std::string& sha256) {
+void CostStore::WhenLoaded(const std::string& sha256, CostsCallback done) {
+  std::shared_ptr<const plan::CostTable> resident;
   {
     absl::MutexLock lock(&mu_);
     if (auto table = tables_.find(sha256); table != tables_.end()) {
-      return table->second;
+      resident = table->second;
+    } else if (blobs_ != nullptr) {
+      std::vector<CostsCallback>& waiters = waiting_[sha256];
+      waiters.push_back(std::move(done));
+      if (waiters.size() == 1) {
+        loader_.Schedule([this, sha256] { Load(sha256); });
+      }
+      return;
     }
   }
-  if (blobs_ == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("costs ", sha256, " were not uploaded (PutCosts)"));
+  if (resident != nullptr) return std::move(done)(std::move(resident));
+  std::move(done)(absl::NotFoundError(
+      absl::StrCat("costs ", sha256, " were not uploaded (PutCosts)")));
+}
+
+void CostStore::Load(const std::string& sha256) {
+  absl::StatusOr<std::shared_ptr<const plan::CostTable>> table =
+      ReadBack(sha256);
+  std::vector<CostsCallback> waiters;
+  {
+    absl::MutexLock lock(&mu_);
+    if (table.ok()) {
+      auto [it, inserted] = tables_.try_emplace(sha256, *table);
+      if (inserted) {
+        if (absl::Status s = Reserve((*table)->MemoryBytes()); !s.ok()) {
+          tables_.erase(it);
+          table = s;
+        }
+      } else {
+        table = it->second;  // uploaded meanwhile
+      }
+    }
+    waiters = std::move(waiting_[sha256]);
+    waiting_.erase(sha256);
   }
+  for (CostsCallback& waiter : waiters) std::move(waiter)(table);
+}
+
+absl::StatusOr<std::shared_ptr<const plan::CostTable>> CostStore::ReadBack(
+    const std::string& sha256) const {
   absl::StatusOr<std::string> le32 = blobs_->Read(sha256);
   if (!le32.ok()) {
     // Missing, or not reachable now (etcd): as it is; else damaged.
@@ -158,34 +191,31 @@ absl::StatusOr<std::shared_ptr<const plan::CostTable>> CostStore::Get(
                      " does not match its SHA-256: the costs are damaged; "
                      "restore them or delete and re-create the job"));
   }
-  auto table = std::make_shared<const plan::CostTable>(
+  return std::make_shared<const plan::CostTable>(
       plan::CostTable::FromLittleEndian32(*le32));
-  absl::MutexLock lock(&mu_);
-  auto [it, inserted] = tables_.try_emplace(sha256, table);
-  if (inserted) {
-    if (absl::Status s = Reserve(table->MemoryBytes()); !s.ok()) {
-      tables_.erase(it);
-      return s;
-    }
-  }
-  return it->second;
 }
 
-absl::Status CostStore::CheckComplete(const std::string& sha256,
-                                      uint64_t count) {
-  absl::StatusOr<std::shared_ptr<const plan::CostTable>> table = Get(sha256);
-  if (absl::IsNotFound(table.status())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the job's costs ", sha256,
-        " are not on this coordinator: upload them (PutCosts) first"));
-  }
-  if (!table.ok()) return table.status();
-  if ((*table)->size() != count) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("costs ", sha256, " hold ", (*table)->size(),
-                     " samples, the job has ", count));
-  }
-  return absl::OkStatus();
+void CostStore::WhenCostsOfChecked(const shard::v1::JobSpec& spec,
+                                   CheckCallback done) {
+  if (!spec.has_batches()) return std::move(done)(absl::OkStatus());
+  const std::string sha256 = spec.batches().costs_sha256();
+  const uint64_t count = spec.dataset_size();
+  WhenLoaded(sha256, [sha256, count, done = std::move(done)](
+                         absl::StatusOr<std::shared_ptr<const plan::CostTable>>
+                             table) mutable {
+    if (absl::IsNotFound(table.status())) {
+      return std::move(done)(absl::FailedPreconditionError(absl::StrCat(
+          "the job's costs ", sha256,
+          " are not on this coordinator: upload them (PutCosts) first")));
+    }
+    if (!table.ok()) return std::move(done)(table.status());
+    if ((*table)->size() != count) {
+      return std::move(done)(absl::InvalidArgumentError(
+          absl::StrCat("costs ", sha256, " hold ", (*table)->size(),
+                       " samples, the job has ", count)));
+    }
+    std::move(done)(absl::OkStatus());
+  });
 }
 
 void CostStore::KeepOnly(const absl::flat_hash_set<std::string>& named) {
@@ -205,11 +235,6 @@ void CostStore::KeepOnly(const absl::flat_hash_set<std::string>& named) {
     bytes_ -= it->second->MemoryBytes();
     tables_.erase(it++);
   }
-}
-
-absl::Status CostStore::CheckCostsOf(const shard::v1::JobSpec& spec) {
-  if (!spec.has_batches()) return absl::OkStatus();
-  return CheckComplete(spec.batches().costs_sha256(), spec.dataset_size());
 }
 
 uint64_t CostStore::MemoryBytes() const {

@@ -5,11 +5,11 @@
 // upload is dropped: DATA_LOSS, start over), they are written durably when
 // the store has CostBlobs (files under --data-dir, or etcd for replicas)
 // and kept resident as a CostTable (2 or 4 bytes a sample). A job is
-// created only over complete costs (CheckComplete), so a record never
-// names costs the blobs lack. After a restart or a failover Get() reads a
-// job's costs back on first use and checks their digest: damaged or
-// missing costs are reported (DATA_LOSS / NOT_FOUND naming where they
-// were), never served.
+// created only over complete costs (WhenCostsOfChecked), so a record never
+// names costs the blobs lack. After a restart or a failover WhenLoaded()
+// reads a job's costs back on first use, on a loader thread, once however
+// many calls ask, and checks their digest: damaged or missing costs are
+// reported (DATA_LOSS / NOT_FOUND naming where they were), never served.
 //
 // Memory: staged uploads (4 bytes a sample) and resident tables together
 // stay under `max_bytes`; a piece that would pass it is refused with
@@ -21,14 +21,17 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/plan/cost_table.h"
 #include "server/storage/cost_blobs.h"
+#include "server/work_pool.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
@@ -42,14 +45,24 @@ class CostStore {
   absl::StatusOr<shard::v1::PutCostsResponse> Put(
       const shard::v1::PutCostsRequest& request);
 
-  // OK when the costs named `sha256` were uploaded completely, `count` of
-  // them; FAILED_PRECONDITION saying what to upload otherwise.
-  absl::Status CheckComplete(const std::string& sha256, uint64_t count);
+  using CostsCallback = absl::AnyInvocable<
+      void(absl::StatusOr<std::shared_ptr<const plan::CostTable>>) &&>;
+  using CheckCallback = absl::AnyInvocable<void(absl::Status) &&>;
 
-  // The costs named `sha256`, read back from the blobs on first use after
-  // a restart or a failover.
-  absl::StatusOr<std::shared_ptr<const plan::CostTable>> Get(
-      const std::string& sha256);
+  // Calls `done` with the costs named `sha256`: on the calling thread when
+  // they are resident (or, without blobs, missing: NOT_FOUND), else on the
+  // store's loader thread once read back from the blobs and checked (after
+  // a restart or a failover). However many callers ask at once, the costs
+  // are read once: the loader holds one copy of the bytes, and no thread
+  // serving calls waits for the read.
+  void WhenLoaded(const std::string& sha256, CostsCallback done);
+
+  // Calls `done` (as WhenLoaded does) with OK for a normalised spec
+  // without balanced batches; else once its costs are loaded: OK when they
+  // hold the spec's samples, FAILED_PRECONDITION saying what to upload
+  // when they were never uploaded, INVALID_ARGUMENT for another count, or
+  // the read's error. A job is created only over complete costs.
+  void WhenCostsOfChecked(const shard::v1::JobSpec& spec, CheckCallback done);
 
   // Removes the blobs and tables of costs that no name in `named` refers
   // to (run after recovery: uploads whose job was never created or was
@@ -58,10 +71,6 @@ class CostStore {
 
   // Bytes held: staged uploads plus resident tables.
   uint64_t MemoryBytes() const;
-
-  // OK for a normalised spec without balanced batches, else CheckComplete
-  // of the costs it names: a job is created only over complete costs.
-  absl::Status CheckCostsOf(const shard::v1::JobSpec& spec);
 
  private:
   struct Upload {
@@ -74,6 +83,12 @@ class CostStore {
       const std::string& sha256, Upload upload);
   // RESOURCE_EXHAUSTED when `more` bytes would pass the budget.
   absl::Status Reserve(uint64_t more) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the costs named `sha256` back from the blobs and checks their
+  // digest (blocking I/O; no lock held).
+  absl::StatusOr<std::shared_ptr<const plan::CostTable>> ReadBack(
+      const std::string& sha256) const;
+  // On the loader thread: ReadBack, keep the table, answer every waiter.
+  void Load(const std::string& sha256) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::shared_ptr<storage::CostBlobs> blobs_;
   const uint64_t max_bytes_;
@@ -82,6 +97,12 @@ class CostStore {
   absl::flat_hash_map<std::string, std::shared_ptr<const plan::CostTable>>
       tables_ ABSL_GUARDED_BY(mu_);
   uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Callers waiting for costs being read back, by name.
+  absl::flat_hash_map<std::string, std::vector<CostsCallback>> waiting_
+      ABSL_GUARDED_BY(mu_);
+  // Last: destroyed first, it runs the loads still queued while the
+  // members above exist.
+  WorkPool loader_{1};
 };
 
 }  // namespace shard::server

@@ -44,16 +44,19 @@ void JobService::StartCreateJob(const shard::v1::CreateJobRequest& request,
   absl::StatusOr<shard::v1::JobSpec> spec =
       plan::NormalizeJobSpec(request.spec(), core_->options().max_order_bytes);
   if (!spec.ok()) return std::move(reply)(spec.status());
-  if (absl::Status s = core_->costs().CheckCostsOf(*spec); !s.ok()) {
-    return std::move(reply)(s);
-  }
-  core_->Mutate<shard::v1::Job>(
-      std::move(reply),
-      [&](LockedCore& core) -> absl::StatusOr<shard::v1::Job> {
-        absl::StatusOr<const JobState*> job = core.CreateOrMatchJob(
-            request.job_id(), *spec, absl::StatusCode::kAlreadyExists);
-        if (!job.ok()) return job.status();
-        return JobView(**job);
+  // After a restart the costs are read back first (off this thread).
+  core_->costs().WhenCostsOfChecked(
+      *spec, [this, job_id = request.job_id(), spec = *spec,
+              reply = std::move(reply)](absl::Status costs) mutable {
+        if (!costs.ok()) return std::move(reply)(costs);
+        core_->Mutate<shard::v1::Job>(
+            std::move(reply),
+            [&](LockedCore& core) -> absl::StatusOr<shard::v1::Job> {
+              absl::StatusOr<const JobState*> job = core.CreateOrMatchJob(
+                  job_id, spec, absl::StatusCode::kAlreadyExists);
+              if (!job.ok()) return job.status();
+              return JobView(**job);
+            });
       });
 }
 

@@ -194,14 +194,27 @@ MembershipService::~MembershipService() {
 void MembershipService::StartJoinJob(const shard::v1::JoinJobRequest& request,
                                      absl::Time call_deadline,
                                      Reply<shard::v1::JoinJobResponse> reply) {
-  const absl::StatusOr<std::optional<shard::v1::JobSpec>> spec =
+  absl::StatusOr<std::optional<shard::v1::JobSpec>> spec =
       CheckJoinRequest(request, core_->options().max_order_bytes);
   if (!spec.ok()) return std::move(reply)(spec.status());
-  if (spec->has_value()) {
-    if (absl::Status s = core_->costs().CheckCostsOf(**spec); !s.ok()) {
-      return std::move(reply)(s);
-    }
+  if (!spec->has_value()) {
+    return Join(request, std::nullopt, call_deadline, std::move(reply));
   }
+  // After a restart the costs are read back first (off this thread). The
+  // callback holds its own copy of the spec: it is built before the check
+  // reads its argument.
+  core_->costs().WhenCostsOfChecked(
+      **spec, [this, request, spec = **spec, call_deadline,
+               reply = std::move(reply)](absl::Status costs) mutable {
+        if (!costs.ok()) return std::move(reply)(costs);
+        Join(request, spec, call_deadline, std::move(reply));
+      });
+}
+
+void MembershipService::Join(const shard::v1::JoinJobRequest& request,
+                             const std::optional<shard::v1::JobSpec>& spec,
+                             absl::Time call_deadline,
+                             Reply<shard::v1::JoinJobResponse> reply) {
   const absl::Time deadline = WaitDeadline(
       request.wait_for_world_ms(), core_->options().max_wait, call_deadline);
   const std::string& job_id = request.job_id();
@@ -210,7 +223,7 @@ void MembershipService::StartJoinJob(const shard::v1::JoinJobRequest& request,
   absl::StatusOr<shard::v1::JoinJobResponse> answer;
   bool parked = false;
   const uint64_t journaled = core_->Decide([&](LockedCore& core) {
-    if (absl::Status s = AddMember(core, request, *spec); !s.ok()) {
+    if (absl::Status s = AddMember(core, request, spec); !s.ok()) {
       answer = s;
       return;
     }

@@ -54,6 +54,10 @@ class MembershipService {
   uint64_t idle_jobs_expired() const { return idle_jobs_expired_.load(); }
 
  private:
+  // StartJoinJob once the spec's costs (if any) were checked.
+  void Join(const shard::v1::JoinJobRequest& request,
+            const std::optional<shard::v1::JobSpec>& spec,
+            absl::Time call_deadline, Reply<shard::v1::JoinJobResponse> reply);
   // Deletes the jobs without members whose last call is idle_job_ttl ago.
   void ExpireIdleJobs(LockedCore& core);
   void LeaseLoop() ABSL_LOCKS_EXCLUDED(stop_mu_);

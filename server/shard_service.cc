@@ -124,18 +124,28 @@ void ShardService::StartOpenShard(const shard::v1::StreamShardRequest& request,
                                   Reply<ShardCursor> reply) {
   absl::StatusOr<PreparedShard> prepared = PrepareShard(request);
   if (!prepared.ok()) return std::move(reply)(prepared.status());
-  if (prepared->batched.has_value()) {
-    // Read back from the data directory on first use after a restart.
-    absl::StatusOr<std::shared_ptr<const plan::CostTable>> costs =
-        core_->costs().Get(prepared->batched->costs_sha256);
-    if (!costs.ok()) return std::move(reply)(costs.status());
-    prepared->costs = *std::move(costs);
+  if (!prepared->batched.has_value()) {
+    return OpenWhenOrdered(*std::move(prepared), std::move(reply));
   }
-  EpochOrderCache::Claim claim = std::move(prepared->claim);
+  // Read back (off this thread) on first use after a restart or failover.
+  const std::string sha256 = prepared->batched->costs_sha256;
+  core_->costs().WhenLoaded(
+      sha256, [this, prepared = *std::move(prepared), reply = std::move(reply)](
+                  absl::StatusOr<std::shared_ptr<const plan::CostTable>>
+                      costs) mutable {
+        if (!costs.ok()) return std::move(reply)(costs.status());
+        prepared.costs = *std::move(costs);
+        OpenWhenOrdered(std::move(prepared), std::move(reply));
+      });
+}
+
+void ShardService::OpenWhenOrdered(PreparedShard prepared,
+                                   Reply<ShardCursor> reply) {
+  EpochOrderCache::Claim claim = std::move(prepared.claim);
   // Waiting for memory in the order cache is bounded like every other wait.
   core_->orders().WhenReady(
       std::move(claim),
-      [prepared = *std::move(prepared), reply = std::move(reply)](
+      [prepared = std::move(prepared), reply = std::move(reply)](
           absl::StatusOr<EpochOrderCache::Order> order) mutable {
         std::move(reply)(prepared.Open(std::move(order)));
       },

@@ -86,6 +86,8 @@ class ShardService {
     absl::StatusOr<ShardCursor> Open(
         absl::StatusOr<EpochOrderCache::Order> order) const;
   };
+  // Opens the cursor once the claimed order is ready.
+  void OpenWhenOrdered(PreparedShard prepared, Reply<ShardCursor> reply);
   // A validated preview request with its claimed epoch order.
   struct PreparedPage {
     EpochOrderCache::Claim claim;
