@@ -9,6 +9,16 @@
 #include "proto/index_chunk_codec.h"
 
 namespace shard::server {
+namespace {
+
+// The most a stream's first chunk holds. HTTP/2 gives a new stream a
+// window of 65,535 bytes: a first message larger than that waits for the
+// client's WINDOW_UPDATE before its end goes out, which a client sends
+// late at times (20-21 ms, now and then, measured with the Python client
+// and chunks of 16,384 4-byte indices). Later chunks stream behind it.
+constexpr uint64_t kFirstChunkBytes = 32 << 10;
+
+}  // namespace
 
 ShardCursor::ShardCursor(std::shared_ptr<const plan::EpochOrder> order,
                          plan::ShardLayout layout, uint32_t rank,
@@ -34,6 +44,12 @@ ShardCursor::ShardCursor(std::shared_ptr<const plan::EpochOrder> order,
   walk_.emplace(std::move(walk));
 }
 
+uint32_t ShardCursor::ChunkLimit() const {
+  if (sent_any_) return chunk_indices_;
+  return static_cast<uint32_t>(
+      std::min<uint64_t>(chunk_indices_, kFirstChunkBytes / index_width_));
+}
+
 std::optional<uint64_t> ShardCursor::Awaits() const {
   if (walk_.has_value()) return walk_->Awaits(*order_);
   const uint64_t left = shard_size_ - next_offset_;
@@ -49,14 +65,16 @@ std::optional<uint64_t> ShardCursor::Awaits() const {
 }
 
 bool ShardCursor::Next(shard::v1::IndexChunk* chunk) {
+  const uint32_t limit = ChunkLimit();
   if (walk_.has_value()) {
-    return walk_->Next(*order_, chunk_indices_, index_width_, chunk);
+    sent_any_ = true;
+    return walk_->Next(*order_, limit, index_width_, chunk);
   }
   if (next_offset_ >= shard_size_ && sent_any_) return false;
   sent_any_ = true;
   const uint64_t count = std::min<uint64_t>(
-      chunk_indices_, plan::IndicesReadable(layout_, rank_, next_offset_,
-                                            order_->FinalPrefix()));
+      limit, plan::IndicesReadable(layout_, rank_, next_offset_,
+                                   order_->FinalPrefix()));
   chunk->set_rank_offset(next_offset_);
   chunk->set_rank_shard_size(shard_size_);
   chunk->set_epoch_positions(layout_.total());

@@ -4,7 +4,9 @@
 // cache entry while a stream reads it. The order may still be being
 // shuffled (EpochOrder::FinalPrefix): the cursor then only reads entries
 // already final. Its first chunk goes out as soon as one index is
-// readable, so a stream starts within moments of its order's build; every
+// readable, so a stream starts within moments of its order's build, and
+// holds at most 32 KiB of indices, so it fits HTTP/2's initial window of a
+// new stream and never waits for the client's window update; every
 // later chunk waits until it is whole (Awaits), so a stream that follows
 // the shuffle sends as many chunks as one over a finished order. Not
 // thread-safe: one cursor per stream. For a mixture it also counts the
@@ -70,6 +72,9 @@ class ShardCursor {
   uint64_t rank_shard_size() const { return shard_size_; }
 
  private:
+  // The most indices the next chunk may hold.
+  uint32_t ChunkLimit() const;
+
   std::shared_ptr<const plan::EpochOrder> order_;
   plan::ShardLayout layout_;
   uint32_t rank_;

@@ -1,7 +1,8 @@
 // Opening a stream never waits behind another job's epoch order: while ten
 // large jobs' first orders are being computed, a small job's stream starts
 // at once. A stream follows its order's shuffle: its first chunk comes
-// before the order is finished.
+// before the order is finished, and fits a new stream's flow-control
+// window.
 #include <atomic>
 #include <memory>
 #include <string>
@@ -99,6 +100,27 @@ TEST(StreamOpenTest, AStreamStartsBeforeItsOrderIsFinished) {
   end.join();
   EXPECT_FALSE(end_read_before_start)
       << "the stream's first chunk waited for the whole order";
+}
+
+// A stream's first chunk fits HTTP/2's initial window of a new stream
+// (65,535 bytes): it never waits for the client's window update. The next
+// ones hold the default 16,384 indices.
+TEST(StreamOpenTest, TheFirstChunkFitsANewStreamsWindow) {
+  TestCluster cluster;
+  auto stub = cluster.NewStub();
+  const uint64_t generation = OneRankJob(stub.get(), "job", 100000);
+  shard::v1::StreamShardRequest request;
+  request.set_job_id("job");
+  request.set_generation(generation);
+  grpc::ClientContext context;
+  auto reader = stub->StreamShard(&context, request);
+  shard::v1::IndexChunk first, second;
+  ASSERT_TRUE(reader->Read(&first));
+  ASSERT_TRUE(reader->Read(&second));
+  context.TryCancel();
+  EXPECT_GT(first.packed_indices().size(), 0u);
+  EXPECT_LE(first.ByteSizeLong(), 32u * 1024 + 64);
+  EXPECT_EQ(second.packed_indices().size(), 16384u * 4);
 }
 
 double ActiveStreams(const metrics::ServerMetrics& metrics) {
