@@ -1,6 +1,5 @@
 #include "common/plan/epoch_worlds.h"
 
-#include <algorithm>
 #include <utility>
 
 namespace shard::plan {

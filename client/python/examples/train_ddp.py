@@ -17,9 +17,9 @@ on exactly its DistributedSampler shard of every epoch, checkpoints and
 commits its position every --checkpoint-every steps, evaluates on uneven
 shards (every held-out sample once) with gather_uneven, and after a crash
 resumes from the committed position with the matching checkpoint.
---record FILE appends "epoch rank index" for every trained sample (tests;
-"{member}" and "{restart}" in FILE become the member id and torchrun's
-restart count).
+--record FILE appends "epoch rank index" for every sample as its step
+begins (tests; "{member}" and "{restart}" in FILE become the member id and
+torchrun's restart count).
 """
 import argparse
 import glob
@@ -122,15 +122,17 @@ def main():
         sampler.set_epoch(epoch)  # Optional: a finished pass advances it.
         steps = 0
         for x, y, indices in loader:
+            if record:
+                # Before the step: a process killed during it has recorded
+                # every sample of a step another rank may commit.
+                record.writelines(f"{epoch} {rank} {int(i)}\n"
+                                  for i in indices)
+                record.flush()
             loss = torch.nn.functional.mse_loss(ddp(x.to(device)),
                                                 y.to(device))
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            if record:
-                record.writelines(f"{epoch} {rank} {int(i)}\n"
-                                  for i in indices)
-                record.flush()
             steps += 1
             if steps % args.checkpoint_every == 0:
                 position = sampler.position
