@@ -15,8 +15,9 @@ once); epoch 2's first 3 steps plus what the resumed processes trained is
 the whole epoch, nothing twice. Refusals: costs of another length, both or
 neither of the budgets, a job whose costs were not uploaded
 (FAILED_PRECONDITION), costs that do not match their digest (DATA_LOSS),
-the uneven tail with balanced batches (INVALID_ARGUMENT), costs for more than 2^32 samples and a job of 2^32 + 1
-samples with balanced batches (INVALID_ARGUMENT), a cost of 2^32
+the uneven tail with balanced batches (INVALID_ARGUMENT), costs for more
+than 2^32 samples and a job of 2^32 + 1 samples with balanced batches
+(INVALID_ARGUMENT), a cost of 2^32
 (ValueError), a stream that starts inside a step (INVALID_ARGUMENT), a
 plain sampler joining a job with balanced batches, the reverse, and a batch
 sampler whose costs are not the job's (ValueError);
