@@ -32,9 +32,10 @@ With --replicated the same two phases run on a replicated coordinator (3
 etcd members, 3 replicas, leader lease 2 s) and the leader is killed
 between them instead: the costs are kept in etcd, and the new leader serves
 epoch 2's rest from them, exactly once (--check-etcd then reports them).
-An elastic job is resized mid-epoch (4 ranks, then 2, the coordinator
-restarted between): each world gets the reference's micro-batches and the
-epoch is served once.
+A batch sampler with max_replicas creates an elastic job. An elastic job is
+resized mid-epoch (4 ranks, then 2, the coordinator restarted between):
+each world gets the reference's micro-batches and the epoch is served
+once.
 Exit status 0 when every check passes.
 """
 import json
@@ -212,6 +213,25 @@ def check_resize(daemon):
     check(served == list(range(N)),
           f"resize 4 -> 2: {len(served)} samples served, each once")
     client.close()
+
+
+def check_elastic_sampler(address):
+    """A DistributedBatchSampler with min_replicas / max_replicas creates
+    an elastic job (its world forms with num_replicas) and serves it."""
+    import shard
+    import shard.torch
+    values = [5 + i % 7 for i in range(60)]
+    batches = shard.torch.DistributedBatchSampler(
+        range(60), costs=values, batch_tokens=40, coordinator=address,
+        job="elastic", member="e", num_replicas=1, max_replicas=3)
+    spec = batches.client.get_job("elastic").spec
+    served = sorted(i for batch in batches for i in batch)
+    batches.close()
+    check((spec.min_world_size, spec.max_world_size) == (1, 3) and
+          served == list(range(60)),
+          f"a batch sampler with max_replicas=3 creates an elastic job "
+          f"(min {spec.min_world_size}, max {spec.max_world_size}) and "
+          f"serves its {len(served)} samples")
 
 
 def expect_error(what, error_type, action):
@@ -462,6 +482,7 @@ def main():
         check_training(first, resumed)
         check_refusals(daemon.address)
         check_shardctl(args, daemon.address)
+        check_elastic_sampler(daemon.address)
         check_resize(daemon)
     return exit_code()
 

@@ -54,7 +54,11 @@ class DistributedShardSampler:
     WORLD_SIZE is the job's size) when the coordinator can grant it, so
     that under torchrun the sampler's rank is dist.get_rank(); a warning
     says so when it could not (another member of the world asked for it
-    first, or the world is smaller).
+    first, or the world is smaller). `min_replicas` / `max_replicas` make
+    the job it creates elastic (docs/user-guide.md, "Elastic jobs"): after
+    a lost rank the world re-forms with as few as min_replicas members,
+    and grows to max_replicas (0 or None: num_replicas); like the rest of
+    the spec they must be an existing job's.
 
     Epochs follow DistributedSampler: iter() yields this rank's indices of
     the current epoch as Python ints, exactly DistributedSampler's after
@@ -82,7 +86,7 @@ class DistributedShardSampler:
 
     def __init__(self, dataset, *, coordinator, job, member=None,
                  num_replicas=None, rank=None, shuffle=True, seed=0,
-                 drop_last=False,
+                 drop_last=False, min_replicas=None, max_replicas=None,
                  wait=600.0, heartbeat_interval=2.0, prefetch_bytes=8 << 20,
                  _tail=None):
         self.dataset_size = len(dataset)
@@ -105,6 +109,9 @@ class DistributedShardSampler:
         self._spec = None
         if num_replicas is not None:
             self._spec = self._job_spec(num_replicas)
+            # Elastic: later worlds may form with min..max members.
+            self._spec.min_world_size = min_replicas or 0
+            self._spec.max_world_size = max_replicas or 0
         self._job = job
         self._member = member or default_member_id()
         self._requested_rank = rank
@@ -391,11 +398,10 @@ class DistributedBatchSampler(DistributedShardSampler):
     resumed job continues after its last committed step, and a heartbeat
     keeps the membership alive. len() is not known before an epoch was
     served (the steps of a window depend on its samples' costs): it raises
-    TypeError. A job this sampler creates has a fixed world; one created
-    elastic (`shardctl create-job --costs FILE --min-world-size N
-    --max-world-size M`) that re-forms with another size mid-epoch serves
-    the rest of the epoch re-batched for the new world, every sample once
-    (rejoin() after ABORTED, as for any job).
+    TypeError. An elastic job (min_replicas / max_replicas) that re-forms
+    with another size mid-epoch serves the rest of the epoch re-batched
+    for the new world, every sample once (rejoin() after ABORTED, as for
+    any job).
     """
 
     _batched = True
