@@ -142,17 +142,11 @@ absl::Status AddRecordedMembers(const shard::state::v1::JobRecord& record,
   return absl::OkStatus();
 }
 
-// Sets the size of the current generation and, for balanced batches, the
-// worlds that serve its epoch, checked: from 0, at increasing positions,
-// the last at or before the generation's start.
+// Sets, for balanced batches, the worlds that serve the generation's
+// epoch, checked: from 0, at increasing positions, the last at or before
+// the generation's start.
 absl::Status SetEpochWorlds(const shard::state::v1::JobRecord& record,
                             JobState& job) {
-  job.generation_world_size = record.generation_world_size();
-  if (job.generation_world_size == 0 && job.generation != 0) {
-    // Written before the size was recorded.
-    job.generation_world_size =
-        record.world_size() > 0 ? record.world_size() : job.spec.world_size();
-  }
   for (const shard::state::v1::EpochWorld& world : record.epoch_worlds()) {
     const bool first = job.epoch_worlds.empty();
     if (!job.spec.has_batches() || (first && world.base() != 0) ||
@@ -168,8 +162,10 @@ absl::Status SetEpochWorlds(const shard::state::v1::JobRecord& record,
   }
   if (job.epoch_worlds.empty() && job.spec.has_batches() &&
       job.generation != 0) {
-    // Written before they were recorded: worlds kept the spec's size.
-    job.epoch_worlds.push_back(plan::EpochLink{0, job.generation_world_size});
+    // Written before they were recorded: one world served the epoch.
+    const uint32_t size =
+        record.world_size() > 0 ? record.world_size() : job.spec.world_size();
+    job.epoch_worlds.push_back(plan::EpochLink{0, size});
   }
   return absl::OkStatus();
 }
@@ -489,7 +485,6 @@ shard::state::v1::StateSnapshot CoordinatorState::ToSnapshot(
     }
     record->set_generation_epoch(job.generation_epoch);
     record->set_generation_base(job.generation_base);
-    record->set_generation_world_size(job.generation_world_size);
     for (const plan::EpochLink& world : job.epoch_worlds) {
       shard::state::v1::EpochWorld* stored = record->add_epoch_worlds();
       stored->set_base(world.base);

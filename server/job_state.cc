@@ -110,13 +110,13 @@ void JobState::StartGeneration(uint64_t epoch, uint64_t base,
                                uint32_t world_size) {
   if (spec.has_batches()) {
     std::vector<plan::EpochLink> worlds;
-    if (base > 0 && generation_world_size != 0) {
+    if (base > 0 && !epoch_worlds.empty()) {
       // The worlds so far; a previous epoch's last world served this one
       // from its start.
-      worlds = epoch == generation_epoch && !epoch_worlds.empty()
+      worlds = epoch == generation_epoch
                    ? std::move(epoch_worlds)
                    : std::vector<plan::EpochLink>{
-                         plan::EpochLink{0, generation_world_size}};
+                         plan::EpochLink{0, epoch_worlds.back().world_size}};
     }
     if (worlds.empty()) worlds.push_back(plan::EpochLink{0, world_size});
     if (worlds.back().base == base) worlds.pop_back();  // served nothing
@@ -127,7 +127,6 @@ void JobState::StartGeneration(uint64_t epoch, uint64_t base,
   }
   generation_epoch = epoch;
   generation_base = base;
-  generation_world_size = world_size;
 }
 
 void JobState::SetWorld(std::vector<std::string> new_world) {

@@ -39,11 +39,9 @@ struct JobState {
   // The coordinator's last generation when this job was created: a
   // generation in 1..generation_floor belongs to an earlier job.
   uint64_t generation_floor = 0;
-  // Where the current generation's layout starts, and its size (0: no
-  // generation yet).
+  // Where the current generation's layout starts.
   uint64_t generation_epoch = 0;
   uint64_t generation_base = 0;
-  uint32_t generation_world_size = 0;
   // Balanced batches only: the worlds that serve generation_epoch, in
   // order, the first from position 0, the current generation's last. A
   // later world serves what the earlier ones left (common/plan/

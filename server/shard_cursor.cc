@@ -14,8 +14,9 @@ namespace {
 // The most a stream's first chunk holds. HTTP/2 gives a new stream a
 // window of 65,535 bytes: a first message larger than that waits for the
 // client's WINDOW_UPDATE before its end goes out, which a client sends
-// late at times (20-21 ms, now and then, measured with the Python client
-// and chunks of 16,384 4-byte indices). Later chunks stream behind it.
+// late at times (about 20 ms, now and then, measured with the Python
+// client and chunks of 16,384 4-byte indices). Later chunks stream behind
+// it.
 constexpr uint64_t kFirstChunkBytes = 32 << 10;
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <vector>
 
 namespace shard::plan {
+
 uint64_t EpochBatches::Served(uint64_t left, uint32_t world_size, Tail tail,
                               const BatchPolicy& policy) {
   if (left == 0) return 0;

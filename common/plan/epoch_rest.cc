@@ -36,14 +36,14 @@ EpochRest EpochRest::Resized(uint64_t size) const {
                    range_end_, range_end_);
 }
 
-EpochRest EpochRest::Replaced(uint64_t i, std::vector<uint64_t> taken) const {
-  std::sort(taken.begin(), taken.end());
+EpochRest EpochRest::Replaced(uint64_t i, std::vector<uint64_t> left) const {
+  std::sort(left.begin(), left.end());
   if (i >= head_->size()) {
-    return EpochRest(std::move(taken), range_begin_ + i - head_->size(),
+    return EpochRest(std::move(left), range_begin_ + i - head_->size(),
                      range_end_);
   }
-  taken.insert(taken.end(), head_->begin() + i, head_->end());
-  return EpochRest(std::move(taken), range_begin_, range_end_);
+  left.insert(left.end(), head_->begin() + i, head_->end());
+  return EpochRest(std::move(left), range_begin_, range_end_);
 }
 
 }  // namespace shard::plan

@@ -32,17 +32,15 @@ class EpochRest {
   }
   // Fills out[k] with At(first + k); requires first + out.size() <= size().
   void Positions(uint64_t first, absl::Span<uint64_t> out) const;
-  // Where the next padding position would go: one past every position the
-  // epoch's worlds have padded with so far (the order's size if none).
-  uint64_t range_end() const { return range_end_; }
 
   // The first `size` positions, or these and `size` - size() padding
-  // positions after them (range_end() on).
+  // positions after them: from the range's end on, past every position
+  // the epoch's worlds have padded with so far.
   EpochRest Resized(uint64_t size) const;
-  // The positions from the i-th on, after `taken` (which replaces the
-  // first i positions; sorted here): what a world leaves when it stops in
-  // a window that ends at i, having served the rest of that window.
-  EpochRest Replaced(uint64_t i, std::vector<uint64_t> taken) const;
+  // `left` (sorted here) followed by the positions from the i-th on: what
+  // a world leaves when it stops in a window that ends at i, `left` being
+  // the positions of that window it did not serve.
+  EpochRest Replaced(uint64_t i, std::vector<uint64_t> left) const;
 
  private:
   std::shared_ptr<const std::vector<uint64_t>> head_;

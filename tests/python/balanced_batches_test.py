@@ -43,7 +43,8 @@ import os
 import subprocess
 import sys
 
-from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
+from harness import (ShardDaemon, check, exit_code, join_all,  # noqa: E402
+                     parse_args)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "conformance"))
@@ -150,16 +151,10 @@ def check_training(first, resumed):
 
 
 def joined(client, job, members):
-    """Joins `members` at once (each join waits for the world)."""
-    import threading
-    done = {}
-    threads = [threading.Thread(target=lambda m=m: done.__setitem__(
-        m, client.join(job, m, progress=None, wait=60))) for m in members]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sorted(done.values(), key=lambda m: m.rank)
+    """Joins `members` at once (each join waits for the world), by rank."""
+    return sorted(join_all(lambda i: client.join(
+        job, members[i], progress=None, wait=60), len(members)),
+        key=lambda m: m.rank)
 
 
 def check_resize(daemon):
