@@ -227,6 +227,11 @@ def check_elastic_sampler(address):
           f"a batch sampler with max_replicas=3 creates an elastic job "
           f"(min {spec.min_world_size}, max {spec.max_world_size}) and "
           f"serves its {len(served)} samples")
+    expect_error("min_replicas above num_replicas", ValueError,
+                 lambda: shard.torch.DistributedBatchSampler(
+                     range(60), costs=values, batch_tokens=40,
+                     coordinator=address, job="elastic-bad", member="e",
+                     num_replicas=2, min_replicas=3))
 
 
 def expect_error(what, error_type, action):

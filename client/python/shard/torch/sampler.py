@@ -108,6 +108,12 @@ class DistributedShardSampler:
             num_replicas = int(launcher_world)
         self._spec = None
         if num_replicas is not None:
+            if not ((min_replicas or num_replicas) <= num_replicas <=
+                    (max_replicas or num_replicas)):
+                raise ValueError(
+                    f"need min_replicas <= num_replicas <= max_replicas, "
+                    f"got {min_replicas} <= {num_replicas} <= "
+                    f"{max_replicas}")
             self._spec = self._job_spec(num_replicas)
             # Elastic: later worlds may form with min..max members.
             self._spec.min_world_size = min_replicas or 0
