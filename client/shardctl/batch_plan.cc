@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/shardctl/costs_file.h"
 #include "common/plan/cost_digest.h"
 #include "common/plan/cost_table.h"
@@ -22,13 +23,15 @@ namespace {
 absl::StatusOr<plan::CostTable> JobCosts(const shard::v1::JobSpec& spec,
                                          const BatchPlanRequest& request) {
   absl::StatusOr<std::string> le32 =
-      ReadCostsFile(request.costs_file, request.costs_format);
+      ReadDatasetCosts(request.costs_files, request.costs_format, spec);
   if (!le32.ok()) return le32.status();
   const std::string sha256 = plan::Sha256Hex(*le32);
   if (sha256 != spec.batches().costs_sha256()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        request.costs_file, " holds other costs than the job's (SHA-256 ",
-        sha256, ", the job's ", spec.batches().costs_sha256(), ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(absl::StrJoin(request.costs_files, ", "),
+                     request.costs_files.size() == 1 ? " holds" : " hold",
+                     " other costs than the job's (SHA-256 ", sha256,
+                     ", the job's ", spec.batches().costs_sha256(), ")"));
   }
   return plan::CostTable::FromLittleEndian32(*le32);
 }

@@ -1,13 +1,14 @@
 // `shardctl plan` of a job with balanced batches (JobSpec.batches): the
 // epoch's plan computed here, by the planning code the coordinator runs
 // (common/plan), from the job's spec and the costs it was created with
-// (a file, checked against the spec's SHA-256): one rank's micro-batches
+// (files, checked against the spec's SHA-256): one rank's micro-batches
 // with their costs, or the balance figures of every step.
 #ifndef CLIENT_SHARDCTL_BATCH_PLAN_H_
 #define CLIENT_SHARDCTL_BATCH_PLAN_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "shard/v1/shard.pb.h"
@@ -17,8 +18,8 @@ namespace shard::shardctl {
 struct BatchPlanRequest {
   uint64_t epoch = 0;
   uint32_t rank = 0;
-  std::string costs_file;
-  std::string costs_format = "auto";  // as ReadCostsFile takes it
+  std::vector<std::string> costs_files;  // as ReadDatasetCosts takes them
+  std::string costs_format = "auto";     // as ReadCostsFile takes it
   bool balance = false;  // the figures of every step instead of a rank's
 };
 
@@ -27,7 +28,7 @@ struct BatchPlanRequest {
 // stream's step_ends, COST under the job's cost model); with `balance`,
 // the epoch's steps and the imbalance of their cost (max / mean of the
 // ranks', p50 / p99 / max) and the padding. FAILED_PRECONDITION when the
-// file's costs are not the job's; the file's errors as ReadCostsFile's.
+// files' costs are not the job's; their errors as ReadDatasetCosts'.
 absl::Status PrintBatchPlan(const shard::v1::JobSpec& spec,
                             const BatchPlanRequest& request);
 

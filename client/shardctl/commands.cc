@@ -46,8 +46,9 @@ struct CreateJobFlags {
   std::vector<std::string> sources;
   uint64_t epoch_size = 0;
   client::JobSpecFlags spec;
-  // Balanced batches (docs/balanced-batches.md).
-  std::string costs_file;
+  // Balanced batches (docs/balanced-batches.md): one file, or a mixture's
+  // one per source.
+  std::vector<std::string> costs_files;
   std::string costs_format = "auto";
   uint64_t batch_tokens = 0;
   uint64_t batch_size = 0;
@@ -58,10 +59,11 @@ struct CreateJobFlags {
 // Adds the balanced-batch options of create-job to `app`.
 void AddBatchOptions(CLI::App& app, CreateJobFlags& flags) {
   CLI::Option* costs = cli::AddOption(
-      app, "--costs", flags.costs_file,
+      app, "--costs", flags.costs_files,
       "balanced batches: one cost per sample (e.g. its length in tokens), a "
       "NumPy .npy of an unsigned integer type or raw little-endian u16/u32 "
-      "(see --costs-format); needs --batch-tokens or --batch-size");
+      "(see --costs-format); needs --batch-tokens or --batch-size. A "
+      "mixture: once per --source, in order, or once for all its samples");
   cli::AddOption(app, "--costs-format", flags.costs_format,
                  "auto (.npy by its magic), npy, u16 or u32")
       ->check(CLI::IsMember({"auto", "npy", "u16", "u32"}))
@@ -88,13 +90,13 @@ void AddBatchOptions(CLI::App& app, CreateJobFlags& flags) {
 absl::Status AddBatches(const CreateJobFlags& flags,
                         client::CoordinatorClient& client,
                         shard::v1::JobSpec& spec) {
-  if (flags.costs_file.empty()) return absl::OkStatus();
+  if (flags.costs_files.empty()) return absl::OkStatus();
   if (flags.batch_tokens == 0 && flags.batch_size == 0) {
     return absl::InvalidArgumentError(
         "--costs needs --batch-tokens or --batch-size");
   }
   absl::StatusOr<std::string> le32 =
-      ReadCostsFile(flags.costs_file, flags.costs_format);
+      ReadDatasetCosts(flags.costs_files, flags.costs_format, spec);
   if (!le32.ok()) return le32.status();
   const std::string sha256 = plan::Sha256Hex(*le32);
   if (absl::Status s = client.PutCosts(sha256, *le32); !s.ok()) return s;
@@ -237,7 +239,7 @@ struct PlanFlags {
   bool by_source = false;
   // Balanced batches: the job's costs, and the balance figures instead of
   // a rank's micro-batches.
-  std::string costs_file;
+  std::vector<std::string> costs_files;
   std::string costs_format = "auto";
   bool balance = false;
 };
@@ -253,12 +255,12 @@ absl::Status PrintPlanOfBatches(client::CoordinatorClient& client,
                      " has no balanced batches: --costs and --balance are "
                      "for jobs with batch_tokens or batch_size"));
   }
-  if (flags.costs_file.empty()) {
+  if (flags.costs_files.empty()) {
     return absl::InvalidArgumentError(
         "--balance needs --costs FILE (the costs the job was created with)");
   }
   return PrintBatchPlan(
-      job->spec(), BatchPlanRequest{flags.epoch, flags.rank, flags.costs_file,
+      job->spec(), BatchPlanRequest{flags.epoch, flags.rank, flags.costs_files,
                                     flags.costs_format, flags.balance});
 }
 
@@ -328,9 +330,10 @@ Command AddPlan(CLI::App& shardctl) {
   app->add_flag("--by-source", flags->by_source,
                 "a mixture: print how many of the indices come from each "
                 "source instead");
-  cli::AddOption(*app, "--costs", flags->costs_file,
-                 "balanced batches: the costs the job was created with; "
-                 "prints the rank's micro-batches, 'STEP_END COST: INDEX ...'");
+  cli::AddOption(*app, "--costs", flags->costs_files,
+                 "balanced batches: the costs the job was created with (a "
+                 "mixture's once per source, in order, or once); prints the "
+                 "rank's micro-batches, 'STEP_END COST: INDEX ...'");
   cli::AddOption(*app, "--costs-format", flags->costs_format,
                  "auto (.npy), npy, u16 or u32, as create-job takes it");
   app->add_flag("--balance", flags->balance,
@@ -340,7 +343,7 @@ Command AddPlan(CLI::App& shardctl) {
           Connected(
               [flags](const std::shared_ptr<client::CoordinatorClient>& client,
                       const client::ClientOptions&) {
-                if (!flags->costs_file.empty() || flags->balance) {
+                if (!flags->costs_files.empty() || flags->balance) {
                   return PrintPlanOfBatches(*client, *flags);
                 }
                 return flags->by_source ? PrintPlanBySource(*client, *flags)

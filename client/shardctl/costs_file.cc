@@ -115,4 +115,29 @@ absl::StatusOr<std::string> ReadCostsFile(const std::string& path,
       "little-endian values"));
 }
 
+absl::StatusOr<std::string> ReadDatasetCosts(
+    const std::vector<std::string>& paths, absl::string_view format,
+    const shard::v1::JobSpec& spec) {
+  if (paths.size() == 1) return ReadCostsFile(paths[0], format);
+  if (static_cast<int>(paths.size()) != spec.sources_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "give --costs once (the whole dataset's) or, for a mixture, once "
+        "per --source in its order: got ",
+        paths.size(), " for ", spec.sources_size(), " sources"));
+  }
+  std::string le32;
+  for (int k = 0; k < spec.sources_size(); ++k) {
+    absl::StatusOr<std::string> part = ReadCostsFile(paths[k], format);
+    if (!part.ok()) return part.status();
+    const shard::v1::Source& source = spec.sources(k);
+    if (part->size() / 4 != source.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          paths[k], " holds ", part->size() / 4, " costs but source ",
+          source.name(), " has ", source.size(), " samples"));
+    }
+    le32 += *part;
+  }
+  return le32;
+}
+
 }  // namespace shard::shardctl

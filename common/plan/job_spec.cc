@@ -197,10 +197,6 @@ absl::Status CheckBatches(const JobSpec& normal) {
         "balanced batches need the pad or drop tail: every rank gets a "
         "micro-batch in every step");
   }
-  if (normal.sources_size() > 0) {
-    return absl::InvalidArgumentError(
-        "balanced batches do not take sources (a mixture) yet");
-  }
   return absl::OkStatus();
 }
 
@@ -392,13 +388,13 @@ BatchPolicy BatchPolicyOf(const shard::v1::JobSpec& spec) {
 
 EpochBatches EpochBatchesOf(const shard::v1::JobSpec& spec,
                             uint32_t world_size) {
-  return EpochBatches(spec.dataset_size(), world_size, TailOf(spec),
+  return EpochBatches(EpochSize(spec), world_size, TailOf(spec),
                       BatchPolicyOf(spec));
 }
 
 EpochWorlds EpochWorldsOf(const shard::v1::JobSpec& spec,
                           std::vector<EpochLink> worlds) {
-  return EpochWorlds(spec.dataset_size(), TailOf(spec), BatchPolicyOf(spec),
+  return EpochWorlds(EpochSize(spec), TailOf(spec), BatchPolicyOf(spec),
                      std::move(worlds));
 }
 

@@ -125,13 +125,14 @@ def with_tail(rest, next_pad, world, size, tail):
 
 def plan(costs, world, batch_size=0, batch_tokens=0, cost_model="padded",
          window=0, seed=0, epoch=0, tail="pad", order=None, resizes=()):
-    """The epoch's steps; `order` is the job's epoch order (a permutation
-    of the samples; None: the identity), position p reading its entry
-    p mod N. With `resizes` [(base, world), ...] (bases increasing), a
-    world of that size serves what the previous one left from each base
-    on, and the last world's steps are returned."""
-    n = len(costs)
-    order = order if order is not None else range(n)
+    """The epoch's steps; `costs` gives each sample's cost, `order` is the
+    job's epoch order (its N entries are samples: a permutation of them,
+    or a mixture's chosen samples shuffled; None: the identity), position
+    p reading its entry p mod N. With `resizes` [(base, world), ...]
+    (bases increasing), a world of that size serves what the previous one
+    left from each base on, and the last world's steps are returned."""
+    order = order if order is not None else range(len(costs))
+    n = len(order)
     worlds = [(0, world)] + list(resizes)
     rest, next_pad, first_window = list(range(n)), n, 0
     for k, (base, size_of_world) in enumerate(worlds):

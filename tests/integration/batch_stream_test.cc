@@ -3,13 +3,14 @@
 // NextBatch() however the chunks cut them, the same step ends on every
 // rank, every sample once, a resume at a step's end and across a cut
 // connection, and the refusals of a job without its costs and of Next() on
-// such a job.
+// such a job; a mixture with balanced batches.
 #include <algorithm>
 #include <future>
 #include <string>
 #include <vector>
 
 #include "common/plan/cost_digest.h"
+#include "common/plan/mixture.h"
 #include "gtest/gtest.h"
 #include "tests/support/spread_costs.h"
 #include "tests/support/tcp_proxy.h"
@@ -54,7 +55,8 @@ std::vector<client::Membership> JoinAll(testing::TestCluster& cluster,
 
 std::vector<client::MicroBatch> Drain(client::CoordinatorClient& client,
                                       const client::Membership& member,
-                                      uint64_t start, uint32_t chunk) {
+                                      uint64_t start, uint32_t chunk,
+                                      uint64_t epoch_positions = kSamples) {
   client::StreamOptions options;
   options.chunk_indices = chunk;
   auto stream = client.OpenStream(member, 0, start, options);
@@ -67,7 +69,7 @@ std::vector<client::MicroBatch> Drain(client::CoordinatorClient& client,
     EXPECT_EQ(stream->position(), (*next)->step_end);
     batches.push_back(**std::move(next));
   }
-  EXPECT_EQ(stream->position(), kSamples);  // the end of the epoch
+  EXPECT_EQ(stream->position(), epoch_positions);  // the end of the epoch
   return batches;
 }
 
@@ -132,6 +134,59 @@ TEST(BatchStreamTest, RefusesAJobWithoutItsCostsAndNextOnBatches) {
   std::vector<uint64_t> out(10);
   EXPECT_EQ(stream->Next(absl::MakeSpan(out)).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// A mixture with balanced batches: its costs are its sources' one after
+// another (one per sample of the dataset, by global index), and its epoch
+// (here longer than the dataset: source "a" twice) is served in whole,
+// balanced steps, every chosen sample as often as the epoch chose it.
+TEST(BatchStreamTest, AMixtureServesItsEpochInSteps) {
+  constexpr uint64_t kA = 1200;
+  constexpr uint64_t kB = 3000;
+  constexpr uint64_t kEpoch = 2 * kA + 1000;
+  testing::TestCluster cluster;
+  auto client = cluster.NewClient();
+  shard::v1::JobSpec spec = Spec("");
+  spec.set_dataset_size(0);
+  shard::v1::Source* a = spec.add_sources();
+  a->set_name("a");
+  a->set_size(kA);
+  a->set_repeat(2);
+  shard::v1::Source* b = spec.add_sources();
+  b->set_name("b");
+  b->set_size(kB);
+  b->set_choose(1000);
+  // One cost per position of the epoch is not one per sample: refused.
+  const std::string per_position = testing::SpreadCosts(kEpoch);
+  spec.mutable_batches()->set_costs_sha256(plan::Sha256Hex(per_position));
+  ASSERT_TRUE(
+      client->PutCosts(plan::Sha256Hex(per_position), per_position).ok());
+  EXPECT_EQ(client->CreateJob("mixture", spec).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::string costs = testing::SpreadCosts(kA + kB);
+  spec.mutable_batches()->set_costs_sha256(plan::Sha256Hex(costs));
+  ASSERT_TRUE(client->PutCosts(plan::Sha256Hex(costs), costs).ok());
+  const std::vector<client::Membership> members = JoinAll(cluster, spec);
+  std::vector<uint64_t> served;
+  size_t steps = 0;
+  for (uint32_t rank = 0; rank < kWorld; ++rank) {
+    const std::vector<client::MicroBatch> batches =
+        Drain(*client, members[rank], 0, 0, kEpoch);
+    if (rank == 0) steps = batches.size();
+    EXPECT_EQ(batches.size(), steps) << "rank " << rank;
+    for (const client::MicroBatch& batch : batches) {
+      served.insert(served.end(), batch.indices.begin(), batch.indices.end());
+    }
+  }
+  const plan::MixtureEpoch chosen(members[0].spec, 0);
+  std::vector<uint64_t> expected;
+  for (uint64_t j = 0; j < chosen.size(); ++j) {
+    expected.push_back(chosen.Chosen(j));
+  }
+  std::sort(served.begin(), served.end());
+  std::sort(expected.begin(), expected.end());
+  ASSERT_EQ(expected.size(), kEpoch);
+  EXPECT_EQ(served, expected);
 }
 
 // A stream whose connection is cut mid-epoch reconnects at the end of the

@@ -83,6 +83,8 @@ class DistributedShardSampler:
     _tail_for_drop_last = {False: "pad", True: "drop"}
     # Whether the sampler reads jobs with balanced batches (its subclass).
     _batched = False
+    # A mixture's _Sources (its subclasses), None for one dataset.
+    _mixture = None
 
     def __init__(self, dataset, *, coordinator, job, member=None,
                  num_replicas=None, rank=None, shuffle=True, seed=0,
@@ -134,24 +136,35 @@ class DistributedShardSampler:
 
     def _job_spec(self, num_replicas):
         """The spec this sampler creates its job with."""
-        return job_spec(self.dataset_size, num_replicas, seed=self.seed,
-                        shuffle=self.shuffle, tail=self._tail)
+        return job_spec(world_size=num_replicas, seed=self.seed,
+                        shuffle=self.shuffle, tail=self._tail,
+                        **self._dataset_fields())
+
+    def _dataset_fields(self):
+        """The spec's fields that describe the dataset: its size, or a
+        mixture's sources and epoch size."""
+        if self._mixture is None:
+            return dict(dataset_size=self.dataset_size)
+        return dict(dataset_size=0, sources=self._mixture.sources,
+                    epoch_size=self._mixture.epoch_size)
 
     def _check_fits(self, spec):
         """ValueError unless the job's `spec` describes this dataset (its
-        size; a mixture's sources are DistributedMixtureSampler's, balanced
-        batches DistributedBatchSampler's)."""
+        size, or a mixture's sources) and policy (balanced batches are
+        DistributedBatchSampler's)."""
         if spec.HasField("batches") != self._batched:
             raise ValueError(
                 f"job {self._job!r} has balanced batches: use "
                 f"shard.torch.DistributedBatchSampler" if not self._batched
                 else f"job {self._job!r} has no balanced batches: use "
                 f"shard.torch.DistributedShardSampler")
-        if spec.sources:
+        if self._mixture is not None:
+            self._mixture.check_fits(self._job, spec)
+        elif spec.sources:
             raise ValueError(
                 f"job {self._job!r} is a mixture of {len(spec.sources)} "
                 f"sources: use shard.torch.DistributedMixtureSampler")
-        if spec.dataset_size != self.dataset_size:
+        elif spec.dataset_size != self.dataset_size:
             raise ValueError(
                 f"job {self._job!r} has {spec.dataset_size} samples but the "
                 f"dataset holds {self.dataset_size}: another dataset's job")
@@ -327,6 +340,58 @@ class DistributedEvalSampler(DistributedShardSampler):
         super().__init__(dataset, _tail="uneven", **kwargs)
 
 
+class _Sources:
+    """A mixture's sources as a sampler gives them: `dataset` is a torch
+    ConcatDataset of the sources' parts in order; a source's size, when 0,
+    is its part's length."""
+
+    def __init__(self, dataset, sources, epoch_size):
+        self.parts = getattr(dataset, "datasets", None)
+        if self.parts is None or len(self.parts) != len(sources):
+            raise ValueError(
+                f"dataset must be a torch ConcatDataset of the {len(sources)} "
+                f"sources, in order")
+        self.sources = []
+        for given, part in zip(sources, self.parts):
+            if given.size not in (0, len(part)):
+                raise ValueError(
+                    f"source {given.name!r} has size {given.size} but its "
+                    f"part of the dataset holds {len(part)} samples")
+            filled = type(given)()
+            filled.CopyFrom(given)
+            filled.size = len(part)
+            self.sources.append(filled)
+        self.epoch_size = epoch_size
+
+    def check_fits(self, job, spec):
+        """ValueError unless the job's sources are these, by name and size,
+        in order."""
+        def described(sources):
+            return [f"{s.name}:{s.size}" for s in sources]
+        if described(spec.sources) != described(self.sources):
+            raise ValueError(
+                f"job {job!r} has the sources "
+                f"{described(spec.sources) or 'none (a plain job)'} but the "
+                f"sampler's dataset has {described(self.sources)} (name:size, "
+                f"in order)")
+
+    def joined_costs(self, costs):
+        """The sources' costs (one sequence per source, each as long as
+        its part) one after another: the costs of the whole dataset."""
+        import numpy as np
+        if len(costs) != len(self.sources):
+            raise ValueError(
+                f"costs of a mixture give one sequence per source: got "
+                f"{len(costs)} for {len(self.sources)} sources")
+        for source, values in zip(self.sources, costs):
+            if len(values) != source.size:
+                raise ValueError(
+                    f"costs of source {source.name!r} hold {len(values)} "
+                    f"values but its part of the dataset holds "
+                    f"{source.size} samples")
+        return np.concatenate([np.asarray(values) for values in costs])
+
+
 class DistributedMixtureSampler(DistributedShardSampler):
     """DistributedShardSampler over a mixture (docs/mixtures.md): `dataset`
     is a torch ConcatDataset of the sources in order, and `sources` names
@@ -346,40 +411,8 @@ class DistributedMixtureSampler(DistributedShardSampler):
     size."""
 
     def __init__(self, dataset, *, sources, epoch_size=0, **kwargs):
-        parts = getattr(dataset, "datasets", None)
-        if parts is None or len(parts) != len(sources):
-            raise ValueError(
-                f"dataset must be a torch ConcatDataset of the {len(sources)} "
-                f"sources, in order")
-        self._sources = []
-        for given, part in zip(sources, parts):
-            if given.size not in (0, len(part)):
-                raise ValueError(
-                    f"source {given.name!r} has size {given.size} but its "
-                    f"part of the dataset holds {len(part)} samples")
-            filled = type(given)()
-            filled.CopyFrom(given)
-            filled.size = len(part)
-            self._sources.append(filled)
-        self._epoch_size = epoch_size
+        self._mixture = _Sources(dataset, sources, epoch_size)
         super().__init__(dataset, **kwargs)
-
-    def _job_spec(self, num_replicas):
-        return job_spec(0, num_replicas, seed=self.seed, shuffle=self.shuffle,
-                        tail=self._tail, sources=self._sources,
-                        epoch_size=self._epoch_size)
-
-    def _check_fits(self, spec):
-        """ValueError unless the job's sources are this sampler's, by name
-        and size, in order."""
-        def described(sources):
-            return [f"{s.name}:{s.size}" for s in sources]
-        if described(spec.sources) != described(self._sources):
-            raise ValueError(
-                f"job {self._job!r} has the sources "
-                f"{described(spec.sources) or 'none (a plain job)'} but the "
-                f"sampler's dataset has {described(self._sources)} (name:size, "
-                f"in order)")
 
 
 class DistributedBatchSampler(DistributedShardSampler):
@@ -397,6 +430,12 @@ class DistributedBatchSampler(DistributedShardSampler):
     every rank gets the same number of steps, and each step's micro-batches
     cost nearly the same across the ranks.
 
+    With `sources` (and `epoch_size`, as DistributedMixtureSampler takes
+    them) the job is a mixture with balanced batches: `dataset` is the
+    ConcatDataset of the sources' parts and `costs` gives one sequence per
+    source, each as long as its part (the coordinator keeps them one after
+    another, as the dataset's global indices number the samples).
+
     Everything else is DistributedShardSampler's: the rank and world come
     from the coordinator, set_epoch() is optional, state_dict() and
     commit() name the position after the last step the loop consumed
@@ -413,8 +452,12 @@ class DistributedBatchSampler(DistributedShardSampler):
     _batched = True
 
     def __init__(self, dataset, *, costs, batch_tokens=0, batch_size=0,
-                 cost_model="padded", batch_window=0, **kwargs):
-        if len(costs) != len(dataset):
+                 cost_model="padded", batch_window=0, sources=None,
+                 epoch_size=0, **kwargs):
+        if sources is not None:
+            self._mixture = _Sources(dataset, sources, epoch_size)
+            costs = self._mixture.joined_costs(costs)
+        elif len(costs) != len(dataset):
             raise ValueError(f"costs holds {len(costs)} values but the "
                              f"dataset holds {len(dataset)} samples")
         if (batch_tokens > 0) == (batch_size > 0):
@@ -428,9 +471,10 @@ class DistributedBatchSampler(DistributedShardSampler):
     def _job_spec(self, num_replicas):
         if self._costs_sha256 is None:
             self._costs_sha256 = self.client.put_costs(self._costs)
-        return job_spec(self.dataset_size, num_replicas, seed=self.seed,
+        return job_spec(world_size=num_replicas, seed=self.seed,
                         shuffle=self.shuffle, tail=self._tail,
-                        costs_sha256=self._costs_sha256, **self._policy)
+                        costs_sha256=self._costs_sha256, **self._policy,
+                        **self._dataset_fields())
 
     def rejoin(self):
         try:
