@@ -139,7 +139,8 @@ TEST(BatchStreamTest, RefusesAJobWithoutItsCostsAndNextOnBatches) {
 // A mixture with balanced batches: its costs are its sources' one after
 // another (one per sample of the dataset, by global index), and its epoch
 // (here longer than the dataset: source "a" twice) is served in whole,
-// balanced steps, every chosen sample as often as the epoch chose it.
+// balanced steps, every chosen sample as often as the epoch chose it, and
+// resumed at a step's end.
 TEST(BatchStreamTest, AMixtureServesItsEpochInSteps) {
   constexpr uint64_t kA = 1200;
   constexpr uint64_t kB = 3000;
@@ -174,6 +175,11 @@ TEST(BatchStreamTest, AMixtureServesItsEpochInSteps) {
         Drain(*client, members[rank], 0, 0, kEpoch);
     if (rank == 0) steps = batches.size();
     EXPECT_EQ(batches.size(), steps) << "rank " << rank;
+    // Resumed from the end of its 10th step: the rest of its batches.
+    ASSERT_GT(batches.size(), 10u);
+    EXPECT_TRUE(SameBatches(
+        Drain(*client, members[rank], batches[9].step_end, 0, kEpoch),
+        std::vector<client::MicroBatch>(batches.begin() + 10, batches.end())));
     for (const client::MicroBatch& batch : batches) {
       served.insert(served.end(), batch.indices.begin(), batch.indices.end());
     }
