@@ -10,10 +10,12 @@
 namespace shard::server {
 
 BatchWalk::BatchWalk(std::shared_ptr<const plan::CostTable> costs,
-                     plan::EpochWorlds worlds, uint32_t rank, uint64_t seed,
-                     uint64_t epoch, uint64_t start_position)
+                     plan::EpochWorlds worlds,
+                     std::shared_ptr<SharedWindows> windows, uint32_t rank,
+                     uint64_t seed, uint64_t epoch, uint64_t start_position)
     : costs_(std::move(costs)),
       worlds_(std::move(worlds)),
+      windows_(std::move(windows)),
       rank_(rank),
       seed_(seed),
       epoch_(epoch),
@@ -45,7 +47,7 @@ std::optional<uint64_t> BatchWalk::Awaits(const plan::EpochOrder& order) const {
     return order.size() - 1;
   }
   if (InStep()) return std::nullopt;
-  const uint64_t next = arranged_.has_value() ? window_ + 1 : window_;
+  const uint64_t next = arranged_ != nullptr ? window_ + 1 : window_;
   if (next >= batches_->windows() || WindowReady(order, next)) {
     return std::nullopt;
   }
@@ -53,9 +55,11 @@ std::optional<uint64_t> BatchWalk::Awaits(const plan::EpochOrder& order) const {
 }
 
 void BatchWalk::Arrange(const plan::EpochOrder& order) {
-  arranged_.emplace(batches_->Arrange(
-      window_, plan::EpochBatches::CostsInOrder(order, *costs_), seed_,
-      epoch_));
+  arranged_ = windows_->Take(window_, rank_, [&] {
+    return batches_->Arrange(window_,
+                             plan::EpochBatches::CostsInOrder(order, *costs_),
+                             seed_, epoch_);
+  });
   step_ = 0;
   sent_in_batch_ = 0;
 }
@@ -96,7 +100,7 @@ bool BatchWalk::Next(const plan::EpochOrder& order, uint32_t max_indices,
       // The first chunk goes out once its window is served: a stream
       // starts after one window's arrangement, not two.
       if (first && !indices.empty()) break;
-      const uint64_t next = arranged_.has_value() ? window_ + 1 : window_;
+      const uint64_t next = arranged_ != nullptr ? window_ + 1 : window_;
       if (next >= batches_->windows() || !WindowReady(order, next)) break;
       window_ = next;
       Arrange(order);

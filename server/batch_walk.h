@@ -3,10 +3,11 @@
 // window of the epoch's last world (epoch_worlds.h) from the epoch order
 // and the job's costs (epoch_batches.h) once its order entries are final,
 // then hands out the rank's micro-batch of each step, cut into chunks of
-// at most a chunk's indices (a micro-batch may span chunks). Each stream
-// arranges the windows it reads; after a resize it first arranges the
-// window each later world began in, once the whole order is final. Not
-// thread-safe: one walk per stream (ShardCursor).
+// at most a chunk's indices (a micro-batch may span chunks). The windows
+// come through the world's SharedWindows, so the world's ranks arrange
+// each window once between them; after a resize each stream first
+// arranges the window each later world began in, once the whole order is
+// final. Not thread-safe: one walk per stream (ShardCursor).
 #ifndef SERVER_BATCH_WALK_H_
 #define SERVER_BATCH_WALK_H_
 
@@ -19,6 +20,7 @@
 #include "common/plan/epoch_batches.h"
 #include "common/plan/epoch_order.h"
 #include "common/plan/epoch_worlds.h"
+#include "server/shared_windows.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
@@ -26,12 +28,14 @@ namespace shard::server {
 class BatchWalk {
  public:
   // Requires rank < worlds.last().world_size, worlds.last().base <=
-  // start_position <= worlds.total() and costs->size() == the order's
-  // size. Whether the start is a step's end is known once its window is
-  // arranged (Next).
+  // start_position <= worlds.total(), costs for every sample the order
+  // holds, and `windows` made for this epoch and `worlds` (shared with
+  // the world's other ranks). Whether the start is a step's end is known
+  // once its window is arranged (Next).
   BatchWalk(std::shared_ptr<const plan::CostTable> costs,
-            plan::EpochWorlds worlds, uint32_t rank, uint64_t seed,
-            uint64_t epoch, uint64_t start_position);
+            plan::EpochWorlds worlds, std::shared_ptr<SharedWindows> windows,
+            uint32_t rank, uint64_t seed, uint64_t epoch,
+            uint64_t start_position);
 
   // The order entry that must be final before Next() may be called (the
   // last one the next window to arrange reads), or nullopt.
@@ -55,24 +59,25 @@ class BatchWalk {
   void SetBatches(plan::EpochBatches batches);
   // Whether window `window` of the last world may be arranged.
   bool WindowReady(const plan::EpochOrder& order, uint64_t window) const;
-  // Arranges window_ (its entries are final).
+  // Takes window_ arranged (its entries are final).
   void Arrange(const plan::EpochOrder& order);
   // Arranges the start's window and finds its step; false if none.
   bool Start(const plan::EpochOrder& order);
   // Whether the walk is in window_ with a step left.
   bool InStep() const {
-    return arranged_.has_value() && step_ < arranged_->steps();
+    return arranged_ != nullptr && step_ < arranged_->steps();
   }
 
   std::shared_ptr<const plan::CostTable> costs_;
   plan::EpochWorlds worlds_;
+  std::shared_ptr<SharedWindows> windows_;
   std::optional<plan::EpochBatches> batches_;  // resolved from worlds_
   uint32_t rank_;
   uint64_t seed_;
   uint64_t epoch_;
   uint64_t start_position_;
   uint64_t window_;
-  std::optional<plan::WindowBatches> arranged_;
+  SharedWindows::Window arranged_;  // window_'s, once taken
   uint64_t step_ = 0;
   uint64_t sent_in_batch_ = 0;  // of the current micro-batch
   uint64_t sent_ = 0;           // the rank offset

@@ -49,6 +49,7 @@ CoordinatorFigures CoordinatorService::Figures() {
   figures.order_bytes = core_.orders().bytes();
   figures.order_evictions = core_.orders().evictions();
   figures.idle_jobs_expired = membership_.idle_jobs_expired();
+  figures.batch_windows_arranged = shards_.shared_windows().arranged();
   figures.rendezvous_bytes = core_.rendezvous().total_bytes();
   for (size_t kind = 0; kind < WaitingCalls::kKinds; ++kind) {
     figures.waiting_by_kind[kind] =

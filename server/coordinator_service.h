@@ -40,6 +40,8 @@ struct CoordinatorFigures {
   uint64_t order_evictions = 0;
   // Jobs deleted because they stayed idle for idle_job_ttl.
   uint64_t idle_jobs_expired = 0;
+  // Windows of balanced-batch epochs arranged (SharedWindowTable).
+  uint64_t batch_windows_arranged = 0;
   // Bytes the rendezvous store holds.
   size_t rendezvous_bytes = 0;
   // Calls waiting, by WaitingCalls::Kind.

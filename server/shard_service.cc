@@ -55,8 +55,12 @@ std::optional<ShardService::BatchedStart> BatchedStartOf(
   const shard::v1::JobSpec& spec = job.spec;
   if (!spec.has_batches()) return std::nullopt;
   return ShardService::BatchedStart{
-      plan::EpochWorldsOf(spec, job.WorldsOf(request.epoch())), spec.seed(),
-      request.epoch(), request.start_position(), spec.batches().costs_sha256()};
+      job.incarnation,
+      plan::EpochWorldsOf(spec, job.WorldsOf(request.epoch())),
+      spec.seed(),
+      request.epoch(),
+      request.start_position(),
+      spec.batches().costs_sha256()};
 }
 
 }  // namespace
@@ -109,13 +113,17 @@ absl::StatusOr<ShardService::PreparedShard> ShardService::PrepareShard(
 }
 
 absl::StatusOr<ShardCursor> ShardService::PreparedShard::Open(
-    absl::StatusOr<EpochOrderCache::Order> order) const {
+    absl::StatusOr<EpochOrderCache::Order> order,
+    SharedWindowTable& windows) const {
   if (!order.ok()) return order.status();
   if (batched.has_value()) {
-    return ShardCursor(*std::move(order), layout,
-                       BatchWalk(costs, batched->worlds, rank, batched->seed,
-                                 batched->epoch, batched->start_position),
-                       chunk);
+    return ShardCursor(
+        *std::move(order), layout,
+        BatchWalk(
+            costs, batched->worlds,
+            windows.For(batched->incarnation, batched->epoch, batched->worlds),
+            rank, batched->seed, batched->epoch, batched->start_position),
+        chunk);
   }
   return ShardCursor(*std::move(order), layout, rank, offset, chunk, by_source);
 }
@@ -145,9 +153,9 @@ void ShardService::OpenWhenOrdered(PreparedShard prepared,
   // Waiting for memory in the order cache is bounded like every other wait.
   core_->orders().WhenReady(
       std::move(claim),
-      [prepared = std::move(prepared), reply = std::move(reply)](
+      [this, prepared = std::move(prepared), reply = std::move(reply)](
           absl::StatusOr<EpochOrderCache::Order> order) mutable {
-        std::move(reply)(prepared.Open(std::move(order)));
+        std::move(reply)(prepared.Open(std::move(order), shared_windows_));
       },
       absl::Now() + core_->options().max_wait);
 }

@@ -29,6 +29,7 @@
 #include "server/epoch_order_cache.h"
 #include "server/reply.h"
 #include "server/shard_cursor.h"
+#include "server/shared_window_table.h"
 #include "server/source_counter_table.h"
 #include "shard/v1/shard.pb.h"
 
@@ -58,12 +59,15 @@ class ShardService {
 
   // Indices delivered per source of each mixture job that has streamed.
   SourceCounterTable& source_counters() { return source_counters_; }
+  // The windows of balanced-batch worlds being streamed.
+  SharedWindowTable& shared_windows() { return shared_windows_; }
 
  private:
  public:
-  // Where a balanced-batch job's stream starts (its world is fixed: the
-  // windows follow the spec's world size).
+  // Where a balanced-batch job's stream starts: the epoch's worlds (the
+  // stream serves the last one's part) and the job's incarnation.
   struct BatchedStart {
+    uint64_t incarnation;
     plan::EpochWorlds worlds;
     uint64_t seed;
     uint64_t epoch;
@@ -83,8 +87,10 @@ class ShardService {
     std::optional<BatchedStart> batched;           // balanced batches only
     std::shared_ptr<const plan::CostTable> costs;  // with `batched`
 
+    // `windows`: the service's, for a balanced-batch stream.
     absl::StatusOr<ShardCursor> Open(
-        absl::StatusOr<EpochOrderCache::Order> order) const;
+        absl::StatusOr<EpochOrderCache::Order> order,
+        SharedWindowTable& windows) const;
   };
   // Opens the cursor once the claimed order is ready.
   void OpenWhenOrdered(PreparedShard prepared, Reply<ShardCursor> reply);
@@ -109,6 +115,7 @@ class ShardService {
 
   CoordinatorCore* const core_;
   SourceCounterTable source_counters_;
+  SharedWindowTable shared_windows_;
 };
 
 }  // namespace shard::server

@@ -194,6 +194,7 @@ shard::metrics::CoordinatorView ViewOf(
   view.order_bytes_limit = options.order_cache_bytes;
   view.order_evictions = figures.order_evictions;
   view.idle_jobs_expired = figures.idle_jobs_expired;
+  view.batch_windows_arranged = figures.batch_windows_arranged;
   return view;
 }
 

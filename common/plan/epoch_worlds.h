@@ -43,6 +43,7 @@ class EpochWorlds {
   // The epoch position after the last world's last window.
   uint64_t total() const { return total_; }
   const EpochLink& last() const { return links_.back(); }
+  const std::vector<EpochLink>& links() const { return links_; }
   // Whether Resolve arranges windows of earlier worlds: it then reads the
   // costs of samples anywhere in the epoch order (a caller waits for the
   // whole order).

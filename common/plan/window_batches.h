@@ -43,6 +43,11 @@ class WindowBatches {
   // Samples of the window in steps before `step`: the window-relative
   // position where that step begins.
   uint64_t StepBegin(uint64_t step) const { return BatchBegin(step, 0); }
+  // The bytes the arrangement holds.
+  uint64_t MemoryBytes() const {
+    return sizeof(*this) +
+           (positions_.size() + batch_ends_.size()) * sizeof(uint64_t);
+  }
 
  private:
   uint32_t world_size_;

@@ -249,6 +249,12 @@ class CoordinatorGauges : public prometheus::Collectable {
                       "Jobs deleted because they had no member and no call for "
                       "shardd --idle-job-ttl.",
                       static_cast<double>(view.idle_jobs_expired)));
+    families.push_back(SingleCounter(
+        "shard_batch_windows_arranged_total",
+        "Windows of balanced-batch epochs arranged: once for the ranks of "
+        "a world, again for a rank past what is kept (it lagged, or "
+        "re-opened its stream).",
+        static_cast<double>(view.batch_windows_arranged)));
     return families;
   }
 

@@ -102,6 +102,8 @@ struct CoordinatorView {
   uint64_t order_evictions = 0;
   // Jobs deleted for staying idle (--idle-job-ttl) so far.
   uint64_t idle_jobs_expired = 0;
+  // Windows of balanced-batch epochs arranged so far.
+  uint64_t batch_windows_arranged = 0;
 };
 
 // The HTTP endpoint Prometheus scrapes (GET /metrics); GET / names the

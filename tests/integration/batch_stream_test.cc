@@ -3,7 +3,8 @@
 // NextBatch() however the chunks cut them, the same step ends on every
 // rank, every sample once, a resume at a step's end and across a cut
 // connection, and the refusals of a job without its costs and of Next() on
-// such a job; a mixture with balanced batches.
+// such a job; each window arranged once for the world's ranks; a mixture
+// with balanced batches.
 #include <algorithm>
 #include <future>
 #include <string>
@@ -32,6 +33,19 @@ shard::v1::JobSpec Spec(const std::string& sha256) {
   spec.mutable_batches()->set_batch_tokens(4096);
   spec.mutable_batches()->set_window(1000);
   spec.mutable_batches()->set_costs_sha256(sha256);
+  return spec;
+}
+
+// The spec of a job of `samples` samples with the default window, its
+// costs uploaded.
+shard::v1::JobSpec UploadedLargeJob(client::CoordinatorClient& client,
+                                    uint64_t samples) {
+  const std::string costs = testing::SpreadCosts(samples);
+  const std::string sha256 = plan::Sha256Hex(costs);
+  EXPECT_TRUE(client.PutCosts(sha256, costs).ok());
+  shard::v1::JobSpec spec = Spec(sha256);
+  spec.set_dataset_size(samples);
+  spec.mutable_batches()->clear_window();  // The default window.
   return spec;
 }
 
@@ -116,6 +130,39 @@ TEST(BatchStreamTest, WholeMicroBatchesOncePerStepOnEveryRank) {
   std::sort(served.begin(), served.end());
   ASSERT_EQ(served.size(), kSamples);
   for (uint64_t i = 0; i < kSamples; ++i) ASSERT_EQ(served[i], i);
+}
+
+// The coordinator arranges each window once for the ranks of a world that
+// stream together, not once per rank (a rank asking while another
+// arranges it waits); a rank that re-reads windows every rank took
+// arranges them again.
+TEST(BatchStreamTest, TheRanksOfAWorldShareEachWindowsArrangement) {
+  constexpr uint64_t kLarge = 1000000;
+  constexpr uint64_t kWindows = (kLarge + 65535) / 65536;  // default window
+  testing::TestCluster cluster;
+  auto client = cluster.NewClient();
+  const std::vector<client::Membership> members =
+      JoinAll(cluster, UploadedLargeJob(*client, kLarge));
+  client::StreamOptions small;
+  small.prefetch_bytes = 1024;  // the streams advance as they are read
+  std::vector<std::unique_ptr<client::ShardStream>> streams;
+  for (const client::Membership& member : members) {
+    streams.push_back(client->OpenStream(member, 0, 0, small));
+  }
+  for (bool more = true; more;) {  // step by step, as training reads
+    more = false;
+    for (auto& stream : streams) {
+      absl::StatusOr<std::optional<client::MicroBatch>> next =
+          stream->NextBatch();
+      ASSERT_TRUE(next.ok()) << next.status();
+      more = more || next->has_value();
+    }
+  }
+  const uint64_t together = cluster.service().Figures().batch_windows_arranged;
+  EXPECT_EQ(together, kWindows);
+  Drain(*client, members[1], 0, 0, kLarge);
+  EXPECT_EQ(cluster.service().Figures().batch_windows_arranged,
+            together + kWindows);
 }
 
 TEST(BatchStreamTest, RefusesAJobWithoutItsCostsAndNextOnBatches) {
@@ -203,13 +250,8 @@ TEST(BatchStreamTest, AReconnectResumesAtTheLastWholeStep) {
   constexpr uint64_t kLarge = 1000000;  // Far more than gRPC buffers.
   testing::TestCluster cluster;
   auto client = cluster.NewClient();
-  const std::string costs = testing::SpreadCosts(kLarge);
-  const std::string sha256 = plan::Sha256Hex(costs);
-  ASSERT_TRUE(client->PutCosts(sha256, costs).ok());
-  shard::v1::JobSpec spec = Spec(sha256);
-  spec.set_dataset_size(kLarge);
+  shard::v1::JobSpec spec = UploadedLargeJob(*client, kLarge);
   spec.set_world_size(1);
-  spec.mutable_batches()->clear_window();  // The default window.
   const absl::StatusOr<client::Membership> member =
       client->Join("large", "only", spec, absl::Seconds(20));
   ASSERT_TRUE(member.ok()) << member.status();
