@@ -43,6 +43,19 @@ CoordinatorService::CoordinatorService(
       store_(&core_.rendezvous(), &core_.waiting_calls(),
              core_.options().max_wait, StoreScopeOf(&core_)) {}
 
+absl::StatusOr<shard::v1::Job> CoordinatorService::GetJob(
+    const shard::v1::GetJobRequest& request) {
+  absl::StatusOr<shard::v1::Job> job = jobs_.GetJob(request);
+  if (!job.ok()) return job;
+  if (std::shared_ptr<const BalanceTally> tally =
+          shards_.balance_tallies().Find(job->incarnation())) {
+    if (std::optional<shard::v1::BatchBalance> figures = tally->Figures()) {
+      *job->mutable_batch_balance() = *std::move(figures);
+    }
+  }
+  return job;
+}
+
 CoordinatorFigures CoordinatorService::Figures() {
   CoordinatorFigures figures;
   figures.cached_orders = core_.orders().size();

@@ -80,6 +80,10 @@ class CoordinatorService {
   StoreService& store() { return store_; }
 
   CoordinatorFigures Figures();
+  // GetJob's answer: the job (JobService::GetJob) with the balance of its
+  // steps when it has balanced batches and has streamed.
+  absl::StatusOr<shard::v1::Job> GetJob(
+      const shard::v1::GetJobRequest& request);
 
   // From now on every call answers UNAVAILABLE; waiting joins and store
   // waits wake up, calls waiting for order memory answer at once, and

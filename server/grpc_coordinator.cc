@@ -121,7 +121,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::GetJob(
     grpc::CallbackServerContext* context,
     const shard::v1::GetJobRequest* request, shard::v1::Job* response) {
   return Serve(context, response, [&](CoordinatorService& service) {
-    return service.jobs().GetJob(*request);
+    return service.GetJob(*request);
   });
 }
 

@@ -49,13 +49,18 @@ absl::Status CheckPreviewRequest(
   return absl::OkStatus();
 }
 
-// Where a balanced-batch job's stream starts; nullopt for other jobs.
+// Where a balanced-batch job's stream starts, with the job's tally of
+// `tallies` (live(): the jobs held); nullopt for other jobs.
 std::optional<ShardService::BatchedStart> BatchedStartOf(
-    const JobState& job, const shard::v1::StreamShardRequest& request) {
+    const JobState& job, const shard::v1::StreamShardRequest& request,
+    JobTable<BalanceTally>& tallies,
+    absl::FunctionRef<absl::flat_hash_set<uint64_t>()> live) {
   const shard::v1::JobSpec& spec = job.spec;
   if (!spec.has_batches()) return std::nullopt;
   return ShardService::BatchedStart{
       job.incarnation,
+      tallies.ForJob(job.incarnation, live,
+                     [] { return std::make_shared<BalanceTally>(); }),
       plan::EpochWorldsOf(spec, job.WorldsOf(request.epoch())),
       spec.seed(),
       request.epoch(),
@@ -107,7 +112,8 @@ absl::StatusOr<ShardService::PreparedShard> ShardService::PrepareShard(
             chunk,
             source_counters_.ForJob((*job)->incarnation, (*job)->spec,
                                     [&core] { return LiveIncarnations(core); }),
-            BatchedStartOf(**job, request),
+            BatchedStartOf(**job, request, balance_tallies_,
+                           [&core] { return LiveIncarnations(core); }),
             /*costs=*/nullptr};
       });
 }
@@ -119,10 +125,10 @@ absl::StatusOr<ShardCursor> ShardService::PreparedShard::Open(
   if (batched.has_value()) {
     return ShardCursor(
         *std::move(order), layout,
-        BatchWalk(
-            costs, batched->worlds,
-            windows.For(batched->incarnation, batched->epoch, batched->worlds),
-            rank, batched->seed, batched->epoch, batched->start_position),
+        BatchWalk(costs, batched->worlds,
+                  windows.For(batched->incarnation, batched->epoch,
+                              batched->worlds, batched->balance),
+                  rank, batched->seed, batched->epoch, batched->start_position),
         chunk);
   }
   return ShardCursor(*std::move(order), layout, rank, offset, chunk, by_source);

@@ -25,8 +25,10 @@
 #include "common/plan/cost_table.h"
 #include "common/plan/epoch_batches.h"
 #include "common/plan/shard_layout.h"
+#include "server/balance_tally.h"
 #include "server/coordinator_core.h"
 #include "server/epoch_order_cache.h"
+#include "server/job_table.h"
 #include "server/reply.h"
 #include "server/shard_cursor.h"
 #include "server/shared_window_table.h"
@@ -59,8 +61,10 @@ class ShardService {
 
   // Indices delivered per source of each mixture job that has streamed.
   SourceCounterTable& source_counters() { return source_counters_; }
-  // The windows of balanced-batch worlds being streamed.
+  // The windows of balanced-batch worlds being streamed, and the balance
+  // of each job's steps.
   SharedWindowTable& shared_windows() { return shared_windows_; }
+  JobTable<BalanceTally>& balance_tallies() { return balance_tallies_; }
 
  private:
  public:
@@ -68,6 +72,7 @@ class ShardService {
   // stream serves the last one's part) and the job's incarnation.
   struct BatchedStart {
     uint64_t incarnation;
+    std::shared_ptr<BalanceTally> balance;  // the job's
     plan::EpochWorlds worlds;
     uint64_t seed;
     uint64_t epoch;
@@ -116,6 +121,7 @@ class ShardService {
   CoordinatorCore* const core_;
   SourceCounterTable source_counters_;
   SharedWindowTable shared_windows_;
+  JobTable<BalanceTally> balance_tallies_;
 };
 
 }  // namespace shard::server

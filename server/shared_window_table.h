@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "common/plan/epoch_worlds.h"
+#include "server/balance_tally.h"
 #include "server/shared_windows.h"
 
 namespace shard::server {
@@ -27,9 +28,11 @@ class SharedWindowTable {
   static constexpr uint64_t kMaxBytesPerWorld = uint64_t{64} << 20;
 
   // The windows of epoch `epoch` of the job of `incarnation` served by
-  // the last world of `worlds`; made on first use.
+  // the last world of `worlds`; made on first use, reporting the windows
+  // it arranges to `balance` (may be null).
   std::shared_ptr<SharedWindows> For(uint64_t incarnation, uint64_t epoch,
-                                     const plan::EpochWorlds& worlds)
+                                     const plan::EpochWorlds& worlds,
+                                     std::shared_ptr<BalanceTally> balance)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Entries held now (expired ones not yet dropped included).

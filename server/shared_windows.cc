@@ -5,10 +5,12 @@
 namespace shard::server {
 
 SharedWindows::SharedWindows(uint32_t world_size, uint64_t max_bytes,
-                             std::shared_ptr<std::atomic<uint64_t>> arranged)
+                             std::shared_ptr<std::atomic<uint64_t>> arranged,
+                             OnArranged on_arranged)
     : world_size_(world_size),
       max_bytes_(max_bytes),
-      arranged_(std::move(arranged)) {}
+      arranged_(std::move(arranged)),
+      on_arranged_(std::move(on_arranged)) {}
 
 SharedWindows::Window SharedWindows::Take(
     uint64_t window, uint32_t rank,
@@ -35,6 +37,7 @@ SharedWindows::Window SharedWindows::Take(
 
 void SharedWindows::ArrangeInto(
     Entry entry, absl::FunctionRef<plan::WindowBatches()> arrange) {
+  const uint64_t window = entry->first;
   Window arranged;
   mu_.Unlock();
   try {
@@ -45,6 +48,7 @@ void SharedWindows::ArrangeInto(
     throw;
   }
   arranged_->fetch_add(1, std::memory_order_relaxed);
+  if (on_arranged_) on_arranged_(window, *arranged);
   mu_.Lock();
   entry->second.batches = std::move(arranged);
   entry->second.taken_by.assign(world_size_, false);

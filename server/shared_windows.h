@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -33,11 +34,17 @@ class SharedWindows {
  public:
   using Window = std::shared_ptr<const plan::WindowBatches>;
 
+  // Called with each window arranged here (on the arranging thread, no
+  // lock held); may be empty.
+  using OnArranged =
+      std::function<void(uint64_t window, const plan::WindowBatches&)>;
+
   // The windows of a world of `world_size` ranks, at most `max_bytes` of
-  // them kept; each
-  // arrangement made here adds one to `*arranged` (shared with others).
+  // them kept; each arrangement made here adds one to `*arranged` (shared
+  // with others) and is reported to `on_arranged`.
   SharedWindows(uint32_t world_size, uint64_t max_bytes,
-                std::shared_ptr<std::atomic<uint64_t>> arranged);
+                std::shared_ptr<std::atomic<uint64_t>> arranged,
+                OnArranged on_arranged = nullptr);
 
   // Window `window` for `rank` (< world_size): the one kept, the one
   // another caller is arranging (waited for), else the one `arrange`
@@ -70,6 +77,7 @@ class SharedWindows {
   const uint32_t world_size_;
   const uint64_t max_bytes_;
   const std::shared_ptr<std::atomic<uint64_t>> arranged_;
+  const OnArranged on_arranged_;
   absl::Mutex mu_;
   std::map<uint64_t, Kept> kept_ ABSL_GUARDED_BY(mu_);  // by window
   uint64_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -4,18 +4,16 @@
 // jobs no longer held are dropped when a new job's counters are made and
 // at every scrape (Retain), so the table holds about the jobs there are.
 //
-// Thread-safe (its own mutex, taken after the core's when both are held).
+// Thread-safe (a JobTable).
 #ifndef SERVER_SOURCE_COUNTER_TABLE_H_
 #define SERVER_SOURCE_COUNTER_TABLE_H_
 
 #include <cstdint>
 #include <memory>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
-#include "absl/synchronization/mutex.h"
+#include "server/job_table.h"
 #include "server/source_counters.h"
 #include "shard/v1/shard.pb.h"
 
@@ -31,17 +29,16 @@ class SourceCounterTable {
       uint64_t incarnation, const shard::v1::JobSpec& spec,
       absl::FunctionRef<absl::flat_hash_set<uint64_t>()> live);
   // The job's counters, or null when none were made (no stream yet).
-  std::shared_ptr<const SourceCounters> Find(uint64_t incarnation) const;
+  std::shared_ptr<const SourceCounters> Find(uint64_t incarnation) const {
+    return counters_.Find(incarnation);
+  }
   // Drops the entries whose incarnation is not in `live`.
-  void Retain(const absl::flat_hash_set<uint64_t>& live);
+  void Retain(const absl::flat_hash_set<uint64_t>& live) {
+    counters_.Retain(live);
+  }
 
  private:
-  void RetainLocked(const absl::flat_hash_set<uint64_t>& live)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  mutable absl::Mutex mu_;
-  absl::flat_hash_map<uint64_t, std::shared_ptr<SourceCounters>> counters_
-      ABSL_GUARDED_BY(mu_);
+  JobTable<SourceCounters> counters_;
 };
 
 }  // namespace shard::server

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "client/shardctl/batch_plan.h"
 #include "client/shardctl/job_warnings.h"
 #include "common/cli/command_line.h"
 #include "common/plan/job_spec.h"
@@ -156,6 +157,16 @@ void PrintSources(const shard::v1::Job& job) {
   PrintTable(rows);
 }
 
+// The balance of the steps the coordinator arranged for the job's streams.
+void PrintBalance(const shard::v1::BatchBalance& balance) {
+  std::printf(
+      "\nbalance of epoch %llu as streamed (%llu steps, %llu samples):\n%s",
+      static_cast<unsigned long long>(balance.epoch()),
+      static_cast<unsigned long long>(balance.steps()),
+      static_cast<unsigned long long>(balance.samples()),
+      BalanceLines(balance).c_str());
+}
+
 // describe's table: the job's fields (and their warnings, on stderr), then
 // a mixture's sources, then its members.
 void PrintJobDetails(const shard::v1::Job& job) {
@@ -187,6 +198,7 @@ void PrintJobDetails(const shard::v1::Job& job) {
   PrintTable(fields);
   PrintJobWarnings(job);
   if (spec.sources_size() > 0) PrintSources(job);
+  if (job.has_batch_balance()) PrintBalance(job.batch_balance());
   if (job.members_size() == 0) return;
   std::printf("\n");
   std::vector<std::vector<std::string>> rows = {{"MEMBER", "RANK"}};

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/shardctl/costs_file.h"
+#include "common/plan/balance_figures.h"
 #include "common/plan/cost_digest.h"
 #include "common/plan/cost_table.h"
 #include "common/plan/epoch_batches.h"
@@ -36,104 +37,72 @@ absl::StatusOr<plan::CostTable> JobCosts(const shard::v1::JobSpec& spec,
   return plan::CostTable::FromLittleEndian32(*le32);
 }
 
-// One micro-batch: its samples, the sum and the largest of their costs,
-// and its cost under the job's model.
-struct MicroBatch {
-  std::vector<uint64_t> samples;
-  uint64_t tokens = 0;
-  uint64_t longest = 0;
-  uint64_t cost = 0;
-};
-
-// Calls `each(step_end, micro-batches of the step, rank by rank)` for
-// every step of the epoch, in training order.
-void ForEachStep(
+// Calls `each(epoch order, first position of the window, window)` for
+// every window of the epoch, in training order.
+void ForEachWindow(
     const shard::v1::JobSpec& spec, uint64_t epoch,
     const plan::CostTable& costs,
-    const std::function<void(uint64_t, const std::vector<MicroBatch>&)>& each) {
+    const std::function<void(const plan::EpochOrder&, uint64_t,
+                             const plan::WindowBatches&)>& each) {
   const plan::EpochOrder order = plan::BuildEpochOrder(spec, epoch);
   const plan::EpochBatches batches =
       plan::EpochBatchesOf(spec, spec.world_size());
-  const plan::BatchPolicy policy = plan::BatchPolicyOf(spec);
-  auto sample_at = [&order](uint64_t position) {
-    return order.At(position % order.size());
-  };
-  std::vector<MicroBatch> step(spec.world_size());
   for (uint64_t w = 0; w < batches.windows(); ++w) {
-    const plan::WindowBatches window = batches.Arrange(
-        w, plan::EpochBatches::CostsInOrder(order, costs), spec.seed(), epoch);
-    for (uint64_t s = 0; s < window.steps(); ++s) {
-      for (uint32_t r = 0; r < window.world_size(); ++r) {
-        MicroBatch& batch = step[r];
-        batch = MicroBatch();
-        for (uint64_t i = window.BatchBegin(s, r); i < window.BatchEnd(s, r);
-             ++i) {
-          const uint64_t sample = sample_at(window.positions()[i]);
-          batch.samples.push_back(sample);
-          batch.tokens += costs.At(sample);
-          batch.longest = std::max<uint64_t>(batch.longest, costs.At(sample));
-        }
-        batch.cost =
-            policy.CostOf(batch.samples.size(), batch.tokens, batch.longest);
-      }
-      each(batches.WindowBegin(w) + window.StepBegin(s + 1), step);
-    }
+    each(order, batches.WindowBegin(w),
+         batches.Arrange(w, plan::EpochBatches::CostsInOrder(order, costs),
+                         spec.seed(), epoch));
   }
 }
 
 void PrintRank(const shard::v1::JobSpec& spec, const BatchPlanRequest& request,
                const plan::CostTable& costs) {
-  ForEachStep(spec, request.epoch, costs,
-              [&](uint64_t step_end, const std::vector<MicroBatch>& step) {
-                const MicroBatch& batch = step[request.rank];
-                std::string line = absl::StrCat(step_end, " ", batch.cost, ":");
-                for (uint64_t sample : batch.samples) {
-                  absl::StrAppend(&line, " ", sample);
-                }
-                line += '\n';
-                std::fputs(line.c_str(), stdout);
-              });
-}
-
-double Quantile(std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const size_t at = static_cast<size_t>(std::ceil(q * sorted.size()));
-  return sorted[std::max<size_t>(at, 1) - 1];
+  const uint32_t rank = request.rank;
+  ForEachWindow(spec, request.epoch, costs,
+                [&](const plan::EpochOrder& order, uint64_t window_begin,
+                    const plan::WindowBatches& window) {
+                  for (uint64_t s = 0; s < window.steps(); ++s) {
+                    std::string line =
+                        absl::StrCat(window_begin + window.StepBegin(s + 1),
+                                     " ", window.BatchCost(s, rank), ":");
+                    for (uint64_t i = window.BatchBegin(s, rank);
+                         i < window.BatchEnd(s, rank); ++i) {
+                      absl::StrAppend(
+                          &line, " ",
+                          order.At(window.positions()[i] % order.size()));
+                    }
+                    line += '\n';
+                    std::fputs(line.c_str(), stdout);
+                  }
+                });
 }
 
 void PrintBalance(const shard::v1::JobSpec& spec,
                   const BatchPlanRequest& request,
                   const plan::CostTable& costs) {
-  std::vector<double> imbalance;
-  uint64_t samples = 0, tokens = 0, padded = 0;
-  ForEachStep(spec, request.epoch, costs,
-              [&](uint64_t, const std::vector<MicroBatch>& step) {
-                uint64_t total = 0, most = 0;
-                for (const MicroBatch& batch : step) {
-                  total += batch.cost;
-                  most = std::max(most, batch.cost);
-                  tokens += batch.tokens;
-                  padded += batch.longest * batch.samples.size();
-                  samples += batch.samples.size();
-                }
-                const double mean = static_cast<double>(total) /
-                                    static_cast<double>(step.size());
-                imbalance.push_back(mean > 0 ? most / mean : 1.0);
-              });
-  std::sort(imbalance.begin(), imbalance.end());
-  std::printf("epoch %llu: %zu steps of %u micro-batches, %llu samples\n",
-              static_cast<unsigned long long>(request.epoch), imbalance.size(),
-              spec.world_size(), static_cast<unsigned long long>(samples));
-  std::printf(
-      "step cost imbalance (max / mean of the ranks'): p50 %.3f, p99 %.3f, "
-      "max %.3f\n",
-      Quantile(imbalance, 0.5), Quantile(imbalance, 0.99),
-      imbalance.empty() ? 0.0 : imbalance.back());
-  std::printf("padding (micro-batches padded to their longest): %.2f%%\n",
-              padded == 0 ? 0.0 : 100.0 * (padded - tokens) / padded);
+  plan::BalanceFigures figures;
+  ForEachWindow(
+      spec, request.epoch, costs,
+      [&](const plan::EpochOrder&, uint64_t,
+          const plan::WindowBatches& window) { figures.AddWindow(window); });
+  std::printf("epoch %llu: %llu steps of %u micro-batches, %llu samples\n",
+              static_cast<unsigned long long>(request.epoch),
+              static_cast<unsigned long long>(figures.steps()),
+              spec.world_size(),
+              static_cast<unsigned long long>(figures.samples()));
+  std::fputs(BalanceLines(plan::BalanceProto(figures, request.epoch)).c_str(),
+             stdout);
 }
 
 }  // namespace
+
+std::string BalanceLines(const shard::v1::BatchBalance& balance) {
+  return absl::StrFormat(
+      "step cost imbalance (max / mean of the ranks'): p50 %.3f, p99 %.3f, "
+      "max %.3f\n"
+      "padding (micro-batches padded to their longest): %.2f%%\n",
+      balance.imbalance_p50(), balance.imbalance_p99(), balance.imbalance_max(),
+      100 * balance.padding());
+}
 
 absl::Status PrintBatchPlan(const shard::v1::JobSpec& spec,
                             const BatchPlanRequest& request) {

@@ -32,6 +32,11 @@ struct BatchPlanRequest {
 absl::Status PrintBatchPlan(const shard::v1::JobSpec& spec,
                             const BatchPlanRequest& request);
 
+// The two lines `plan --balance` and `describe` print for `balance`: the
+// step cost imbalance (p50, p99, max) and the padding, each ending in a
+// newline.
+std::string BalanceLines(const shard::v1::BatchBalance& balance);
+
 }  // namespace shard::shardctl
 
 #endif  // CLIENT_SHARDCTL_BATCH_PLAN_H_

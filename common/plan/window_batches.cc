@@ -133,10 +133,12 @@ std::vector<MicroBatch> GroupWindow(const std::vector<WindowEntry>& sorted,
 
 WindowBatches::WindowBatches(uint32_t world_size,
                              std::vector<uint64_t> positions,
-                             std::vector<uint64_t> batch_ends)
+                             std::vector<uint64_t> batch_ends,
+                             WindowCosts costs)
     : world_size_(world_size),
       positions_(std::move(positions)),
-      batch_ends_(std::move(batch_ends)) {}
+      batch_ends_(std::move(batch_ends)),
+      costs_(std::move(costs)) {}
 
 uint64_t WindowBatches::BatchBegin(uint64_t step, uint32_t rank) const {
   const uint64_t batch = step * world_size_ + rank;
@@ -155,16 +157,24 @@ WindowBatches ArrangeWindow(std::vector<WindowEntry> entries,
   positions.reserve(entries.size());
   std::vector<uint64_t> batch_ends;
   batch_ends.reserve(batches.size());
+  WindowCosts costs;
+  costs.of_batches.reserve(batches.size());
   for (uint64_t slot = 0; slot < steps; ++slot) {
     const uint64_t step = step_order.At(slot);
     for (uint64_t rank = 0; rank < world_size; ++rank) {
-      for (uint64_t sample : batches[step * world_size + rank].samples) {
+      const MicroBatch& batch = batches[step * world_size + rank];
+      for (uint64_t sample : batch.samples) {
         positions.push_back(entries[sample].position);
       }
       batch_ends.push_back(positions.size());
+      costs.of_batches.push_back(batch.cost);
+      costs.tokens += batch.sum;
+      costs.padded_tokens +=
+          batch.samples.size() * uint64_t{entries[batch.samples.front()].cost};
     }
   }
-  return WindowBatches(world_size, std::move(positions), std::move(batch_ends));
+  return WindowBatches(world_size, std::move(positions), std::move(batch_ends),
+                       std::move(costs));
 }
 
 uint64_t StepOrderKey(uint64_t seed, uint64_t epoch, uint64_t window) {

@@ -135,7 +135,7 @@ TEST(BatchStreamTest, WholeMicroBatchesOncePerStepOnEveryRank) {
 // The coordinator arranges each window once for the ranks of a world that
 // stream together, not once per rank (a rank asking while another
 // arranges it waits); a rank that re-reads windows every rank took
-// arranges them again.
+// arranges them again. The job's balance figures count the epoch's steps.
 TEST(BatchStreamTest, TheRanksOfAWorldShareEachWindowsArrangement) {
   constexpr uint64_t kLarge = 1000000;
   constexpr uint64_t kWindows = (kLarge + 65535) / 65536;  // default window
@@ -149,6 +149,7 @@ TEST(BatchStreamTest, TheRanksOfAWorldShareEachWindowsArrangement) {
   for (const client::Membership& member : members) {
     streams.push_back(client->OpenStream(member, 0, 0, small));
   }
+  uint64_t steps = 0;
   for (bool more = true; more;) {  // step by step, as training reads
     more = false;
     for (auto& stream : streams) {
@@ -157,9 +158,18 @@ TEST(BatchStreamTest, TheRanksOfAWorldShareEachWindowsArrangement) {
       ASSERT_TRUE(next.ok()) << next.status();
       more = more || next->has_value();
     }
+    steps += more;
   }
   const uint64_t together = cluster.service().Figures().batch_windows_arranged;
   EXPECT_EQ(together, kWindows);
+  // GetJob tells how balanced the epoch's steps were.
+  absl::StatusOr<shard::v1::Job> job = client->GetJob("balanced");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->batch_balance().steps(), steps);
+  EXPECT_EQ(job->batch_balance().samples(), kLarge);
+  EXPECT_GE(job->batch_balance().imbalance_p99(), 1.0);
+  EXPECT_LE(job->batch_balance().imbalance_p50(),
+            job->batch_balance().imbalance_p99());
   Drain(*client, members[1], 0, 0, kLarge);
   EXPECT_EQ(cluster.service().Figures().batch_windows_arranged,
             together + kWindows);

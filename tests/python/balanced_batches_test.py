@@ -32,10 +32,8 @@ With --replicated the same two phases run on a replicated coordinator (3
 etcd members, 3 replicas, leader lease 2 s) and the leader is killed
 between them instead: the costs are kept in etcd, and the new leader serves
 epoch 2's rest from them, exactly once (--check-etcd then reports them).
-A batch sampler with max_replicas creates an elastic job. A mixture with
-balanced batches (costs per source) serves the reference's micro-batches
-over the mixture's order; shardctl create-job and plan take its costs one
-file per source. An elastic job is
+A batch sampler with max_replicas creates an elastic job
+(mixtures: balanced_mixture_test.py). An elastic job is
 resized mid-epoch (4 ranks, then 2, the coordinator restarted between):
 each world gets the reference's micro-batches and the epoch is served
 once.
@@ -46,13 +44,12 @@ import os
 import subprocess
 import sys
 
-from harness import (ShardDaemon, check, exit_code, join_all,  # noqa: E402
-                     parse_args)
+from harness import (ShardDaemon, check, exit_code,  # noqa: E402
+                     expect_error, join_all, parse_args)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "conformance"))
 import batch_plan_reference as reference  # noqa: E402
-import mixture_reference  # noqa: E402
 
 N = 3000
 WORLD = 2
@@ -236,116 +233,6 @@ def check_elastic_sampler(address):
                      range(60), costs=values, batch_tokens=40,
                      coordinator=address, job="elastic-bad", member="e",
                      num_replicas=2, min_replicas=3))
-
-
-def check_mixture(args, address):
-    """A mixture with balanced batches (sources "short" twice per epoch
-    and 300 chosen of "long", each with its own costs): two
-    DistributedBatchSamplers over the ConcatDataset serve two epochs, each
-    rank the reference's micro-batches over the mixture's order, every
-    chosen sample as often as the epoch chose it."""
-    import numpy as np
-    import shard
-    import shard.torch
-    import torch
-    from torch.utils.data import ConcatDataset
-    rng = np.random.default_rng(5)
-    short = np.clip(np.rint(rng.lognormal(4, 1, 500)), 8, 256).astype(int)
-    long = np.clip(np.rint(rng.lognormal(6, 1, 700)), 64, 2048).astype(int)
-    dataset = ConcatDataset([range(500), range(700)])
-    samplers = join_all(lambda i: shard.torch.DistributedBatchSampler(
-        dataset, costs=[short, long], batch_tokens=TOKENS, batch_window=400,
-        sources=[shard.source("short", repeat=2),
-                 shard.source("long", choose=300)],
-        coordinator=address, job="mixture", member=f"x{i}",
-        num_replicas=2, seed=SEED), 2)
-    samplers.sort(key=lambda s: s.rank)
-    triples = [("short", 500, "repeat", 2), ("long", 700, "choose", 300)]
-    values = [int(c) for c in np.concatenate([short, long])]
-    for epoch in range(2):
-        chosen = mixture_reference.chosen(
-            triples, mixture_reference.counts(triples), SEED, epoch)
-        order = [chosen[p] for p in torch.randperm(
-            len(chosen),
-            generator=torch.Generator().manual_seed(SEED + epoch)).tolist()]
-        plan = reference.plan(values, 2, batch_tokens=TOKENS, window=400,
-                              seed=SEED, epoch=epoch, order=order)
-        got = [[batch for batch in sampler] for sampler in samplers]
-        check(all(got[r] == [step[r] for step in plan] for r in range(2)),
-              f"mixture epoch {epoch}: each rank's {len(got[0])} "
-              f"micro-batches are the reference's {len(plan)} steps")
-        served = sorted(i for rank in got for batch in rank for i in batch)
-        check(served == sorted(chosen),
-              f"mixture epoch {epoch}: {len(served)} samples served, each "
-              f"as often as the epoch chose it")
-        if epoch == 0:
-            first_epoch = got[0]
-    for sampler in samplers:
-        sampler.close()
-    check_shardctl_mixture(args, address, short, long, first_epoch)
-    expect_error("a mixture's costs not one sequence per source", ValueError,
-                 lambda: shard.torch.DistributedBatchSampler(
-                     dataset, costs=values, batch_tokens=TOKENS,
-                     sources=[shard.source("short"), shard.source("long")],
-                     coordinator=address, job="mixture-bad",
-                     num_replicas=1))
-
-
-def check_shardctl_mixture(args, address, short, long, rank0_epoch0):
-    """shardctl create-job and plan take a mixture's costs one file per
-    source: the job names the costs the Python sampler uploaded, plan
-    prints rank 0's micro-batches of epoch 0, and files in the wrong order
-    are refused naming the source."""
-    import tempfile
-    import numpy as np
-    import shard
-    shardctl = os.path.join(args.bin_dir, "shardctl")
-    with tempfile.TemporaryDirectory() as work:
-        files = [os.path.join(work, name) for name in ("s.npy", "l.npy")]
-        np.save(files[0], short.astype(np.uint16))
-        np.save(files[1], long.astype(np.uint16))
-        common = [shardctl, "--coordinator", address]
-        mixture = ["--source", "short:500:repeat=2", "--source",
-                   "long:700:choose=300", "--world-size", "2", "--seed",
-                   str(SEED), "--batch-tokens", str(TOKENS),
-                   "--batch-window", "400"]
-        created = subprocess.run(
-            common + ["create-job", "--job", "mixture-ctl", *mixture,
-                      "--costs", files[0], "--costs", files[1]],
-            capture_output=True, text=True, timeout=60)
-        with shard.Client(address) as client:
-            digests = [client.get_job(job).spec.batches.costs_sha256
-                       for job in ("mixture", "mixture-ctl")]
-        check(created.returncode == 0 and digests[0] == digests[1],
-              f"shardctl create-job --costs per source names the costs the "
-              f"sampler uploaded ({created.stderr.strip()[-200:]})")
-        swapped = subprocess.run(
-            common + ["create-job", "--job", "mixture-swapped", *mixture,
-                      "--costs", files[1], "--costs", files[0]],
-            capture_output=True, text=True, timeout=60)
-        check(swapped.returncode != 0 and
-              "holds 700 costs but source short has 500 samples" in
-              swapped.stderr, f"a source's costs of another count are "
-              f"refused: {swapped.stderr.strip()}")
-        plan = subprocess.run(
-            common + ["plan", "--job", "mixture", "--epoch", "0", "--rank",
-                      "0", "--costs", files[0], "--costs", files[1]],
-            capture_output=True, text=True, timeout=60)
-        planned = [[int(i) for i in line.split(":")[1].split()]
-                   for line in plan.stdout.splitlines()]
-        check(plan.returncode == 0 and planned == rank0_epoch0,
-              f"shardctl plan --costs per source prints rank 0's "
-              f"{len(planned)} micro-batches of the mixture "
-              f"({plan.stderr.strip()[-200:]})")
-
-
-def expect_error(what, error_type, action):
-    try:
-        action()
-        check(False, f"{what} raises {error_type.__name__}")
-    except error_type as error:
-        check(True, f"{what} raises {error_type.__name__}: "
-              f"{str(error)[:160]}")
 
 
 def check_refusals(address):
@@ -588,7 +475,6 @@ def main():
         check_refusals(daemon.address)
         check_shardctl(args, daemon.address)
         check_elastic_sampler(daemon.address)
-        check_mixture(args, daemon.address)
         check_resize(daemon)
     return exit_code()
 

@@ -35,6 +35,16 @@ def check(condition, what, quiet=False):
         print(("ok      " if condition else "FAILED  ") + what, flush=True)
 
 
+def expect_error(what, error_type, action):
+    """Checks that action() raises error_type, reporting its message."""
+    try:
+        action()
+        check(False, f"{what} raises {error_type.__name__}")
+    except error_type as error:
+        check(True, f"{what} raises {error_type.__name__}: "
+              f"{str(error)[:160]}")
+
+
 def exit_code(prefix=""):
     """Prints the tally and returns the process's exit status."""
     print(f"{prefix}{RESULTS['passed']} passed, {RESULTS['failed']} failed")

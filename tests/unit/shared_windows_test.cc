@@ -137,15 +137,16 @@ TEST(SharedWindowTableTest, OneWorldsStreamsShareTheirWindows) {
   const plan::EpochWorlds resized(
       1000, plan::Tail::kPad, policy,
       {plan::EpochLink{0, 4}, plan::EpochLink{200, 2}});
-  std::shared_ptr<SharedWindows> a = table.For(7, 1, four);
-  EXPECT_EQ(table.For(7, 1, four), a);
-  EXPECT_NE(table.For(7, 2, four), a);     // another epoch
-  EXPECT_NE(table.For(8, 1, four), a);     // another incarnation
-  EXPECT_NE(table.For(7, 1, resized), a);  // another world of the epoch
+  std::shared_ptr<SharedWindows> a = table.For(7, 1, four, nullptr);
+  EXPECT_EQ(table.For(7, 1, four, nullptr), a);
+  EXPECT_NE(table.For(7, 2, four, nullptr), a);  // another epoch
+  EXPECT_NE(table.For(8, 1, four, nullptr), a);  // another incarnation
+  EXPECT_NE(table.For(7, 1, resized, nullptr),
+            a);  // another world of the epoch
   // Nobody holds the others: dropped as new worlds are made.
-  for (uint64_t job = 100; job < 140; ++job) table.For(job, 0, four);
+  for (uint64_t job = 100; job < 140; ++job) table.For(job, 0, four, nullptr);
   EXPECT_LT(table.size(), 40u);
-  EXPECT_EQ(table.For(7, 1, four), a);
+  EXPECT_EQ(table.For(7, 1, four, nullptr), a);
 }
 
 }  // namespace

@@ -1,0 +1,65 @@
+#include "common/plan/balance_figures.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace shard::plan {
+
+BalanceFigures::BalanceFigures() : histogram_(kBuckets + 1, 0) {}
+
+void BalanceFigures::AddWindow(const WindowBatches& window) {
+  const uint32_t world = window.world_size();
+  for (uint64_t step = 0; step < window.steps(); ++step) {
+    uint64_t total = 0;
+    uint64_t most = 0;
+    for (uint32_t rank = 0; rank < world; ++rank) {
+      const uint64_t cost = window.BatchCost(step, rank);
+      total += cost;
+      most = std::max(most, cost);
+    }
+    const double imbalance = total == 0 ? 1.0
+                                        : static_cast<double>(most) * world /
+                                              static_cast<double>(total);
+    const double bucket = std::floor((imbalance - 1.0) * kBuckets);
+    ++histogram_[static_cast<size_t>(
+        std::clamp(bucket, 0.0, static_cast<double>(kBuckets)))];
+    max_ = std::max(max_, imbalance);
+    ++steps_;
+  }
+  samples_ += window.samples();
+  tokens_ += static_cast<double>(window.costs().tokens);
+  padded_tokens_ += static_cast<double>(window.costs().padded_tokens);
+}
+
+double BalanceFigures::Imbalance(double q) const {
+  if (steps_ == 0) return 0;
+  const uint64_t rank = std::max<uint64_t>(
+      1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(steps_))));
+  uint64_t seen = 0;
+  for (int bucket = 0; bucket < kBuckets; ++bucket) {
+    seen += histogram_[bucket];
+    if (seen >= rank) {
+      return std::min(max_, 1.0 + static_cast<double>(bucket + 1) / kBuckets);
+    }
+  }
+  return max_;
+}
+
+double BalanceFigures::padding() const {
+  return padded_tokens_ == 0 ? 0 : (padded_tokens_ - tokens_) / padded_tokens_;
+}
+
+shard::v1::BatchBalance BalanceProto(const BalanceFigures& figures,
+                                     uint64_t epoch) {
+  shard::v1::BatchBalance balance;
+  balance.set_epoch(epoch);
+  balance.set_steps(figures.steps());
+  balance.set_samples(figures.samples());
+  balance.set_imbalance_p50(figures.Imbalance(0.5));
+  balance.set_imbalance_p99(figures.Imbalance(0.99));
+  balance.set_imbalance_max(figures.max_imbalance());
+  balance.set_padding(figures.padding());
+  return balance;
+}
+
+}  // namespace shard::plan
