@@ -1,9 +1,12 @@
 #include "tests/bench/coordinator_load.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -39,6 +42,20 @@ double ProcStatusField(int pid, const std::string& name) {
     }
   }
   return -1;
+}
+
+double ProcCpuSeconds(int pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  const std::string text((std::istreambuf_iterator<char>(stat)), {});
+  // Fields after the ")" of the command name: state is field 3; utime and
+  // stime are fields 14 and 15.
+  std::istringstream rest(text.substr(text.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 absl::StatusOr<std::unique_ptr<HeartbeatProbe>> HeartbeatProbe::Start(

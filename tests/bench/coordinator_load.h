@@ -30,6 +30,9 @@ double Percentile(std::vector<double> values, double q);
 // when it cannot be read.
 double ProcStatusField(int pid, const std::string& name);
 
+// The user + system CPU time of process `pid` so far, in seconds.
+double ProcCpuSeconds(int pid);
+
 // Creates the one-rank job `job_id`, joins it as "other" and heartbeats
 // every 100 ms on a thread of its own until destroyed. Thread-safe.
 class HeartbeatProbe {

@@ -13,13 +13,10 @@
 //   shard-scale-bench --coordinator HOST:PORT --job ID --ranks R
 //                     --coordinator-pid PID [--ranks-per-connection 10]
 //   shard-scale-bench --memcpy-bytes B     (the copy rate of B bytes)
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <future>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,24 +26,10 @@
 #include "common/cli/command_line.h"
 #include "shard/client/coordinator_client.h"
 #include "tests/bench/bench_report.h"
+#include "tests/bench/coordinator_load.h"
 
 namespace shard::bench {
 namespace {
-
-// utime + stime of a process, in seconds.
-double CpuSeconds(int pid) {
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text((std::istreambuf_iterator<char>(stat)), {});
-  // Fields after the ")" of the command name: state is field 3; utime and
-  // stime are fields 14 and 15.
-  std::istringstream rest(text.substr(text.rfind(')') + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14 || i == 15) ticks += std::stod(field);
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
 
 double PeakRssMibOf(int pid) {
   std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
@@ -109,12 +92,12 @@ int Scale(const std::string& address, const std::string& job, uint32_t ranks,
   if (!warm.ok()) return Fail(warm.status().ToString());
   const double order_s = Seconds(warm_start, Clock::now());
   std::fprintf(stderr, "scale bench: %u ranks joined; streaming\n", ranks);
-  const double cpu_before = CpuSeconds(pid);
+  const double cpu_before = ProcCpuSeconds(pid);
   const Clock::time_point start = Clock::now();
   go->Block();
   for (std::thread& t : threads) t.join();
   const double wall = Seconds(start, Clock::now());
-  const double cpu = CpuSeconds(pid) - cpu_before;
+  const double cpu = ProcCpuSeconds(pid) - cpu_before;
   for (const std::string& error : errors) {
     if (!error.empty()) return Fail(error);
   }

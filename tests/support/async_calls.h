@@ -60,6 +60,8 @@ class AsyncCalls {
     absl::MutexLock lock(&mu_);
     while (finished_ < calls_.size()) all_done_.Wait(&mu_);
   }
+  // Calls started.
+  size_t size() const { return calls_.size(); }
   // Calls ended so far, and those that ended OK.
   size_t finished() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
