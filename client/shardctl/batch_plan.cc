@@ -1,7 +1,5 @@
 #include "client/shardctl/batch_plan.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <vector>

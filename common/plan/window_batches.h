@@ -21,22 +21,23 @@ struct WindowEntry {
   uint32_t cost;
 };
 
-// The window's steps in training order. Step s, rank r holds the
-// micro-batch MicroBatch(s, r): positions[begin, end) of the window's
-// entries in that micro-batch's order.
 // What a window's micro-batches cost: each one's cost under the policy's
-// model (in WindowBatches::positions() order), and the sums over the
-// window of the samples' costs and of count x longest of each micro-batch.
+// model (one per micro-batch, in WindowBatches::positions() order), and
+// the sums over the window of the samples' costs and of count x longest
+// of each micro-batch.
 struct WindowCosts {
   std::vector<uint64_t> of_batches;
   uint64_t tokens = 0;
   uint64_t padded_tokens = 0;
 };
 
+// The window's steps in training order. Step s, rank r holds the
+// micro-batch positions()[BatchBegin(s, r), BatchEnd(s, r)) of the window's
+// entries in that micro-batch's order.
 class WindowBatches {
  public:
   WindowBatches(uint32_t world_size, std::vector<uint64_t> positions,
-                std::vector<uint64_t> batch_ends, WindowCosts costs = {});
+                std::vector<uint64_t> batch_ends, WindowCosts costs);
 
   uint32_t world_size() const { return world_size_; }
   uint64_t steps() const { return batch_ends_.size() / world_size_; }
@@ -52,10 +53,9 @@ class WindowBatches {
   // Samples of the window in steps before `step`: the window-relative
   // position where that step begins.
   uint64_t StepBegin(uint64_t step) const { return BatchBegin(step, 0); }
-  // Micro-batch (step, rank)'s cost (0 when made without costs).
+  // Micro-batch (step, rank)'s cost.
   uint64_t BatchCost(uint64_t step, uint32_t rank) const {
-    const uint64_t batch = step * world_size_ + rank;
-    return batch < costs_.of_batches.size() ? costs_.of_batches[batch] : 0;
+    return costs_.of_batches[step * world_size_ + rank];
   }
   const WindowCosts& costs() const { return costs_; }
   // The bytes the arrangement holds.

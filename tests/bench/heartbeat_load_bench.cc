@@ -194,8 +194,10 @@ int main(int argc, char** argv) {
       ->check(shard::cli::AtLeast(1));
   shard::cli::AddOption(app, "--interval", interval_s,
                         "seconds between a member's heartbeats (the "
-                        "clients' default: 2)");
-  shard::cli::AddOption(app, "--seconds", seconds, "length of the phase");
+                        "clients' default: 2)")
+      ->check(CLI::Range(0.1, 3600.0));
+  shard::cli::AddOption(app, "--seconds", seconds, "length of the phase")
+      ->check(CLI::Range(1.0, 86400.0));
   if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }

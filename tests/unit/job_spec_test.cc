@@ -54,6 +54,33 @@ TEST(JobSpecTest, RefusesBadFieldsWithMessages) {
   expect_invalid(tail, "tail");
 }
 
+// A mixture with balanced batches: its costs are one per sample of the
+// sources together, at most 2^32 of them (the epoch, here twice as long,
+// may hold more positions).
+TEST(JobSpecTest, AMixtureWithBatchesHoldsAtMost2To32Samples) {
+  const auto mixture = [](uint64_t second_source) {
+    JobSpec spec = Spec(0, 8);
+    spec.set_shuffle_algorithm(shard::v1::SHUFFLE_ALGORITHM_FEISTEL);
+    shard::v1::Source* a = spec.add_sources();
+    a->set_name("a");
+    a->set_size(uint64_t{1} << 31);
+    a->set_repeat(2);
+    shard::v1::Source* b = spec.add_sources();
+    b->set_name("b");
+    b->set_size(second_source);
+    b->set_repeat(2);
+    spec.mutable_batches()->set_batch_tokens(4096);
+    spec.mutable_batches()->set_costs_sha256(std::string(64, 'a'));
+    return NormalizeJobSpec(spec, kNoLimit);
+  };
+  absl::StatusOr<JobSpec> largest = mixture(uint64_t{1} << 31);
+  ASSERT_TRUE(largest.ok()) << largest.status();
+  EXPECT_EQ(largest->dataset_size(), uint64_t{1} << 32);
+  EXPECT_EQ(largest->epoch_size(), uint64_t{1} << 33);
+  EXPECT_EQ(mixture((uint64_t{1} << 31) + 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(JobSpecTest, AcceptsTheLargestSeed) {
   JobSpec spec = Spec(10, 2);
   spec.set_seed(kMaxSeed);

@@ -26,7 +26,10 @@ plan::WindowBatches WindowOf(uint32_t world, uint64_t samples) {
   std::vector<uint64_t> positions(samples);
   std::vector<uint64_t> ends;
   for (uint32_t r = 1; r <= world; ++r) ends.push_back(samples * r / world);
-  return plan::WindowBatches(world, std::move(positions), std::move(ends));
+  plan::WindowCosts costs;
+  costs.of_batches.assign(world, 1);
+  return plan::WindowBatches(world, std::move(positions), std::move(ends),
+                             std::move(costs));
 }
 
 class SharedWindowsTest : public ::testing::Test {
