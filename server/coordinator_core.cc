@@ -70,6 +70,11 @@ uint64_t CoordinatorCore::Decide(absl::FunctionRef<void(LockedCore&)> decide) {
   return writes_.journaled();
 }
 
+void CoordinatorCore::ObserveCreatedJobs(JobCreatedObserver observer) {
+  absl::MutexLock lock(&mu_);
+  on_job_created_ = std::move(observer);
+}
+
 void CoordinatorCore::Drain() {
   {
     UnlockThenRun lock(&mu_);

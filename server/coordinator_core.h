@@ -143,6 +143,12 @@ class CoordinatorCore {
     ReplyWhenDurable(*log_, journaled, std::move(reply), std::move(answer));
   }
 
+  // Told of each job created, under the core's lock right after its
+  // creation was journaled and its epoch 0 prepared; it must be quick and
+  // must not call the core. Set once, before the core serves calls.
+  using JobCreatedObserver = std::function<void(LockedCore&, const JobState&)>;
+  void ObserveCreatedJobs(JobCreatedObserver observer) ABSL_LOCKS_EXCLUDED(mu_);
+
   // From now on every call answers UNAVAILABLE; parked joins and store
   // waits wake up, calls waiting for order memory answer at once, and
   // next epochs are no longer prepared.
@@ -180,6 +186,7 @@ class CoordinatorCore {
   // answer ABORTED so that trainers form a new generation instead of
   // waiting for keys that are gone.
   const uint64_t store_lost_through_;
+  JobCreatedObserver on_job_created_ ABSL_GUARDED_BY(mu_);
 };
 
 template <typename Response>

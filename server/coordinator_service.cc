@@ -41,7 +41,11 @@ CoordinatorService::CoordinatorService(
     CoordinatorState recovered)
     : core_(std::move(options), std::move(store), std::move(recovered)),
       store_(&core_.rendezvous(), &core_.waiting_calls(),
-             core_.options().max_wait, StoreScopeOf(&core_)) {}
+             core_.options().max_wait, StoreScopeOf(&core_)) {
+  core_.ObserveCreatedJobs([this](LockedCore& core, const JobState& job) {
+    shards_.ArrangeFirstWindowAhead(core, job);
+  });
+}
 
 absl::StatusOr<shard::v1::Job> CoordinatorService::GetJob(
     const shard::v1::GetJobRequest& request) {

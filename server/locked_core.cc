@@ -141,6 +141,8 @@ absl::StatusOr<const JobState*> LockedCore::CreateOrMatchJob(
   const JobState* created = state().FindJob(job_id);
   // Its trainers are about to join: have epoch 0 ready when they stream.
   core_.orders_.Prepare(IncarnationOf(*created), created->spec, 0);
+  core_.mu_.AssertHeld();
+  if (core_.on_job_created_) core_.on_job_created_(*this, *created);
   return created;
 }
 

@@ -74,7 +74,8 @@ class LockedCore {
 
   // Creates the job or checks that the stored spec equals `spec`
   // (normalised); `conflict_code` is the error for a different stored spec.
-  // A created job has its epoch 0 prepared.
+  // A created job has its epoch 0 prepared and is told to the core's
+  // JobCreatedObserver.
   absl::StatusOr<const JobState*> CreateOrMatchJob(
       const std::string& job_id, const shard::v1::JobSpec& spec,
       absl::StatusCode conflict_code);

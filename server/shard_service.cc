@@ -49,6 +49,15 @@ absl::Status CheckPreviewRequest(
   return absl::OkStatus();
 }
 
+// The balance tally of the job of `incarnation` in `tallies`, made on
+// first use (live(): the jobs held).
+std::shared_ptr<BalanceTally> TallyOf(
+    JobTable<BalanceTally>& tallies, uint64_t incarnation,
+    absl::FunctionRef<absl::flat_hash_set<uint64_t>()> live) {
+  return tallies.ForJob(incarnation, live,
+                        [] { return std::make_shared<BalanceTally>(); });
+}
+
 // Where a balanced-batch job's stream starts, with the job's tally of
 // `tallies` (live(): the jobs held); nullopt for other jobs.
 std::optional<ShardService::BatchedStart> BatchedStartOf(
@@ -59,13 +68,37 @@ std::optional<ShardService::BatchedStart> BatchedStartOf(
   if (!spec.has_batches()) return std::nullopt;
   return ShardService::BatchedStart{
       job.incarnation,
-      tallies.ForJob(job.incarnation, live,
-                     [] { return std::make_shared<BalanceTally>(); }),
+      TallyOf(tallies, job.incarnation, live),
       plan::EpochWorldsOf(spec, job.WorldsOf(request.epoch())),
       spec.seed(),
       request.epoch(),
       request.start_position(),
       spec.batches().costs_sha256()};
+}
+
+// Arranges window 0 of `batches` (epoch 0 of a single world) into
+// `windows` once the entries of `order` it reads are final: here if they
+// are, else on the thread that finalises them (as a stream's next window
+// is arranged).
+void ArrangeFirstWindowWhenFinal(std::shared_ptr<SharedWindows> windows,
+                                 plan::EpochBatches batches, uint64_t seed,
+                                 EpochOrderCache::Order order,
+                                 std::shared_ptr<const plan::CostTable> costs) {
+  if (batches.windows() == 0) return;
+  const uint64_t last = std::min(batches.OrderEndOf(0), order->size()) - 1;
+  auto arrange = [windows = std::move(windows), batches = std::move(batches),
+                  seed, order, costs = std::move(costs)] {
+    windows->ArrangeAhead(0, [&] {
+      return batches.Arrange(
+          0, plan::EpochBatches::CostsInOrder(*order, *costs), seed, 0);
+    });
+  };
+  plan::OrderProgress* progress = order->progress();
+  if (progress == nullptr || last < progress->Final()) return arrange();
+  progress->WhenFinal(
+      last, [arrange = std::move(arrange)](absl::Status built) mutable {
+        if (built.ok()) arrange();  // else the streams report the failure
+      });
 }
 
 }  // namespace
@@ -76,6 +109,49 @@ absl::flat_hash_set<uint64_t> LiveIncarnations(const LockedCore& core) {
     live.insert(job->incarnation);
   }
   return live;
+}
+
+void ShardService::ArrangeFirstWindowAhead(LockedCore& core,
+                                           const JobState& job) {
+  const shard::v1::JobSpec& spec = job.spec;
+  if (!spec.has_batches()) return;
+  const plan::EpochWorlds worlds =
+      plan::EpochWorldsOf(spec, {plan::EpochLink{0, spec.world_size()}});
+  std::shared_ptr<SharedWindows> windows =
+      shared_windows_.Pin(job.incarnation, 0, worlds,
+                          TallyOf(balance_tallies_, job.incarnation,
+                                  [&core] { return LiveIncarnations(core); }));
+  // Claimed with the state it was read from, like a stream's.
+  EpochOrderCache::Claim claim =
+      core_->orders().ClaimOrder(IncarnationOf(job), spec, 0);
+  ahead_.Schedule([costs = &core_->costs(), orders = &core_->orders(),
+                   sha256 = spec.batches().costs_sha256(),
+                   deadline = absl::Now() + core_->options().max_wait,
+                   claim = std::move(claim), windows = std::move(windows),
+                   batches = worlds.Resolve(nullptr, spec.seed(), 0),
+                   seed = spec.seed()]() mutable {
+    costs->WhenLoaded(
+        sha256, [orders, deadline, claim = std::move(claim),
+                 windows = std::move(windows), batches = std::move(batches),
+                 seed](absl::StatusOr<std::shared_ptr<const plan::CostTable>>
+                           table) mutable {
+          if (!table.ok()) return;  // the streams report it
+          // The first window's gather then finds the table's address
+          // translations cached (cost_table.h).
+          (*table)->TouchPages();
+          orders->WhenReady(
+              std::move(claim),
+              [windows = std::move(windows), batches = std::move(batches), seed,
+               table = *std::move(table)](
+                  absl::StatusOr<EpochOrderCache::Order> order) mutable {
+                if (!order.ok()) return;  // the streams report it
+                ArrangeFirstWindowWhenFinal(
+                    std::move(windows), std::move(batches), seed,
+                    *std::move(order), std::move(table));
+              },
+              deadline);
+        });
+  });
 }
 
 absl::StatusOr<ShardService::PreparedShard> ShardService::PrepareShard(

@@ -8,6 +8,10 @@
 // after max_wait. A stream reads the order while it is being shuffled
 // (ShardCursor); a preview answers once the entries of its page are final.
 //
+// A new job with balanced batches has the first window of its epoch 0
+// arranged ahead, on this service's own thread, for the world its spec
+// names (ArrangeFirstWindowAhead), so that its first stream finds it.
+//
 // Also keeps the indices streams delivered per source of each mixture job
 // (source_counters(), for the metrics).
 //
@@ -33,6 +37,7 @@
 #include "server/shard_cursor.h"
 #include "server/shared_window_table.h"
 #include "server/source_counter_table.h"
+#include "server/work_pool.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
@@ -58,6 +63,13 @@ class ShardService {
   void StartPreviewShard(const shard::v1::PreviewShardRequest& request,
                          absl::Time call_deadline,
                          Reply<shard::v1::PreviewShardResponse> reply);
+
+  // For a job just created with balanced batches (called under the
+  // core's lock, by its JobCreatedObserver): claims epoch 0's order now
+  // and arranges the first window of the world of the spec's world_size
+  // (the first world's size) once its entries are final, keeping it until
+  // that world's first stream takes it. Other jobs: nothing.
+  void ArrangeFirstWindowAhead(LockedCore& core, const JobState& job);
 
   // Indices delivered per source of each mixture job that has streamed.
   SourceCounterTable& source_counters() { return source_counters_; }
@@ -122,6 +134,9 @@ class ShardService {
   SourceCounterTable source_counters_;
   SharedWindowTable shared_windows_;
   JobTable<BalanceTally> balance_tallies_;
+  // Starts ArrangeFirstWindowAhead's work off the core's lock. Declared
+  // last: destroyed first, running what is queued while the rest lives.
+  WorkPool ahead_{1};
 };
 
 }  // namespace shard::server

@@ -1,5 +1,6 @@
 #include "server/shared_windows.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace shard::server {
@@ -16,6 +17,7 @@ SharedWindows::Window SharedWindows::Take(
     uint64_t window, uint32_t rank,
     absl::FunctionRef<plan::WindowBatches()> arrange) {
   absl::MutexLock lock(&mu_);
+  asked_end_ = std::max(asked_end_, window + 1);
   while (true) {
     auto [entry, made] = kept_.try_emplace(window);
     if (made) {
@@ -33,6 +35,16 @@ SharedWindows::Window SharedWindows::Take(
     };
     mu_.Await(absl::Condition(&settled));
   }
+}
+
+void SharedWindows::ArrangeAhead(
+    uint64_t window, absl::FunctionRef<plan::WindowBatches()> arrange) {
+  absl::MutexLock lock(&mu_);
+  if (window < asked_end_) return;  // the ranks arranged it or moved on
+  auto [entry, made] = kept_.try_emplace(window);
+  if (!made) return;
+  ArrangeInto(entry, arrange);
+  DropNewest();
 }
 
 void SharedWindows::ArrangeInto(

@@ -52,6 +52,13 @@ class SharedWindows {
   Window Take(uint64_t window, uint32_t rank,
               absl::FunctionRef<plan::WindowBatches()> arrange)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Arranges window `window` with `arrange` (on this thread, outside the
+  // lock) before any rank asks for it, then keeps it for the ranks to
+  // take; nothing if a rank asked for it or a later window already (Take),
+  // or it is kept or being arranged.
+  void ArrangeAhead(uint64_t window,
+                    absl::FunctionRef<plan::WindowBatches()> arrange)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Kept {
@@ -81,6 +88,8 @@ class SharedWindows {
   absl::Mutex mu_;
   std::map<uint64_t, Kept> kept_ ABSL_GUARDED_BY(mu_);  // by window
   uint64_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // One past the latest window a rank asked for.
+  uint64_t asked_end_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace shard::server

@@ -52,6 +52,15 @@ void CostTable::Gather(absl::Span<const uint64_t> samples,
   }
 }
 
+void CostTable::TouchPages() const {
+  constexpr uint64_t kPage = 4096;
+  const uint64_t step =
+      kPage / (narrow_.empty() ? sizeof(uint32_t) : sizeof(uint16_t));
+  volatile uint32_t read = 0;  // every read is made
+  for (uint64_t i = 0; i < size(); i += step) read = At(i);
+  (void)read;
+}
+
 bool IsSha256Hex(absl::string_view text) {
   return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
            return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');

@@ -3,12 +3,16 @@
 time from opening rank 0's stream of epoch 0 to its first index (a plain
 job) or its first micro-batch (the same job with balanced batches: the
 first window arranged), for a new job of --samples samples and W = 8
-(median of --repeats new jobs each), the time to upload the costs, and the
-coordinator's resident memory before and after the costs are held
-(VmRSS of shardd; the costs fit 16 bits, so 2 bytes a sample).
+(median of --repeats new jobs each, each created --settle seconds after
+the previous one, on an idle coordinator), the time to upload the costs,
+and the coordinator's resident memory before and after the costs are
+held (VmRSS of shardd; the costs fit 16 bits, so 2 bytes a sample).
+--baseline-bin-dir measures another build's shardd the same way, after
+this one, in the same run.
 
   tests/bench/run_balanced_first_batch_bench.py --bin-dir build/bin
       --python-dir build/python [--samples 100000000] [--repeats 3]
+      [--settle 5] [--baseline-bin-dir DIR]
 """
 import argparse
 import os
@@ -56,21 +60,11 @@ def first_item(client, job, spec, batched):
     return elapsed
 
 
-def main():
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--bin-dir", required=True)
-    parser.add_argument("--python-dir", required=True)
-    parser.add_argument("--samples", type=int, default=100_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    sys.path.insert(0, args.python_dir)
-    import numpy as np
+def measure(bin_dir, costs, samples, repeats, settle_s):
+    """One shardd of `bin_dir`: the upload, its memory, and each repeat's
+    first index (plain) and first micro-batch (balanced), in seconds."""
     import shard
-    rng = np.random.default_rng(0)
-    costs = np.clip(np.rint(rng.lognormal(5, 1, args.samples)), 16,
-                    1024).astype(np.uint16)
-    with ShardDaemon(args.bin_dir) as daemon:
+    with ShardDaemon(bin_dir) as daemon:
         client = shard.Client(daemon.address)
         before = rss_mib(daemon.pid)
         began = time.perf_counter()
@@ -78,25 +72,67 @@ def main():
         upload = time.perf_counter() - began
         after = rss_mib(daemon.pid)
         plain, batched = [], []
-        for repeat in range(args.repeats):
+        for repeat in range(repeats):
+            # Each job on an idle coordinator: the previous job's order
+            # is no longer being shuffled.
+            time.sleep(settle_s)
             plain.append(first_item(
                 client, f"plain-{repeat}",
-                shard.job_spec(args.samples, WORLD, seed=repeat), False))
+                shard.job_spec(samples, WORLD, seed=repeat), False))
+            time.sleep(settle_s)
             batched.append(first_item(
                 client, f"batched-{repeat}",
-                shard.job_spec(args.samples, WORLD, seed=repeat,
+                shard.job_spec(samples, WORLD, seed=repeat,
                                batch_tokens=8192, costs_sha256=digest), True))
         held = rss_mib(daemon.pid)
-    print(f"samples: {args.samples}, W = {WORLD}")
-    print(f"costs upload: {upload:.2f} s")
-    print(f"shardd VmRSS: {before:.0f} MiB before, {after:.0f} MiB with the "
+    return {"upload": upload, "rss": (before, after, held),
+            "plain": plain, "batched": batched}
+
+
+def report(name, figures):
+    plain = statistics.median(figures["plain"])
+    batched = statistics.median(figures["batched"])
+    before, after, held = figures["rss"]
+    print(f"{name}:")
+    print(f"  costs upload: {figures['upload']:.2f} s")
+    print(f"  shardd VmRSS: {before:.0f} MiB before, {after:.0f} MiB with the "
           f"costs, {held:.0f} MiB after the jobs")
-    print(f"first index, plain job:        "
-          f"{1000 * statistics.median(plain):.1f} ms (median of {len(plain)})")
-    print(f"first micro-batch, same job:   "
-          f"{1000 * statistics.median(batched):.1f} ms")
-    print(f"difference:                    "
-          f"{1000 * (statistics.median(batched) - statistics.median(plain)):.1f} ms")
+    print(f"  first index, plain job:        {1000 * plain:.1f} ms "
+          f"(median of {len(figures['plain'])})")
+    print(f"  first micro-batch, same job:   {1000 * batched:.1f} ms")
+    print(f"  difference:                    {1000 * (batched - plain):.1f} ms")
+    for kind in ("plain", "batched"):
+        each = ", ".join(f"{1000 * t:.1f}" for t in sorted(figures[kind]))
+        print(f"  each {kind} job (ms, sorted): {each}")
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--python-dir", required=True)
+    parser.add_argument("--samples", type=int, default=100_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--settle", type=float, default=5.0,
+                        help="seconds to wait before each new job")
+    parser.add_argument("--baseline-bin-dir",
+                        help="another build's shardd, measured in the same "
+                             "run after this one")
+    args = parser.parse_args()
+    if args.samples < 1 or args.repeats < 1:
+        parser.error("--samples and --repeats must be at least 1")
+    sys.path.insert(0, args.python_dir)
+    import numpy as np
+    rng = np.random.default_rng(0)
+    costs = np.clip(np.rint(rng.lognormal(5, 1, args.samples)), 16,
+                    1024).astype(np.uint16)
+    print(f"samples: {args.samples}, W = {WORLD}")
+    report(args.bin_dir, measure(args.bin_dir, costs, args.samples,
+                                 args.repeats, args.settle))
+    if args.baseline_bin_dir:
+        report(args.baseline_bin_dir,
+               measure(args.baseline_bin_dir, costs, args.samples,
+                       args.repeats, args.settle))
 
 
 if __name__ == "__main__":

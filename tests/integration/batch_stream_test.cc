@@ -3,13 +3,16 @@
 // NextBatch() however the chunks cut them, the same step ends on every
 // rank, every sample once, a resume at a step's end and across a cut
 // connection, and the refusals of a job without its costs and of Next() on
-// such a job; each window arranged once for the world's ranks; a mixture
-// with balanced batches.
+// such a job; each window arranged once for the world's ranks, a new
+// job's first one before any rank streams; a mixture with balanced
+// batches.
 #include <algorithm>
 #include <future>
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/plan/cost_digest.h"
 #include "common/plan/mixture.h"
 #include "gtest/gtest.h"
@@ -132,6 +135,30 @@ TEST(BatchStreamTest, WholeMicroBatchesOncePerStepOnEveryRank) {
   for (uint64_t i = 0; i < kSamples; ++i) ASSERT_EQ(served[i], i);
 }
 
+// Every rank's epoch 0 read step by step, as DDP ranks train; returns the
+// number of steps.
+uint64_t DrainStepByStep(client::CoordinatorClient& client,
+                         const std::vector<client::Membership>& members) {
+  client::StreamOptions small;
+  small.prefetch_bytes = 1024;  // the streams advance as they are read
+  std::vector<std::unique_ptr<client::ShardStream>> streams;
+  for (const client::Membership& member : members) {
+    streams.push_back(client.OpenStream(member, 0, 0, small));
+  }
+  uint64_t steps = 0;
+  for (bool more = true; more;) {
+    more = false;
+    for (auto& stream : streams) {
+      absl::StatusOr<std::optional<client::MicroBatch>> next =
+          stream->NextBatch();
+      EXPECT_TRUE(next.ok()) << next.status();
+      more = more || (next.ok() && next->has_value());
+    }
+    steps += more;
+  }
+  return steps;
+}
+
 // The coordinator arranges each window once for the ranks of a world that
 // stream together, not once per rank (a rank asking while another
 // arranges it waits); a rank that re-reads windows every rank took
@@ -143,23 +170,7 @@ TEST(BatchStreamTest, TheRanksOfAWorldShareEachWindowsArrangement) {
   auto client = cluster.NewClient();
   const std::vector<client::Membership> members =
       JoinAll(cluster, UploadedLargeJob(*client, kLarge));
-  client::StreamOptions small;
-  small.prefetch_bytes = 1024;  // the streams advance as they are read
-  std::vector<std::unique_ptr<client::ShardStream>> streams;
-  for (const client::Membership& member : members) {
-    streams.push_back(client->OpenStream(member, 0, 0, small));
-  }
-  uint64_t steps = 0;
-  for (bool more = true; more;) {  // step by step, as training reads
-    more = false;
-    for (auto& stream : streams) {
-      absl::StatusOr<std::optional<client::MicroBatch>> next =
-          stream->NextBatch();
-      ASSERT_TRUE(next.ok()) << next.status();
-      more = more || next->has_value();
-    }
-    steps += more;
-  }
+  const uint64_t steps = DrainStepByStep(*client, members);
   const uint64_t together = cluster.service().Figures().batch_windows_arranged;
   EXPECT_EQ(together, kWindows);
   // GetJob tells how balanced the epoch's steps were.
@@ -173,6 +184,26 @@ TEST(BatchStreamTest, TheRanksOfAWorldShareEachWindowsArrangement) {
   Drain(*client, members[1], 0, 0, kLarge);
   EXPECT_EQ(cluster.service().Figures().batch_windows_arranged,
             together + kWindows);
+}
+
+// A new job's first window is arranged as the job is created, before any
+// rank streams, and the first world's streams take that arrangement
+// instead of making their own.
+TEST(BatchStreamTest, ANewJobsFirstWindowIsArrangedBeforeAnyStream) {
+  constexpr uint64_t kLarge = 1000000;
+  constexpr uint64_t kWindows = (kLarge + 65535) / 65536;  // default window
+  testing::TestCluster cluster;
+  auto client = cluster.NewClient();
+  const shard::v1::JobSpec spec = UploadedLargeJob(*client, kLarge);
+  ASSERT_TRUE(client->CreateJob("balanced", spec).ok());
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (cluster.service().Figures().batch_windows_arranged == 0 &&
+         absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(cluster.service().Figures().batch_windows_arranged, 1u);
+  DrainStepByStep(*client, JoinAll(cluster, spec));
+  EXPECT_EQ(cluster.service().Figures().batch_windows_arranged, kWindows);
 }
 
 TEST(BatchStreamTest, RefusesAJobWithoutItsCostsAndNextOnBatches) {

@@ -1,15 +1,16 @@
 // SharedWindows: each window arranged once for the ranks of a world (a
 // rank asking meanwhile waits for it; a failed arrangement is left to the
-// next rank), kept
-// until every rank took it or the bytes kept pass their bound (then
-// arranged again for a rank that asks), and SharedWindowTable giving the
-// streams of one world the same windows.
+// next rank; one arranged ahead is taken like the others), kept until
+// every rank took it or the bytes kept pass their bound (then arranged
+// again for a rank that asks), and SharedWindowTable giving the streams of
+// one world the same windows, a pinned world's until its first stream.
 #include "server/shared_windows.h"
 
 #include <atomic>
 #include <memory>
 #include <new>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -131,15 +132,36 @@ TEST_F(SharedWindowsTest, AWindowOverTheBoundIsServedButNotKept) {
   EXPECT_EQ(arranged_->load(), 2u);
 }
 
-TEST(SharedWindowTableTest, OneWorldsStreamsShareTheirWindows) {
-  SharedWindowTable table;
+TEST_F(SharedWindowsTest, AWindowArrangedAheadIsTakenByEveryRank) {
+  SharedWindows windows(kWorld, uint64_t{1} << 20, arranged_);
+  windows.ArrangeAhead(0, [&] { return WindowOf(kWorld, 64); });
+  windows.ArrangeAhead(0, [&] { return WindowOf(kWorld, 64); });  // kept
+  EXPECT_EQ(arranged_->load(), 1u);
+  const SharedWindows::Window first = Take(windows, 0, 0);
+  for (uint32_t rank = 1; rank < kWorld; ++rank) {
+    EXPECT_EQ(Take(windows, 0, rank), first);
+  }
+  EXPECT_EQ(arranged_->load(), 1u);
+  Take(windows, 0, 0);  // every rank took it: dropped
+  EXPECT_EQ(arranged_->load(), 2u);
+  // Late: a rank asked for it already (it was arranged for the ranks,
+  // perhaps dropped since).
+  windows.ArrangeAhead(0, [&] { return WindowOf(kWorld, 64); });
+  EXPECT_EQ(arranged_->load(), 2u);
+}
+
+// The worlds `links` of an epoch of 1,000 samples.
+plan::EpochWorlds Worlds(std::vector<plan::EpochLink> links) {
   plan::BatchPolicy policy;
   policy.batch_tokens = 100;
-  const plan::EpochWorlds four(1000, plan::Tail::kPad, policy,
-                               {plan::EpochLink{0, 4}});
-  const plan::EpochWorlds resized(
-      1000, plan::Tail::kPad, policy,
-      {plan::EpochLink{0, 4}, plan::EpochLink{200, 2}});
+  return plan::EpochWorlds(1000, plan::Tail::kPad, policy, std::move(links));
+}
+
+TEST(SharedWindowTableTest, OneWorldsStreamsShareTheirWindows) {
+  SharedWindowTable table;
+  const plan::EpochWorlds four = Worlds({plan::EpochLink{0, 4}});
+  const plan::EpochWorlds resized =
+      Worlds({plan::EpochLink{0, 4}, plan::EpochLink{200, 2}});
   std::shared_ptr<SharedWindows> a = table.For(7, 1, four, nullptr);
   EXPECT_EQ(table.For(7, 1, four, nullptr), a);
   EXPECT_NE(table.For(7, 2, four, nullptr), a);  // another epoch
@@ -150,6 +172,25 @@ TEST(SharedWindowTableTest, OneWorldsStreamsShareTheirWindows) {
   for (uint64_t job = 100; job < 140; ++job) table.For(job, 0, four, nullptr);
   EXPECT_LT(table.size(), 40u);
   EXPECT_EQ(table.For(7, 1, four, nullptr), a);
+}
+
+// A pinned world outlives its holders until a stream asks for it; the
+// oldest pin goes first past kMaxPinned.
+TEST(SharedWindowTableTest, APinnedWorldWaitsForItsFirstStream) {
+  SharedWindowTable table;
+  const plan::EpochWorlds four = Worlds({plan::EpochLink{0, 4}});
+  SharedWindows* pinned = table.Pin(7, 0, four, nullptr).get();
+  EXPECT_EQ(table.pinned(), 1u);
+  std::shared_ptr<SharedWindows> stream = table.For(7, 0, four, nullptr);
+  EXPECT_EQ(stream.get(), pinned);  // nobody else held it meanwhile
+  EXPECT_EQ(table.pinned(), 0u);
+  std::vector<std::weak_ptr<SharedWindows>> pins;
+  for (uint64_t job = 0; job <= SharedWindowTable::kMaxPinned; ++job) {
+    pins.push_back(table.Pin(100 + job, 0, four, nullptr));
+  }
+  EXPECT_EQ(table.pinned(), SharedWindowTable::kMaxPinned);
+  EXPECT_TRUE(pins.front().expired());  // the oldest pin was let go
+  EXPECT_FALSE(pins.back().expired());
 }
 
 }  // namespace
