@@ -22,11 +22,13 @@ std::string LittleEndian32(const std::vector<uint32_t>& costs) {
   return le32;
 }
 
+// `count` costs in 1..largest, the first of them `largest`.
 std::vector<uint32_t> Costs(uint64_t count, uint32_t largest) {
   std::vector<uint32_t> costs(count);
   for (uint64_t i = 0; i < count; ++i) {
     costs[i] = static_cast<uint32_t>((i * 2654435761u) % largest) + 1;
   }
+  if (count > 0) costs[0] = largest;
   return costs;
 }
 
