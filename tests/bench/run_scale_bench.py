@@ -10,6 +10,7 @@ peak RSS, and the slowest rank's drain time over the median rank's.
 
   tests/bench/run_scale_bench.py --bin-dir build/bin [--ranks 1000]
       [--size 1e8] [--shuffle-algorithm torch|feistel] [--repeats 3]
+      [--lease 10m]
 """
 import argparse
 import json
@@ -35,11 +36,16 @@ def main():
     parser.add_argument("--size", default="1e8")
     parser.add_argument("--shuffle-algorithm", default="torch")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lease", help="shardd --lease (default: its own); "
+                        "the benchmark's ranks do not heartbeat, so an "
+                        "order that takes longer than the lease to compute "
+                        "(10^9 samples) needs a longer one")
     args = parser.parse_args()
     n = int(float(args.size))
     runs = []
     for rep in range(args.repeats):
-        with ShardDaemon(args.bin_dir) as daemon:
+        with ShardDaemon(args.bin_dir, *(("--lease", args.lease)
+                                         if args.lease else ())) as daemon:
             subprocess.run(
                 [f"{args.bin_dir}/shardctl", "--coordinator", daemon.address,
                  "create-job", "--job", "scale", "--size", str(n),
@@ -49,7 +55,9 @@ def main():
                 [f"{args.bin_dir}/shard-scale-bench", "--coordinator",
                  daemon.address, "--job", "scale", "--ranks", str(args.ranks),
                  "--coordinator-pid", str(daemon.pid)],
-                check=True, capture_output=True, text=True)
+                capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"shard-scale-bench failed: {out.stderr[-2000:]}")
             result = json.loads(out.stdout.strip().splitlines()[-1])
             runs.append(result)
             print(f"run {rep + 1}/{args.repeats}: {json.dumps(result)}",
