@@ -1,5 +1,6 @@
 #include "tests/bench/coordinator_load.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,15 +17,44 @@
 namespace shard::bench {
 
 std::vector<std::unique_ptr<shard::v1::Coordinator::Stub>> Connect(
-    const std::string& address, int connections) {
+    const std::string& address, int connections,
+    const grpc::ChannelArguments& args) {
   std::vector<std::unique_ptr<shard::v1::Coordinator::Stub>> stubs;
   for (int i = 0; i < connections; ++i) {
-    grpc::ChannelArguments args;
-    args.SetInt("shard.bench.connection", i);  // One TCP connection each.
+    grpc::ChannelArguments own = args;
+    own.SetInt("shard.bench.connection", i);  // One TCP connection each.
     stubs.push_back(shard::v1::Coordinator::NewStub(grpc::CreateCustomChannel(
-        address, grpc::InsecureChannelCredentials(), args)));
+        address, grpc::InsecureChannelCredentials(), own)));
   }
   return stubs;
+}
+
+double OwnCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 +
+         usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
+}
+
+bool CreateJob(shard::v1::Coordinator::Stub* stub, const std::string& job_id,
+               uint32_t world) {
+  shard::v1::CreateJobRequest request;
+  request.set_job_id(job_id);
+  request.mutable_spec()->set_dataset_size(uint64_t{world} * 10 + 10);
+  request.mutable_spec()->set_world_size(world);
+  shard::v1::Job job;
+  grpc::ClientContext context;
+  return stub->CreateJob(&context, request, &job).ok();
+}
+
+uint32_t JoinedMembers(shard::v1::Coordinator::Stub* stub,
+                       const std::string& job_id) {
+  shard::v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  shard::v1::Job job;
+  grpc::ClientContext context;
+  if (!stub->GetJob(&context, request, &job).ok()) return 0;
+  return job.joined_members();
 }
 
 double Percentile(std::vector<double> values, double q) {

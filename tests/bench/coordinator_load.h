@@ -15,13 +15,27 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "grpcpp/support/channel_arguments.h"
 #include "shard/v1/shard.grpc.pb.h"
 
 namespace shard::bench {
 
-// `connections` stubs to `address`, each on a TCP connection of its own.
+// `connections` stubs to `address`, each on a TCP connection of its own,
+// with `args` besides.
 std::vector<std::unique_ptr<shard::v1::Coordinator::Stub>> Connect(
-    const std::string& address, int connections);
+    const std::string& address, int connections,
+    const grpc::ChannelArguments& args = {});
+
+// Creates job `job_id` of world size `world` (10 samples a rank); false if
+// CreateJob fails.
+bool CreateJob(shard::v1::Coordinator::Stub* stub, const std::string& job_id,
+               uint32_t world);
+
+// The members joined to job `job_id` now (all W joins of a job that waits
+// for more reached the coordinator once it counts W: each is then
+// parked); 0 if GetJob fails.
+uint32_t JoinedMembers(shard::v1::Coordinator::Stub* stub,
+                       const std::string& job_id);
 
 // The q-quantile (0..1) of `values`; 0 for none.
 double Percentile(std::vector<double> values, double q);
@@ -32,6 +46,9 @@ double ProcStatusField(int pid, const std::string& name);
 
 // The user + system CPU time of process `pid` so far, in seconds.
 double ProcCpuSeconds(int pid);
+
+// The same of this process.
+double OwnCpuSeconds();
 
 // Creates the one-rank job `job_id`, joins it as "other" and heartbeats
 // every 100 ms on a thread of its own until destroyed. Thread-safe.

@@ -11,8 +11,6 @@
 //
 //   shard-heartbeat-load-bench --coordinator HOST:PORT --coordinator-pid PID
 //                              --members W [--interval 2] [--seconds 20]
-#include <sys/resource.h>
-
 #include <deque>
 #include <memory>
 #include <string>
@@ -38,14 +36,6 @@ constexpr absl::Duration kCommitEvery = absl::Seconds(5);
 
 using Heartbeats = testing::AsyncCalls<shard::v1::HeartbeatRequest,
                                        shard::v1::HeartbeatResponse>;
-
-double OwnCpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) /
-             1e6;
-}
 
 // Heartbeats of members [begin, end), each on stubs[i % stubs.size()].
 std::unique_ptr<Heartbeats> SendHeartbeats(

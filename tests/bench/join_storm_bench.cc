@@ -34,29 +34,6 @@ namespace {
 constexpr int kConnections = 16;
 constexpr uint32_t kJoinWaitMs = 300000;
 
-bool CreateJob(shard::v1::Coordinator::Stub* stub, const std::string& id,
-               uint32_t world) {
-  shard::v1::CreateJobRequest request;
-  request.set_job_id(id);
-  request.mutable_spec()->set_dataset_size(uint64_t{world} * 10 + 10);
-  request.mutable_spec()->set_world_size(world);
-  shard::v1::Job job;
-  grpc::ClientContext context;
-  return stub->CreateJob(&context, request, &job).ok();
-}
-
-// Members joined to the job (all W joins reached the coordinator once it
-// counts W: each is then parked).
-uint32_t JoinedMembers(shard::v1::Coordinator::Stub* stub,
-                       const std::string& id) {
-  shard::v1::GetJobRequest request;
-  request.set_job_id(id);
-  shard::v1::Job job;
-  grpc::ClientContext context;
-  if (!stub->GetJob(&context, request, &job).ok()) return 0;
-  return job.joined_members();
-}
-
 int Run(const std::string& address, int pid, int joins) {
   const auto connections = Connect(address, kConnections);
   std::vector<shard::v1::Coordinator::Stub*> stubs;
