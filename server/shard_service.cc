@@ -76,30 +76,35 @@ std::optional<ShardService::BatchedStart> BatchedStartOf(
       spec.batches().costs_sha256()};
 }
 
-// Arranges window 0 of `batches` (epoch 0 of a single world) into
-// `windows` once the entries of `order` it reads are final: here if they
-// are, else on the thread that finalises them (as a stream's next window
-// is arranged).
-void ArrangeFirstWindowWhenFinal(std::shared_ptr<SharedWindows> windows,
-                                 plan::EpochBatches batches, uint64_t seed,
-                                 EpochOrderCache::Order order,
-                                 std::shared_ptr<const plan::CostTable> costs) {
-  if (batches.windows() == 0) return;
-  const uint64_t last = std::min(batches.OrderEndOf(0), order->size()) - 1;
-  auto arrange = [windows = std::move(windows), batches = std::move(batches),
-                  seed, order, costs = std::move(costs)] {
-    windows->ArrangeAhead(0, [&] {
-      return batches.Arrange(
-          0, plan::EpochBatches::CostsInOrder(*order, *costs), seed, 0);
-    });
-  };
-  plan::OrderProgress* progress = order->progress();
-  if (progress == nullptr || last < progress->Final()) return arrange();
-  progress->WhenFinal(
-      last, [arrange = std::move(arrange)](absl::Status built) mutable {
-        if (built.ok()) arrange();  // else the streams report the failure
+// Window 0 of epoch 0 of a job's first world, to arrange ahead into
+// `windows`.
+struct FirstWindow {
+  std::shared_ptr<SharedWindows> windows;
+  plan::EpochBatches batches;  // the world's part of epoch 0
+  uint64_t seed;
+
+  // Arranges it once the entries of `order` it reads are final: here if
+  // they are, else on the thread that finalises them (as a stream's next
+  // window is arranged).
+  void ArrangeWhenFinal(EpochOrderCache::Order order,
+                        std::shared_ptr<const plan::CostTable> costs) && {
+    if (batches.windows() == 0) return;
+    const uint64_t last = std::min(batches.OrderEndOf(0), order->size()) - 1;
+    plan::OrderProgress* progress = order->progress();
+    auto arrange = [first = std::move(*this), order = std::move(order),
+                    costs = std::move(costs)] {
+      first.windows->ArrangeAhead(0, [&] {
+        return first.batches.Arrange(
+            0, plan::EpochBatches::CostsInOrder(*order, *costs), first.seed, 0);
       });
-}
+    };
+    if (progress == nullptr || last < progress->Final()) return arrange();
+    progress->WhenFinal(
+        last, [arrange = std::move(arrange)](absl::Status built) mutable {
+          if (built.ok()) arrange();  // else the streams report the failure
+        });
+  }
+};
 
 }  // namespace
 
@@ -124,30 +129,29 @@ void ShardService::ArrangeFirstWindowAhead(LockedCore& core,
   // Claimed with the state it was read from, like a stream's.
   EpochOrderCache::Claim claim =
       core_->orders().ClaimOrder(IncarnationOf(job), spec, 0);
+  FirstWindow first{std::move(windows), worlds.Resolve(nullptr, spec.seed(), 0),
+                    spec.seed()};
   ahead_.Schedule([costs = &core_->costs(), orders = &core_->orders(),
                    sha256 = spec.batches().costs_sha256(),
                    deadline = absl::Now() + core_->options().max_wait,
-                   claim = std::move(claim), windows = std::move(windows),
-                   batches = worlds.Resolve(nullptr, spec.seed(), 0),
-                   seed = spec.seed()]() mutable {
+                   claim = std::move(claim),
+                   first = std::move(first)]() mutable {
     costs->WhenLoaded(
-        sha256, [orders, deadline, claim = std::move(claim),
-                 windows = std::move(windows), batches = std::move(batches),
-                 seed](absl::StatusOr<std::shared_ptr<const plan::CostTable>>
-                           table) mutable {
+        sha256,
+        [orders, deadline, claim = std::move(claim), first = std::move(first)](
+            absl::StatusOr<std::shared_ptr<const plan::CostTable>>
+                table) mutable {
           if (!table.ok()) return;  // the streams report it
           // The first window's gather then finds the table's address
           // translations cached (cost_table.h).
           (*table)->TouchPages();
           orders->WhenReady(
               std::move(claim),
-              [windows = std::move(windows), batches = std::move(batches), seed,
-               table = *std::move(table)](
+              [first = std::move(first), table = *std::move(table)](
                   absl::StatusOr<EpochOrderCache::Order> order) mutable {
                 if (!order.ok()) return;  // the streams report it
-                ArrangeFirstWindowWhenFinal(
-                    std::move(windows), std::move(batches), seed,
-                    *std::move(order), std::move(table));
+                std::move(first).ArrangeWhenFinal(*std::move(order),
+                                                  std::move(table));
               },
               deadline);
         });

@@ -65,10 +65,12 @@ class ShardService {
                          Reply<shard::v1::PreviewShardResponse> reply);
 
   // For a job just created with balanced batches (called under the
-  // core's lock, by its JobCreatedObserver): claims epoch 0's order now
-  // and arranges the first window of the world of the spec's world_size
-  // (the first world's size) once its entries are final, keeping it until
-  // that world's first stream takes it. Other jobs: nothing.
+  // core's lock, by its JobCreatedObserver): claims epoch 0's order now;
+  // then, on this service's thread, touches its costs' pages
+  // (CostTable::TouchPages) and arranges the first window of the world of
+  // the spec's world_size (the first world's size) once its entries are
+  // final, keeping it until that world's first stream takes it. Other
+  // jobs: nothing.
   void ArrangeFirstWindowAhead(LockedCore& core, const JobState& job);
 
   // Indices delivered per source of each mixture job that has streamed.
