@@ -9,6 +9,11 @@
 
 namespace shard::server {
 
+uint64_t LastOrderEntryOf(const plan::EpochBatches& batches, uint64_t window,
+                          const plan::EpochOrder& order) {
+  return std::min(batches.OrderEndOf(window), order.size()) - 1;
+}
+
 BatchWalk::BatchWalk(std::shared_ptr<const plan::CostTable> costs,
                      plan::EpochWorlds worlds,
                      std::shared_ptr<SharedWindows> windows, uint32_t rank,
@@ -36,8 +41,7 @@ void BatchWalk::SetBatches(plan::EpochBatches batches) {
 
 bool BatchWalk::WindowReady(const plan::EpochOrder& order,
                             uint64_t window) const {
-  return order.FinalPrefix() >=
-         std::min(batches_->OrderEndOf(window), order.size());
+  return order.FinalPrefix() > LastOrderEntryOf(*batches_, window, order);
 }
 
 std::optional<uint64_t> BatchWalk::Awaits(const plan::EpochOrder& order) const {
@@ -51,7 +55,7 @@ std::optional<uint64_t> BatchWalk::Awaits(const plan::EpochOrder& order) const {
   if (next >= batches_->windows() || WindowReady(order, next)) {
     return std::nullopt;
   }
-  return std::min(batches_->OrderEndOf(next), order.size()) - 1;
+  return LastOrderEntryOf(*batches_, next, order);
 }
 
 void BatchWalk::Arrange(const plan::EpochOrder& order) {

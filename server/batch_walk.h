@@ -25,6 +25,12 @@
 
 namespace shard::server {
 
+// The last entry of `order` that window `window` of `batches` reads (its
+// padding reads the order's start): it must be final before the window is
+// arranged.
+uint64_t LastOrderEntryOf(const plan::EpochBatches& batches, uint64_t window,
+                          const plan::EpochOrder& order);
+
 class BatchWalk {
  public:
   // Requires rank < worlds.last().world_size, worlds.last().base <=

@@ -89,7 +89,7 @@ struct FirstWindow {
   void ArrangeWhenFinal(EpochOrderCache::Order order,
                         std::shared_ptr<const plan::CostTable> costs) && {
     if (batches.windows() == 0) return;
-    const uint64_t last = std::min(batches.OrderEndOf(0), order->size()) - 1;
+    const uint64_t last = LastOrderEntryOf(batches, 0, *order);
     plan::OrderProgress* progress = order->progress();
     auto arrange = [first = std::move(*this), order = std::move(order),
                     costs = std::move(costs)] {

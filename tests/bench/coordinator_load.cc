@@ -36,6 +36,14 @@ double OwnCpuSeconds() {
          usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
 }
 
+std::vector<shard::v1::Coordinator::Stub*> StubsOf(
+    const std::vector<std::unique_ptr<shard::v1::Coordinator::Stub>>&
+        connections) {
+  std::vector<shard::v1::Coordinator::Stub*> stubs;
+  for (const auto& stub : connections) stubs.push_back(stub.get());
+  return stubs;
+}
+
 bool CreateJob(shard::v1::Coordinator::Stub* stub, const std::string& job_id,
                uint32_t world) {
   shard::v1::CreateJobRequest request;

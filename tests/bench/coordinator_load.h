@@ -31,6 +31,11 @@ std::vector<std::unique_ptr<shard::v1::Coordinator::Stub>> Connect(
 bool CreateJob(shard::v1::Coordinator::Stub* stub, const std::string& job_id,
                uint32_t world);
 
+// The stubs of `connections`, not owned.
+std::vector<shard::v1::Coordinator::Stub*> StubsOf(
+    const std::vector<std::unique_ptr<shard::v1::Coordinator::Stub>>&
+        connections);
+
 // The members joined to job `job_id` now (all W joins of a job that waits
 // for more reached the coordinator once it counts W: each is then
 // parked); 0 if GetJob fails.

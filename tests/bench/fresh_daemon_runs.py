@@ -15,6 +15,19 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..",
 from shardd_process import ShardDaemon  # noqa: E402
 
 
+def rss_mib(pid):
+    """The resident memory of process `pid` (VmRSS), in MiB; NaN if it
+    cannot be read."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return math.nan
+
+
 def add_daemon_arguments(parser):
     parser.add_argument("--bin-dir", required=True)
     parser.add_argument("--shardd-dir", help="directory of the shardd to run "

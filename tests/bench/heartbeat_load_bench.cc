@@ -120,8 +120,7 @@ SteadyFigures Steady(const std::vector<shard::v1::Coordinator::Stub*>& stubs,
 int Run(const std::string& address, int pid, int members,
         absl::Duration interval, absl::Duration seconds) {
   const auto connections = Connect(address, kConnections);
-  std::vector<shard::v1::Coordinator::Stub*> stubs;
-  for (const auto& stub : connections) stubs.push_back(stub.get());
+  const std::vector<shard::v1::Coordinator::Stub*> stubs = StubsOf(connections);
   absl::StatusOr<std::unique_ptr<HeartbeatProbe>> probe =
       HeartbeatProbe::Start(stubs[0], "bench-other");
   if (!probe.ok()) return Fail(probe.status().ToString());

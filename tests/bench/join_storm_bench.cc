@@ -36,8 +36,7 @@ constexpr uint32_t kJoinWaitMs = 300000;
 
 int Run(const std::string& address, int pid, int joins) {
   const auto connections = Connect(address, kConnections);
-  std::vector<shard::v1::Coordinator::Stub*> stubs;
-  for (const auto& stub : connections) stubs.push_back(stub.get());
+  const std::vector<shard::v1::Coordinator::Stub*> stubs = StubsOf(connections);
   shard::v1::Coordinator::Stub* control = stubs[0];
   absl::StatusOr<std::unique_ptr<HeartbeatProbe>> heartbeats =
       HeartbeatProbe::Start(control, "bench-other");

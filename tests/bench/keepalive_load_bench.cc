@@ -48,8 +48,7 @@ grpc::ChannelArguments ClientKeepalive(bool pings) {
 int Run(const std::string& address, int pid, int connections,
         absl::Duration seconds, bool pings) {
   const auto owned = Connect(address, connections, ClientKeepalive(pings));
-  std::vector<shard::v1::Coordinator::Stub*> stubs;
-  for (const auto& stub : owned) stubs.push_back(stub.get());
+  const std::vector<shard::v1::Coordinator::Stub*> stubs = StubsOf(owned);
   absl::StatusOr<std::unique_ptr<HeartbeatProbe>> probe =
       HeartbeatProbe::Start(stubs[0], "bench-other");
   if (!probe.ok()) return Fail(probe.status().ToString());

@@ -60,8 +60,7 @@ std::vector<shard::v1::StoreGetRequest> WaiterRequests(
 
 int Run(const std::string& address, int pid, int ranks) {
   const auto connections = Connect(address, kConnections);
-  std::vector<shard::v1::Coordinator::Stub*> stubs;
-  for (const auto& stub : connections) stubs.push_back(stub.get());
+  const std::vector<shard::v1::Coordinator::Stub*> stubs = StubsOf(connections);
   const std::string job = absl::StrCat("bench-rendezvous-", ranks);
   if (!CreateJob(stubs[0], job, ranks)) return Fail("cannot create job");
   const absl::Time join_began = absl::Now();

@@ -25,15 +25,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 from shardd_process import ShardDaemon  # noqa: E402
 
+sys.path.insert(0, HERE)
+from fresh_daemon_runs import rss_mib  # noqa: E402
+
 WORLD = 8
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def first_item(client, job, spec, batched):

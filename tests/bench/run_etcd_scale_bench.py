@@ -35,17 +35,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+from fresh_daemon_runs import rss_mib  # noqa: E402
 from run_replication_bench import progress, run_client  # noqa: E402
 
 LEADER_LEASE_S = 2.0
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def etcd_footprint(etcd):
