@@ -162,6 +162,7 @@ absl::Status CoordinatorServer::Listen(
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 400);
   builder.AddListeningPort(options_.listen, credentials, &port);
   builder.RegisterService(grpc_service_.get());
+  waiting_calls_ = std::make_unique<WaitingCallQueues>(builder);
   builder.SetMaxReceiveMessageSize(options_.max_request_bytes);
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
@@ -181,6 +182,7 @@ absl::Status CoordinatorServer::Listen(
                                                options_.listen, ": ",
                                                ListenFailure(options_.listen)));
   }
+  waiting_calls_->Start(grpc_service_.get());
   address_ = BoundAddress(options_.listen, port);
   return absl::OkStatus();
 }
@@ -235,6 +237,7 @@ void CoordinatorServer::Stop(absl::Duration grace) {
   Vacate();
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
   server_->Wait();
+  waiting_calls_->Stop();
   if (health_server_ != nullptr) {
     health_server_->Shutdown(absl::ToChronoTime(absl::Now()));
     health_server_->Wait();

@@ -4,7 +4,7 @@
 // while a CoordinatorService serves, NOT_SERVING otherwise; "liveness":
 // SERVING while the server runs), server reflection, RPC metrics, and a
 // graceful stop; its CallbackQueueWaker keeps gRPC from reading requests
-// late. What it serves is a ServingSlot: a replica's role change
+// late, and its WaitingCallQueues serve the calls that wait. What it serves is a ServingSlot: a replica's role change
 // installs or takes out the service (Serve, Vacate), the server and its
 // port stay. Used by shardd and by tests.
 //
@@ -29,6 +29,7 @@
 #include "server/metrics/server_metrics.h"
 #include "server/security/bearer_token.h"
 #include "server/serving_slot.h"
+#include "server/waiting_call_queues.h"
 
 namespace shard::server {
 
@@ -122,6 +123,8 @@ class CoordinatorServer {
   std::optional<security::BearerToken> token_;
   std::optional<security::BearerToken> admin_token_;
   std::unique_ptr<GrpcCoordinator> grpc_service_;
+  // The queues of the calls that wait; outlive server_.
+  std::unique_ptr<WaitingCallQueues> waiting_calls_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> health_server_;  // Null without one.
   // Keeps the callback threads polling while the server runs.

@@ -24,7 +24,7 @@ GrpcCoordinator::GrpcCoordinator(const ServingSlot* slot,
                                  GrpcCoordinatorOptions options)
     : slot_(slot), options_(std::move(options)) {}
 
-absl::Status GrpcCoordinator::Authenticate(grpc::CallbackServerContext* context,
+absl::Status GrpcCoordinator::Authenticate(grpc::ServerContextBase* context,
                                            Access access) const {
   const security::BearerToken* token = options_.token;
   const security::BearerToken* admin = options_.admin_token;
@@ -60,7 +60,7 @@ absl::Status GrpcCoordinator::Authenticate(grpc::CallbackServerContext* context,
 }
 
 absl::StatusOr<ServingSlot::Claim> GrpcCoordinator::Admit(
-    grpc::CallbackServerContext* context, Access access) {
+    grpc::ServerContextBase* context, Access access) {
   if (absl::Status denied = Authenticate(context, access); !denied.ok()) {
     return denied;
   }
@@ -94,6 +94,25 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Serve(
           call(service, std::move(reply));
         });
   }
+}
+
+template <typename Response, typename Call>
+void GrpcCoordinator::ServeLater(grpc::ServerContextBase* context,
+                                 Reply<Response> reply, Call call) {
+  absl::StatusOr<ServingSlot::Claim> claim = Admit(context);
+  if (!claim.ok()) {
+    std::move(reply)(claim.status());
+    return;
+  }
+  std::shared_ptr<CoordinatorService> service = std::move(claim->service);
+  CoordinatorService& served = *service;
+  std::shared_ptr<Cancellation> cancellation = reply.cancellation();
+  call(served, Reply<Response>(
+                   [held = std::move(service), answer = std::move(reply)](
+                       absl::StatusOr<Response> result) mutable {
+                     std::move(answer)(std::move(result));
+                   },
+                   std::move(cancellation)));
 }
 
 // Each call below reads its request before it returns; the response it
@@ -134,16 +153,15 @@ grpc::ServerUnaryReactor* GrpcCoordinator::ListJobs(
   });
 }
 
-grpc::ServerUnaryReactor* GrpcCoordinator::JoinJob(
-    grpc::CallbackServerContext* context,
-    const shard::v1::JoinJobRequest* request,
-    shard::v1::JoinJobResponse* response) {
-  return Serve(context, response,
-               [&](CoordinatorService& service,
-                   Reply<shard::v1::JoinJobResponse> reply) {
-                 service.membership().StartJoinJob(
-                     *request, DeadlineOf(context), std::move(reply));
-               });
+void GrpcCoordinator::ServeJoinJob(grpc::ServerContext* context,
+                                   const shard::v1::JoinJobRequest& request,
+                                   Reply<shard::v1::JoinJobResponse> reply) {
+  ServeLater(context, std::move(reply),
+             [&](CoordinatorService& service,
+                 Reply<shard::v1::JoinJobResponse> later) {
+               service.membership().StartJoinJob(request, DeadlineOf(context),
+                                                 std::move(later));
+             });
 }
 
 grpc::ServerWriteReactor<shard::v1::IndexChunk>* GrpcCoordinator::StreamShard(
@@ -212,16 +230,15 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreSet(
   });
 }
 
-grpc::ServerUnaryReactor* GrpcCoordinator::StoreGet(
-    grpc::CallbackServerContext* context,
-    const shard::v1::StoreGetRequest* request,
-    shard::v1::StoreGetResponse* response) {
-  return Serve(context, response,
-               [&](CoordinatorService& service,
-                   Reply<shard::v1::StoreGetResponse> reply) {
-                 service.store().StartStoreGet(*request, DeadlineOf(context),
-                                               std::move(reply));
-               });
+void GrpcCoordinator::ServeStoreGet(grpc::ServerContext* context,
+                                    const shard::v1::StoreGetRequest& request,
+                                    Reply<shard::v1::StoreGetResponse> reply) {
+  ServeLater(context, std::move(reply),
+             [&](CoordinatorService& service,
+                 Reply<shard::v1::StoreGetResponse> later) {
+               service.store().StartStoreGet(request, DeadlineOf(context),
+                                             std::move(later));
+             });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreAdd(
@@ -242,16 +259,15 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreCompareSet(
   });
 }
 
-grpc::ServerUnaryReactor* GrpcCoordinator::StoreWait(
-    grpc::CallbackServerContext* context,
-    const shard::v1::StoreWaitRequest* request,
-    shard::v1::StoreWaitResponse* response) {
-  return Serve(context, response,
-               [&](CoordinatorService& service,
-                   Reply<shard::v1::StoreWaitResponse> reply) {
-                 service.store().StartStoreWait(*request, DeadlineOf(context),
-                                                std::move(reply));
-               });
+void GrpcCoordinator::ServeStoreWait(
+    grpc::ServerContext* context, const shard::v1::StoreWaitRequest& request,
+    Reply<shard::v1::StoreWaitResponse> reply) {
+  ServeLater(context, std::move(reply),
+             [&](CoordinatorService& service,
+                 Reply<shard::v1::StoreWaitResponse> later) {
+               service.store().StartStoreWait(request, DeadlineOf(context),
+                                              std::move(later));
+             });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreDelete(

@@ -37,19 +37,38 @@ struct GrpcCoordinatorOptions {
   StreamHooks stream_hooks;
 };
 
-// Every method runs on gRPC's callback API, and every unary call takes one
-// path (Serve): the token check, the claim of the service (a refusal of
-// the slot answers every call but Drain, its leader and standby payloads
-// as trailers), then the service call, answered on gRPC's
-// own thread when it returns its answer (reads, heartbeats, the store's
-// writes) or through a UnaryCallReactor when it replies later: mutations
-// once their journal records are durable (from the journal's writer
-// thread), joins and store gets/waits when they stop waiting (parked,
-// cancellable), previews when their epoch order is ready. Streams wait for
-// their order the same way, then are served chunk by chunk
-// (shard_stream_reactor.h). No thread waits on behalf of a call, so a slow
-// disk delays only the calls that must wait for it.
-class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
+// The generated service with the calls that wait (joins, store gets and
+// waits) on gRPC's async API, served by WaitingCallQueues (see there why),
+// and every other call on its callback API.
+namespace coordinator_grpc {
+using C = shard::v1::Coordinator;
+// clang-format off
+using Base =
+    C::WithCallbackMethod_CreateJob<C::WithCallbackMethod_GetJob<
+    C::WithCallbackMethod_ListJobs<C::WithCallbackMethod_Heartbeat<
+    C::WithCallbackMethod_Leave<C::WithCallbackMethod_StreamShard<
+    C::WithCallbackMethod_PreviewShard<C::WithCallbackMethod_CommitProgress<
+    C::WithCallbackMethod_StoreSet<C::WithCallbackMethod_StoreAdd<
+    C::WithCallbackMethod_StoreCompareSet<C::WithCallbackMethod_StoreDelete<
+    C::WithCallbackMethod_StoreCount<C::WithCallbackMethod_DeleteJob<
+    C::WithCallbackMethod_PutCosts<C::WithCallbackMethod_Drain<
+    C::WithAsyncMethod_JoinJob<C::WithAsyncMethod_StoreGet<
+    C::WithAsyncMethod_StoreWait<C::Service>>>>>>>>>>>>>>>>>>>;
+// clang-format on
+}  // namespace coordinator_grpc
+
+// Every unary call takes one path (Serve, or ServeLater for the calls
+// that wait): the token check, the claim of the service (a refusal of the
+// slot answers every call but Drain, its leader and standby payloads as
+// trailers), then the service call, answered on gRPC's own thread when it
+// returns its answer (reads, heartbeats, the store's writes) or later,
+// when it replies: mutations once their journal records are durable (from
+// the journal's writer thread), joins and store gets/waits when they stop
+// waiting (parked, cancellable), previews when their epoch order is ready.
+// Streams wait for their order the same way, then are served chunk by
+// chunk (shard_stream_reactor.h). No thread waits on behalf of a call, so
+// a slow disk delays only the calls that must wait for it.
+class GrpcCoordinator final : public coordinator_grpc::Base {
  public:
   explicit GrpcCoordinator(const ServingSlot* slot,
                            GrpcCoordinatorOptions options = {});
@@ -72,10 +91,6 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
       grpc::CallbackServerContext* context,
       const shard::v1::ListJobsRequest* request,
       shard::v1::ListJobsResponse* response) override;
-  grpc::ServerUnaryReactor* JoinJob(
-      grpc::CallbackServerContext* context,
-      const shard::v1::JoinJobRequest* request,
-      shard::v1::JoinJobResponse* response) override;
   grpc::ServerUnaryReactor* PreviewShard(
       grpc::CallbackServerContext* context,
       const shard::v1::PreviewShardRequest* request,
@@ -95,10 +110,6 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
       grpc::CallbackServerContext* context,
       const shard::v1::StoreSetRequest* request,
       shard::v1::StoreSetResponse* response) override;
-  grpc::ServerUnaryReactor* StoreGet(
-      grpc::CallbackServerContext* context,
-      const shard::v1::StoreGetRequest* request,
-      shard::v1::StoreGetResponse* response) override;
   grpc::ServerUnaryReactor* StoreAdd(
       grpc::CallbackServerContext* context,
       const shard::v1::StoreAddRequest* request,
@@ -107,10 +118,6 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
       grpc::CallbackServerContext* context,
       const shard::v1::StoreCompareSetRequest* request,
       shard::v1::StoreCompareSetResponse* response) override;
-  grpc::ServerUnaryReactor* StoreWait(
-      grpc::CallbackServerContext* context,
-      const shard::v1::StoreWaitRequest* request,
-      shard::v1::StoreWaitResponse* response) override;
   grpc::ServerUnaryReactor* StoreDelete(
       grpc::CallbackServerContext* context,
       const shard::v1::StoreDeleteRequest* request,
@@ -127,6 +134,18 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
                                   const shard::v1::DrainRequest* request,
                                   shard::v1::DrainResponse* response) override;
 
+  // The calls that wait, posted and run by WaitingCallQueues: each is
+  // answered through `reply`, which carries its cancellation.
+  void ServeJoinJob(grpc::ServerContext* context,
+                    const shard::v1::JoinJobRequest& request,
+                    Reply<shard::v1::JoinJobResponse> reply);
+  void ServeStoreGet(grpc::ServerContext* context,
+                     const shard::v1::StoreGetRequest& request,
+                     Reply<shard::v1::StoreGetResponse> reply);
+  void ServeStoreWait(grpc::ServerContext* context,
+                      const shard::v1::StoreWaitRequest& request,
+                      Reply<shard::v1::StoreWaitResponse> reply);
+
  private:
   // Which token a call needs (see GrpcCoordinatorOptions).
   enum class Access { kMember, kAdmin };
@@ -134,13 +153,13 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
   // UNAUTHENTICATED (a token is configured and the call's authorization
   // metadata does not carry it) or PERMISSION_DENIED (an admin call
   // carrying the member token).
-  absl::Status Authenticate(grpc::CallbackServerContext* context,
+  absl::Status Authenticate(grpc::ServerContextBase* context,
                             Access access) const;
   // Authenticate(), then the slot's claim; a refusal adds its trailers.
-  absl::StatusOr<ServingSlot::Claim> Admit(grpc::CallbackServerContext* context,
+  absl::StatusOr<ServingSlot::Claim> Admit(grpc::ServerContextBase* context,
                                            Access access = Access::kMember);
 
-  // The one unary path: Admit(), then `call` with the claimed service,
+  // The callback API's unary path: Admit(), then `call` with the service,
   // which either returns the answer (absl::StatusOr<Response>) or also
   // takes the Reply<Response> that answers later (returning nothing). The
   // call holds its claim until it is answered.
@@ -148,6 +167,12 @@ class GrpcCoordinator final : public shard::v1::Coordinator::CallbackService {
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
                                   Response* response, Call call,
                                   Access access = Access::kMember);
+  // The path of the calls that wait: Admit(), then `call` with the
+  // claimed service and a Reply that answers through `reply`, holding the
+  // claim until it does.
+  template <typename Response, typename Call>
+  void ServeLater(grpc::ServerContextBase* context, Reply<Response> reply,
+                  Call call);
   // A reactor finished with `status` (e.g. refused by Admit()).
   static grpc::ServerUnaryReactor* Finished(
       grpc::CallbackServerContext* context, const grpc::Status& status);

@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "common/cli/command_line.h"
 #include "common/storage/file_system.h"
+#include "common/sync/busy_process.h"
 #include "grpcpp/grpcpp.h"
 #include "server/coordinator_server.h"
 #include "server/coordinator_service.h"
@@ -526,6 +527,7 @@ int Run(const shard::server::DaemonFlags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  shard::sync::TuneForManyCalls();
   CLI::App app(
       "shardd: the data-sharding coordinator. Give exactly one of "
       "--data-dir, --etcd-endpoints and --in-memory; or run an offline "

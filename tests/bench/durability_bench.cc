@@ -19,7 +19,7 @@
 #include "common/plan/job_spec.h"
 #include "common/storage/file_system.h"
 #include "grpcpp/grpcpp.h"
-#include "server/grpc_coordinator.h"
+#include "server/coordinator_server.h"
 #include "server/storage/record_codec.h"
 #include "server/storage/state_log.h"
 #include "tests/support/blocking_coordinator.h"
@@ -49,18 +49,19 @@ bool MeasureCommitLatency(const std::string& dir, int commits) {
                  std::string(opened.status().message()).c_str());
     return false;
   }
-  server::ServingSlot slot;
-  slot.Install(std::make_shared<testing::BlockingCoordinator>(
-      server::CoordinatorOptions{}, *std::move(opened)));
-  server::GrpcCoordinator glue(&slot);
-  int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(&glue);
-  auto server = builder.BuildAndStart();
+  server::CoordinatorServerOptions options;
+  options.listen = "127.0.0.1:0";
+  auto server = server::CoordinatorServer::Start(
+      std::make_shared<testing::BlockingCoordinator>(
+          server::CoordinatorOptions{}, *std::move(opened)),
+      options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "serve: %s\n",
+                 std::string(server.status().message()).c_str());
+    return false;
+  }
   auto stub = shard::v1::Coordinator::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+      (*server)->address(), grpc::InsecureChannelCredentials()));
 
   shard::v1::JoinJobRequest join;
   join.set_job_id("job");
@@ -101,7 +102,7 @@ bool MeasureCommitLatency(const std::string& dir, int commits) {
       "p99 %.3f ms, max %.3f ms\n",
       commits, latencies[latencies.size() / 2],
       latencies[latencies.size() * 99 / 100], latencies.back());
-  server->Shutdown();
+  (*server)->Stop(absl::ZeroDuration());
   return true;
 }
 

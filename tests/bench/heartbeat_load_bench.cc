@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cli/command_line.h"
+#include "common/sync/busy_process.h"
 #include "grpcpp/grpcpp.h"
 #include "shard/v1/shard.grpc.pb.h"
 #include "tests/bench/bench_report.h"
@@ -37,10 +38,12 @@ constexpr absl::Duration kCommitEvery = absl::Seconds(5);
 using Heartbeats = testing::AsyncCalls<shard::v1::HeartbeatRequest,
                                        shard::v1::HeartbeatResponse>;
 
-// Heartbeats of members [begin, end), each on stubs[i % stubs.size()].
+// Heartbeats of members [begin, end), each on stubs[i % stubs.size()],
+// their events run on `queues`.
 std::unique_ptr<Heartbeats> SendHeartbeats(
     const std::vector<shard::v1::Coordinator::Stub*>& stubs,
-    const std::string& job, uint64_t generation, int begin, int end) {
+    const std::string& job, uint64_t generation, int begin, int end,
+    const std::shared_ptr<testing::ClientQueues>& queues) {
   std::vector<shard::v1::HeartbeatRequest> requests(end - begin);
   for (int i = begin; i < end; ++i) {
     shard::v1::HeartbeatRequest& request = requests[i - begin];
@@ -51,14 +54,14 @@ std::unique_ptr<Heartbeats> SendHeartbeats(
   return std::make_unique<Heartbeats>(
       std::move(requests),
       [&stubs, begin](int i, grpc::ClientContext* context,
-                      const shard::v1::HeartbeatRequest* request,
-                      shard::v1::HeartbeatResponse* response,
-                      std::function<void(grpc::Status)> done) {
+                      const shard::v1::HeartbeatRequest& request,
+                      grpc::CompletionQueue* queue) {
         context->set_deadline(std::chrono::system_clock::now() +
                               std::chrono::seconds(30));
-        stubs[(begin + i) % stubs.size()]->async()->Heartbeat(
-            context, request, response, std::move(done));
-      });
+        return stubs[(begin + i) % stubs.size()]->PrepareAsyncHeartbeat(
+            context, request, queue);
+      },
+      queues);
 }
 
 bool Commit(shard::v1::Coordinator::Stub* stub, const std::string& job,
@@ -85,6 +88,7 @@ SteadyFigures Steady(const std::vector<shard::v1::Coordinator::Stub*>& stubs,
                      absl::Duration interval, absl::Duration seconds) {
   SteadyFigures figures;
   const int slices = std::max<int>(1, interval / kSlice);
+  const auto queues = std::make_shared<testing::ClientQueues>();
   std::deque<std::unique_ptr<Heartbeats>> in_flight;
   const auto count_finished = [&](bool wait) {
     while (!in_flight.empty() && (wait || in_flight.front()->finished() ==
@@ -104,7 +108,8 @@ SteadyFigures Steady(const std::vector<shard::v1::Coordinator::Stub*>& stubs,
     const int part = static_cast<int>(slice % slices);
     const int begin = static_cast<int>(int64_t{members} * part / slices);
     const int end = static_cast<int>(int64_t{members} * (part + 1) / slices);
-    in_flight.push_back(SendHeartbeats(stubs, job, generation, begin, end));
+    in_flight.push_back(
+        SendHeartbeats(stubs, job, generation, begin, end, queues));
     figures.sent += end - begin;
     if (absl::Now() >= next_commit) {
       position += members;
@@ -170,6 +175,7 @@ int Run(const std::string& address, int pid, int members,
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
+  shard::sync::TuneForManyCalls();
   CLI::App app("A large job's members heartbeating at their interval.");
   shard::cli::Configure(app, "shard-heartbeat-load-bench");
   std::string address;

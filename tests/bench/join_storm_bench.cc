@@ -1,9 +1,10 @@
 // Join storm and waiting-call load against a running shardd, while an
 // unrelated one-rank job heartbeats every 100 ms. Two phases for W joins:
 //
-//   storm:   W members join a job of world size W at once (gRPC callback
-//            client API over 16 connections, no thread per call); reports
-//            the time until every join was answered with the formed world.
+//   storm:   W members join a job of world size W at once (AsyncJoins
+//            over 16 connections, no thread per call); reports the time
+//            until every join was answered with the formed world, and the
+//            CPU the coordinator and this client spent meanwhile.
 //   waiting: W members join a job of world size W + 1, so every join stays
 //            parked; reports the coordinator's threads and RSS while they
 //            wait, then cancels them all and reports how long until every
@@ -22,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cli/command_line.h"
+#include "common/sync/busy_process.h"
 #include "grpcpp/grpcpp.h"
 #include "shard/v1/shard.grpc.pb.h"
 #include "tests/bench/bench_report.h"
@@ -47,6 +49,8 @@ int Run(const std::string& address, int pid, int joins) {
   // Phase 1: a world of W forms.
   const std::string storm_job = absl::StrCat("bench-storm-", joins);
   if (!CreateJob(control, storm_job, joins)) return Fail("cannot create job");
+  const double coordinator_cpu_before_s = ProcCpuSeconds(pid);
+  const double client_cpu_before_s = OwnCpuSeconds();
   const absl::Time storm_began = absl::Now();
   size_t formed = 0;
   {
@@ -55,6 +59,9 @@ int Run(const std::string& address, int pid, int joins) {
     formed = storm.ok();
   }
   const double form_s = absl::ToDoubleSeconds(absl::Now() - storm_began);
+  const double storm_coordinator_cpu_s =
+      ProcCpuSeconds(pid) - coordinator_cpu_before_s;
+  const double storm_client_cpu_s = OwnCpuSeconds() - client_cpu_before_s;
   const std::string storm_heartbeats = (*heartbeats)->TakeJson("storm");
 
   // Phase 2: W joins stay parked.
@@ -82,11 +89,14 @@ int Run(const std::string& address, int pid, int joins) {
     threads_after_cancel = ProcStatusField(pid, "Threads");
   }
   std::printf(
-      "{\"joins\":%d,\"formed\":%zu,\"form_s\":%.3f,%s,\"threads_before\":%.0f,"
+      "{\"joins\":%d,\"formed\":%zu,\"form_s\":%.3f,"
+      "\"storm_coordinator_cpu_s\":%.2f,\"storm_client_cpu_s\":%.2f,%s,"
+      "\"threads_before\":%.0f,"
       "\"threads_waiting\":%.0f,\"rss_waiting_mib\":%.1f,%s,"
       "\"cancel_all_s\":%.3f,\"threads_after_cancel\":%.0f}\n",
-      joins, formed, form_s, storm_heartbeats.c_str(), threads_before,
-      threads_waiting, rss_waiting_mib, waiting_heartbeats.c_str(), cancel_s,
+      joins, formed, form_s, storm_coordinator_cpu_s, storm_client_cpu_s,
+      storm_heartbeats.c_str(), threads_before, threads_waiting,
+      rss_waiting_mib, waiting_heartbeats.c_str(), cancel_s,
       threads_after_cancel);
   return formed == static_cast<size_t>(joins) ? 0 : 1;
 }
@@ -95,6 +105,7 @@ int Run(const std::string& address, int pid, int joins) {
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
+  shard::sync::TuneForManyCalls();
   CLI::App app("Joins many members at once and times the world forming.");
   shard::cli::Configure(app, "shard-join-storm-bench");
   std::string address;

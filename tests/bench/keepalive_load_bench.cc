@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cli/command_line.h"
+#include "common/sync/busy_process.h"
 #include "grpcpp/grpcpp.h"
 #include "shard/client/coordinator_channel.h"
 #include "shard/v1/shard.grpc.pb.h"
@@ -95,6 +96,7 @@ int Run(const std::string& address, int pid, int connections,
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
+  shard::sync::TuneForManyCalls();
   CLI::App app("Parked calls on many connections, pinged by the clients.");
   shard::cli::Configure(app, "shard-keepalive-load-bench");
   std::string address;

@@ -2,10 +2,11 @@
 // members join a job of world size W (the world forms), ranks 1..W-1 then
 // wait in StoreGet for a key that rank 0 sets (what NCCL's and Gloo's
 // bootstrap do through the coordinator's store), over 16 connections with
-// gRPC's callback client API (no thread per call). Reports the time the
-// world took to form, the coordinator's RSS before and with the W-1
-// StoreGets parked, and the time from rank 0's StoreSet until every waiter
-// had its value (and the median waiter). Prints one JSON line.
+// gRPC's async client API (AsyncCalls: no thread per call). Reports the time
+// the world took to form, the coordinator's RSS before and with the W-1
+// StoreGets parked, the time from rank 0's StoreSet until every waiter had
+// its value (and the median waiter), and the CPU the coordinator and this
+// client spent meanwhile. Prints one JSON line.
 //
 //   shard-rendezvous-bench --coordinator HOST:PORT --coordinator-pid PID
 //                          --ranks W
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cli/command_line.h"
+#include "common/sync/busy_process.h"
 #include "grpcpp/grpcpp.h"
 #include "shard/v1/shard.grpc.pb.h"
 #include "tests/bench/bench_report.h"
@@ -77,11 +79,10 @@ int Run(const std::string& address, int pid, int ranks) {
   const double rss_before_mib = ProcStatusField(pid, "VmRSS") / 1024;
   StoreGets waiters(WaiterRequests(scope, ranks - 1),
                     [&stubs](int i, grpc::ClientContext* context,
-                             const shard::v1::StoreGetRequest* request,
-                             shard::v1::StoreGetResponse* response,
-                             std::function<void(grpc::Status)> done) {
-                      stubs[i % stubs.size()]->async()->StoreGet(
-                          context, request, response, std::move(done));
+                             const shard::v1::StoreGetRequest& request,
+                             grpc::CompletionQueue* queue) {
+                      return stubs[i % stubs.size()]->PrepareAsyncStoreGet(
+                          context, request, queue);
                     });
   absl::SleepFor(kParkTime);
   const double rss_parked_mib = ProcStatusField(pid, "VmRSS") / 1024;
@@ -93,11 +94,16 @@ int Run(const std::string& address, int pid, int ranks) {
   set.set_value("127.0.0.1:29500");
   shard::v1::StoreSetResponse set_response;
   grpc::ClientContext set_context;
+  const double coordinator_cpu_before_s = ProcCpuSeconds(pid);
+  const double client_cpu_before_s = OwnCpuSeconds();
   const absl::Time set_at = absl::Now();
   if (!stubs[0]->StoreSet(&set_context, set, &set_response).ok()) {
     return Fail("StoreSet failed");
   }
   waiters.AwaitDone();
+  const double coordinator_cpu_s =
+      ProcCpuSeconds(pid) - coordinator_cpu_before_s;
+  const double client_cpu_s = OwnCpuSeconds() - client_cpu_before_s;
   std::vector<double> after_set_s;
   size_t found = 0;
   for (int i = 0; i < ranks - 1; ++i) {
@@ -107,10 +113,12 @@ int Run(const std::string& address, int pid, int ranks) {
   std::printf(
       "{\"ranks\":%d,\"form_s\":%.3f,\"waiters\":%d,\"answered_early\":%zu,"
       "\"found\":%zu,\"all_answered_s\":%.3f,\"median_answered_s\":%.3f,"
-      "\"rss_before_mib\":%.1f,\"rss_parked_mib\":%.1f}\n",
+      "\"rss_before_mib\":%.1f,\"rss_parked_mib\":%.1f,"
+      "\"fan_out_coordinator_cpu_s\":%.2f,\"fan_out_client_cpu_s\":%.2f}\n",
       ranks, form_s, ranks - 1, answered_early, found,
       *std::max_element(after_set_s.begin(), after_set_s.end()),
-      Percentile(after_set_s, 0.5), rss_before_mib, rss_parked_mib);
+      Percentile(after_set_s, 0.5), rss_before_mib, rss_parked_mib,
+      coordinator_cpu_s, client_cpu_s);
   return found == static_cast<size_t>(ranks - 1) ? 0 : 1;
 }
 
@@ -118,6 +126,7 @@ int Run(const std::string& address, int pid, int ranks) {
 }  // namespace shard::bench
 
 int main(int argc, char** argv) {
+  shard::sync::TuneForManyCalls();
   CLI::App app("Times a key set by rank 0 reaching W-1 waiting ranks.");
   shard::cli::Configure(app, "shard-rendezvous-bench");
   std::string address;

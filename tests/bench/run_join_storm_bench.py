@@ -34,14 +34,16 @@ def main():
     args = parser.parse_args()
     rows = run_per_size(args, "shard-join-storm-bench", "joins",
                         [int(w) for w in args.joins.split(",")])
-    print("\n| W | world formed in | heartbeat p50 / p99 / max during the "
-          "storm | W joins parked: heartbeat p50 / p99 / max | coordinator "
+    print("\n| W | world formed in | CPU during the storm: coordinator / "
+          "client | heartbeat p50 / p99 / max during the storm | W joins parked: heartbeat p50 / p99 / max | coordinator "
           "threads idle -> W parked -> 1 s after cancelling them | coordinator "
           "RSS, W parked | core lock held per call p50 / p99 / max | core "
           "lock holds over 1 ms / 5 ms |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['joins']} | {r['form_s']:.2f} s ({r['formed']} ok) | "
+              f"{r['storm_coordinator_cpu_s']:.1f} / "
+              f"{r['storm_client_cpu_s']:.1f} s | "
               f"{r['storm_hb_p50_ms']:.1f} / {r['storm_hb_p99_ms']:.1f} / "
               f"{r['storm_hb_max_ms']:.1f} ms | "
               f"{r['waiting_hb_p50_ms']:.1f} / {r['waiting_hb_p99_ms']:.1f} / "

@@ -1,5 +1,6 @@
-// Waiting joins over real gRPC: they hold no server thread, a cancelled one
-// ends at once, and they are answered when the world forms.
+// Waiting joins over real gRPC (served on their own completion queues): they
+// hold no server thread, a cancelled one ends at once, they are answered
+// when the world forms, and a server that stops ends them.
 #include <algorithm>
 #include <atomic>
 #include <fstream>
@@ -88,6 +89,24 @@ TEST(WaitingCallsTest, WaitingJoinsAreAnsweredWhenTheWorldForms) {
   }
   EXPECT_EQ(std::count(ranks.begin(), ranks.end(), true), kWorld);
   EXPECT_EQ(cluster.service().Figures().waiting(Kind::kJoin), 0u);
+}
+
+TEST(WaitingCallsTest, StoppingTheServerEndsEveryWaitingCall) {
+  TestCluster cluster;
+  CreateJob(cluster, "big", 1000);
+  auto stub = cluster.NewStub();
+  constexpr int kJoins = 100;
+  AsyncJoins joins({stub.get()}, "big", "m", kJoins, /*wait_ms=*/600000);
+  ASSERT_TRUE(Eventually([&] {
+    return cluster.service().Figures().waiting(Kind::kJoin) == kJoins;
+  }));
+  // Returns once every call ended (the waiting calls' queues drained).
+  cluster.server().Stop(absl::Seconds(5));
+  ASSERT_TRUE(Eventually([&] { return joins.finished() == kJoins; }));
+  for (int i = 0; i < kJoins; ++i) {
+    EXPECT_EQ(joins.status(i).error_code(), grpc::StatusCode::UNAVAILABLE)
+        << joins.status(i).error_message();
+  }
 }
 
 }  // namespace

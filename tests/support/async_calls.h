@@ -1,6 +1,7 @@
-// Many unary calls in flight at once through gRPC's callback client API
-// (no client thread per call), for tests and benchmarks of waiting calls:
-// AsyncJoins, the rendezvous benchmark's StoreGets.
+// Many unary calls in flight at once through gRPC's async client API on
+// ClientQueues (no client thread per call, calls spread over several
+// completion queues), for tests and benchmarks of waiting calls:
+// AsyncJoins, the rendezvous benchmark's StoreGets, the heartbeat load.
 // Thread-safe. The destructor cancels the calls still running and waits for
 // all of them to end; whatever the calls were started on (stubs) must
 // outlive this object.
@@ -9,6 +10,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -17,32 +19,35 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "tests/support/client_queues.h"
 
 namespace shard::testing {
 
 template <typename Request, typename Response>
 class AsyncCalls {
  public:
-  // Starts call i's `request` on the callback API (e.g. a stub's
-  // async()->Method), calling `done` when it ends.
-  using Start = std::function<void(int i, grpc::ClientContext* context,
-                                   const Request* request, Response* response,
-                                   std::function<void(grpc::Status)> done)>;
+  // Prepares call i with `request` on `queue` (e.g. a stub's
+  // PrepareAsyncMethod); AsyncCalls starts it.
+  using Prepare =
+      std::function<std::unique_ptr<grpc::ClientAsyncResponseReader<Response>>(
+          int i, grpc::ClientContext* context, const Request& request,
+          grpc::CompletionQueue* queue)>;
 
-  // Starts `requests.size()` calls, call i with requests[i].
-  AsyncCalls(std::vector<Request> requests, const Start& start)
-      : calls_(requests.size()) {
+  // Starts `requests.size()` calls, call i with requests[i], on `queues`
+  // (shared, e.g. by successive batches of calls; null: queues of its own).
+  AsyncCalls(std::vector<Request> requests, const Prepare& prepare,
+             std::shared_ptr<ClientQueues> queues = nullptr)
+      : queues_(queues != nullptr ? std::move(queues)
+                                  : std::make_shared<ClientQueues>()),
+        calls_(requests.size()) {
     for (size_t i = 0; i < calls_.size(); ++i) {
       Call& call = calls_[i];
+      call.owner = this;
       call.request = std::move(requests[i]);
-      start(static_cast<int>(i), &call.context, &call.request, &call.response,
-            [this, &call](grpc::Status status) {
-              absl::MutexLock lock(&mu_);
-              if (status.ok()) ++ok_;
-              call.status = std::move(status);
-              call.ended = absl::Now();
-              if (++finished_ == calls_.size()) all_done_.SignalAll();
-            });
+      call.reader = prepare(static_cast<int>(i), &call.context, call.request,
+                            queues_->Next());
+      call.reader->StartCall();
+      call.reader->Finish(&call.response, &call.status, &call);
     }
   }
   ~AsyncCalls() {
@@ -83,13 +88,26 @@ class AsyncCalls {
   }
 
  private:
-  struct Call {
+  struct Call final : ClientQueueEvent {
+    void Happened(bool) override { owner->Ended(*this); }
+
+    AsyncCalls* owner = nullptr;
     grpc::ClientContext context;
     Request request;
     Response response;
     grpc::Status status;
     absl::Time ended;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> reader;
   };
+
+  void Ended(Call& call) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (call.status.ok()) ++ok_;
+    call.ended = absl::Now();
+    if (++finished_ == calls_.size()) all_done_.SignalAll();
+  }
+
+  const std::shared_ptr<ClientQueues> queues_;
   std::vector<Call> calls_;
   absl::Mutex mu_;
   absl::CondVar all_done_;

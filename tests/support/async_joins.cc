@@ -24,11 +24,10 @@ AsyncJoins::AsyncJoins(const std::vector<shard::v1::Coordinator::Stub*>& stubs,
                        int count, uint32_t wait_ms)
     : AsyncCalls(JoinRequests(job, member_prefix, count, wait_ms),
                  [&stubs](int i, grpc::ClientContext* context,
-                          const shard::v1::JoinJobRequest* request,
-                          shard::v1::JoinJobResponse* response,
-                          std::function<void(grpc::Status)> done) {
-                   stubs[i % stubs.size()]->async()->JoinJob(
-                       context, request, response, std::move(done));
+                          const shard::v1::JoinJobRequest& request,
+                          grpc::CompletionQueue* queue) {
+                   return stubs[i % stubs.size()]->PrepareAsyncJoinJob(
+                       context, request, queue);
                  }) {}
 
 }  // namespace shard::testing

@@ -1,5 +1,5 @@
-// Many JoinJob calls in flight at once through gRPC's callback client API
-// (no client thread per call), for tests and benchmarks of waiting joins.
+// Many JoinJob calls in flight at once (AsyncCalls: gRPC's async client
+// API, no client thread per call), for tests and benchmarks of waiting joins.
 // Members are named "<prefix><i>"; call i goes to stubs[i % stubs.size()].
 // Thread-safe. The destructor cancels the calls still running and waits for
 // all of them to end; the stubs must outlive this object.

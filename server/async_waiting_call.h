@@ -1,0 +1,134 @@
+// One call of a method that waits (a join, a store get or wait), served on
+// gRPC's async API from one of WaitingCallQueues' completion queues (see
+// there why). The call is posted on its queue, and when a client's call
+// arrives it posts the next one, then hands the request to the method's
+// `serve` with a Reply whose Cancellation fires when the client goes away.
+// The answer, given on any thread, finishes the call.
+//
+// Lifetime: the object deletes itself once its queue reported both the
+// call done (gRPC's done notification) and its finish sent, or at once
+// when the posted call never arrived (the server shut down: a call posted
+// after that fails at once). A queue must not be shut down while calls
+// are live on it: its owner shuts the server down first, then waits for
+// LiveCalls to reach 0. Events run on the queue's thread; the answer may
+// run on any thread, once.
+#ifndef SERVER_ASYNC_WAITING_CALL_H_
+#define SERVER_ASYNC_WAITING_CALL_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "server/grpc_status.h"
+#include "server/reply.h"
+
+namespace shard::server {
+
+// What a completion queue's thread is handed back: the tag of every
+// operation started on WaitingCallQueues' queues.
+class QueueEvent {
+ public:
+  virtual void Happened(bool ok) = 0;
+
+ protected:
+  ~QueueEvent() = default;
+};
+
+// One method served this way. `request` posts a call of it on a queue
+// (the generated service's RequestX); `serve` serves one that arrived.
+template <typename Request, typename Response>
+struct WaitingMethod {
+  std::function<void(grpc::ServerContext*, Request*,
+                     grpc::ServerAsyncResponseWriter<Response>*,
+                     grpc::ServerCompletionQueue*, void* tag)>
+      request;
+  std::function<void(grpc::ServerContext*, const Request&, Reply<Response>)>
+      serve;
+};
+
+// Calls posted or in flight, of every method: what the queues' owner waits
+// to reach 0 before it shuts the queues down.
+using LiveCalls = std::atomic<int64_t>;
+
+template <typename Request, typename Response>
+class AsyncWaitingCall {
+ public:
+  // Posts one call of `method` on `queue`, counted in `live`; each call
+  // that arrives posts the next. All three must outlive every call posted.
+  static void Post(const WaitingMethod<Request, Response>* method,
+                   grpc::ServerCompletionQueue* queue, LiveCalls* live) {
+    new AsyncWaitingCall(method, queue, live);
+  }
+
+ private:
+  // Routes a queue event to the call's member that handles it.
+  class Event final : public QueueEvent {
+   public:
+    Event(AsyncWaitingCall* call, void (AsyncWaitingCall::*on)(bool))
+        : call_(call), on_(on) {}
+    void Happened(bool ok) override { (call_->*on_)(ok); }
+
+   private:
+    AsyncWaitingCall* const call_;
+    void (AsyncWaitingCall::*const on_)(bool);
+  };
+
+  AsyncWaitingCall(const WaitingMethod<Request, Response>* method,
+                   grpc::ServerCompletionQueue* queue, LiveCalls* live)
+      : method_(method), queue_(queue), live_(live) {
+    live_->fetch_add(1);
+    context_.AsyncNotifyWhenDone(&done_);
+    method_->request(&context_, &request_, &responder_, queue_, &arrived_);
+  }
+  ~AsyncWaitingCall() { live_->fetch_sub(1); }
+
+  void OnArrived(bool ok) {
+    if (!ok) {  // The server shut down before a client's call came.
+      delete this;
+      return;
+    }
+    Post(method_, queue_, live_);
+    method_->serve(&context_, request_,
+                   Reply<Response>(
+                       [this](absl::StatusOr<Response> answer) {
+                         Finish(std::move(answer));
+                       },
+                       cancellation_));
+  }
+  void Finish(absl::StatusOr<Response> answer) {
+    if (answer.ok()) {
+      responder_.Finish(*answer, grpc::Status::OK, &finished_);
+    } else {
+      responder_.FinishWithError(ToGrpcStatus(answer.status()), &finished_);
+    }
+  }
+  void OnDone(bool) {
+    if (context_.IsCancelled()) cancellation_->Cancel();
+    Release();
+  }
+  void OnFinished(bool) { Release(); }
+  // Two events end a call that arrived: done, and its finish sent.
+  void Release() {
+    if (pending_.fetch_sub(1) == 1) delete this;
+  }
+
+  const WaitingMethod<Request, Response>* const method_;
+  grpc::ServerCompletionQueue* const queue_;
+  LiveCalls* const live_;
+  grpc::ServerContext context_;
+  Request request_;
+  grpc::ServerAsyncResponseWriter<Response> responder_{&context_};
+  const std::shared_ptr<Cancellation> cancellation_ =
+      std::make_shared<Cancellation>();
+  Event arrived_{this, &AsyncWaitingCall::OnArrived};
+  Event done_{this, &AsyncWaitingCall::OnDone};
+  Event finished_{this, &AsyncWaitingCall::OnFinished};
+  std::atomic<int> pending_{2};
+};
+
+}  // namespace shard::server
+
+#endif  // SERVER_ASYNC_WAITING_CALL_H_
