@@ -2,6 +2,9 @@
 
 #include <malloc.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "absl/synchronization/mutex.h"
 
 namespace shard::sync {
@@ -14,6 +17,8 @@ constexpr int kKeptFreeBytes = 256 << 20;
 void TuneForManyCalls() {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   mallopt(M_TRIM_THRESHOLD, kKeptFreeBytes);
+  const unsigned cores = std::thread::hardware_concurrency();
+  mallopt(M_ARENA_MAX, static_cast<int>(std::max(1u, cores)));
 }
 
 }  // namespace shard::sync
