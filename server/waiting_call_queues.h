@@ -48,9 +48,6 @@ class WaitingCallQueues {
   void Start(GrpcCoordinator* coordinator);
   void Stop();
 
-  // Calls posted or in flight.
-  int64_t live() const { return live_.load(); }
-
  private:
   // Runs the events of `queue` until it is shut down and drained.
   static void Drain(grpc::ServerCompletionQueue* queue);
