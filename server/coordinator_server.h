@@ -4,9 +4,9 @@
 // while a CoordinatorService serves, NOT_SERVING otherwise; "liveness":
 // SERVING while the server runs), server reflection, RPC metrics, and a
 // graceful stop; its CallbackQueueWaker keeps gRPC from reading requests
-// late, and its WaitingCallQueues serve the calls that wait. What it serves is a ServingSlot: a replica's role change
-// installs or takes out the service (Serve, Vacate), the server and its
-// port stay. Used by shardd and by tests.
+// late, and its WaitingCallQueues serve the calls that wait. What it serves is
+// a ServingSlot: a replica's role change installs or takes out the service
+// (Serve, Vacate), the server and its port stay. Used by shardd and by tests.
 //
 // Thread-safety: every method may run on any thread; Stop() is idempotent.
 // Shares the services it serves (see ServingSlot for who destroys them);
