@@ -24,7 +24,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
                        "train_ddp.py")
-from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
+from harness import (ShardDaemon, check, communicate_or_report,  # noqa: E402
+                     exit_code, parse_args)
 from training_records import (check_committed_histories,  # noqa: E402
                               check_planned, read_records)
 
@@ -43,10 +44,12 @@ def start(python_dir, address, job, size, epochs, work, attempt):
         for i in range(WORLD)]
 
 
-def finish(procs):
+def finish(procs, daemon):
     outputs = []
+    deadline = time.monotonic() + 240
     for proc in procs:
-        out, _ = proc.communicate(timeout=600)
+        out, _ = communicate_or_report(
+            proc, max(1.0, deadline - time.monotonic()), also=[daemon.pid])
         outputs.append(out)
         check(proc.returncode == 0,
               f"trainer exits 0 (exit {proc.returncode}) {out[-400:]}")
@@ -67,7 +70,7 @@ def main():
         size, epochs = 3000, 2
         work = tempfile.mkdtemp(prefix="shard-ddp-")
         outputs = finish(start(args.python_dir, daemon.address, "whole",
-                               size, epochs, work, 0))
+                               size, epochs, work, 0), daemon)
         params = {re.search(r"params (\S+)", out).group(1)
                   for out in outputs if "params" in out}
         check(len(params) == 1, f"identical parameters on every rank "
@@ -95,7 +98,7 @@ def main():
         check(committed[0] == 0 and 0 < committed[1] < size,
               f"killed mid-epoch 0 after a commit at {committed}")
         finish(start(args.python_dir, daemon.address, "killed", size, epochs,
-                     work, 2))
+                     work, 2), daemon)
         check_committed_histories(check, records(work, 1), records(work, 2),
                                   committed, WORLD, epochs, size)
 

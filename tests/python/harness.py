@@ -1,8 +1,11 @@
 """Shared by the Python client tests: the command line (--bin-dir with
 shardd, --python-dir with the built package, which goes on sys.path), the
-real shardd (ShardDaemon) and pass/fail bookkeeping."""
+real shardd (ShardDaemon), pass/fail bookkeeping and what a hung process
+leaves behind for its diagnosis (communicate_or_report)."""
 import argparse
 import os
+import shutil
+import subprocess
 import sys
 import threading
 
@@ -10,7 +13,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "conformance"))
 from shardd_process import ShardDaemon  # noqa: E402
 
-__all__ = ["ShardDaemon", "check", "exit_code", "join_all", "parse_args"]
+__all__ = ["ShardDaemon", "check", "communicate_or_report", "exit_code",
+           "join_all", "parse_args"]
 
 RESULTS = {"passed": 0, "failed": 0}
 
@@ -70,3 +74,39 @@ def join_all(make, count):
     if errors:
         raise errors[0]
     return made
+
+
+def communicate_or_report(proc, timeout, also=()):
+    """proc.communicate(timeout) -> (out, err). When it runs past `timeout`:
+    prints the threads' stacks of proc, of its descendants (torchrun's
+    workers, DataLoader workers) and of the pids in `also` (the coordinator) with gdb where
+    installed, kills proc and returns what it wrote, so that a hang fails
+    its check with the evidence of where it hung."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"pid {proc.pid} still running after {timeout} s: "
+              f"{' '.join(map(str, proc.args))[:300]}", flush=True)
+        for pid in [proc.pid, *descendants_of(proc.pid), *also]:
+            print_stacks(pid)
+        proc.kill()
+        return proc.communicate()
+
+
+def descendants_of(pid):
+    listed = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)],
+                            capture_output=True, text=True).stdout
+    children = [int(child) for child in listed.split()]
+    return children + [grandchild for child in children
+                       for grandchild in descendants_of(child)]
+
+
+def print_stacks(pid):
+    if not shutil.which("gdb"):
+        print(f"(gdb is not installed: no stacks of pid {pid})", flush=True)
+        return
+    stacks = subprocess.run(
+        ["gdb", "-p", str(pid), "-batch", "-nx", "-ex",
+         "thread apply all bt 30"],
+        capture_output=True, text=True, timeout=120).stdout
+    print(f"--- threads of pid {pid} ---\n{stacks}", flush=True)

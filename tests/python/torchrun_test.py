@@ -40,7 +40,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
                        "train_ddp.py")
 PLAIN_SCRIPT = os.path.join(HERE, "plain_migration_script.py")
-from harness import ShardDaemon, check, exit_code, parse_args  # noqa: E402
+from harness import (ShardDaemon, check, communicate_or_report,  # noqa: E402
+                     exit_code, parse_args)
 from training_records import (check_committed_histories,  # noqa: E402
                               check_planned, planned, read_records)
 
@@ -93,7 +94,7 @@ def plain_migration_survives_a_restart(python_dir, address):
             len(records(work, 0).get((1, 0), [])) < size // WORLD // 4):
         time.sleep(0.05)
     kill_one_worker(proc)
-    out, _ = proc.communicate(timeout=600)
+    out, _ = communicate_or_report(proc, 240)
     check(proc.returncode == 0,
           f"the migrated script recovers from a killed worker: torchrun exits "
           f"0 (exit {proc.returncode}) {out[-1500:]}")
@@ -149,7 +150,7 @@ def whole_run(python_dir, address):
     size, epochs = 2000, 2
     work = tempfile.mkdtemp(prefix="shard-torchrun-")
     proc = torchrun(python_dir, address, "whole", size, epochs, work)
-    out, _ = proc.communicate(timeout=600)
+    out, _ = communicate_or_report(proc, 240)
     check(proc.returncode == 0,
           f"torchrun exits 0 (exit {proc.returncode}) {out[-600:]}")
     check_ranks_follow_torchrun(out, restarts=0)
@@ -170,7 +171,7 @@ def killed_worker(python_dir, address):
         time.sleep(0.05)
     time.sleep(0.3)  # Train past the commit: that work must be redone.
     kill_one_worker(proc)
-    out, _ = proc.communicate(timeout=600)
+    out, _ = communicate_or_report(proc, 240)
     check(proc.returncode == 0,
           f"torchrun restarts the world and exits 0 "
           f"(exit {proc.returncode}) {out[-600:]}")
