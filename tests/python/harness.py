@@ -79,9 +79,10 @@ def join_all(make, count):
 def communicate_or_report(proc, timeout, also=()):
     """proc.communicate(timeout) -> (out, err). When it runs past `timeout`:
     prints the threads' stacks of proc, of its descendants (torchrun's
-    workers, DataLoader workers) and of the pids in `also` (the coordinator) with gdb where
-    installed, kills proc and returns what it wrote, so that a hang fails
-    its check with the evidence of where it hung."""
+    workers, DataLoader workers) and of the pids in `also` (the
+    coordinator) with gdb where installed, kills proc and returns what it
+    wrote, so that a hang fails its check with the evidence of where it
+    hung."""
     try:
         return proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
