@@ -275,13 +275,20 @@ absl::StatusOr<shard::v1::PreviewShardResponse> CoordinatorClient::Preview(
   return Call(&Stub::PreviewShard, "PreviewShard", request);
 }
 
-absl::Status CoordinatorClient::Heartbeat(const Membership& membership) {
+absl::Status CoordinatorClient::Heartbeat(const Membership& membership,
+                                          absl::Duration* next_after) {
   shard::v1::HeartbeatRequest request;
   request.set_job_id(membership.job_id);
   request.set_member_id(membership.member_id);
   request.set_generation(membership.generation);
   request.set_incarnation(incarnation_);
-  return Call(&Stub::Heartbeat, "Heartbeat", request, Attempts::kOnce).status();
+  absl::StatusOr<shard::v1::HeartbeatResponse> answer =
+      Call(&Stub::Heartbeat, "Heartbeat", request, Attempts::kOnce);
+  if (!answer.ok()) return answer.status();
+  if (next_after != nullptr) {
+    *next_after = absl::Milliseconds(answer->next_heartbeat_ms());
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CoordinatorClient::Leave(const Membership& membership) {

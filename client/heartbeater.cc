@@ -1,5 +1,6 @@
 #include "shard/client/heartbeater.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace shard::client {
@@ -39,15 +40,21 @@ bool Heartbeater::Ends(const absl::Status& status) {
 }
 
 void Heartbeater::Loop() {
+  absl::Duration asked = absl::ZeroDuration();
   while (true) {
-    absl::Status beat = client_->Heartbeat(membership_);
+    absl::Status beat = client_->Heartbeat(membership_, &asked);
     absl::MutexLock lock(&mu_);
     if (absl::IsAborted(beat) || Ends(beat)) status_ = beat;
     if (Ends(beat)) return;
     auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stopping_;
     };
-    if (mu_.AwaitWithTimeout(absl::Condition(&stopping), interval_)) return;
+    // The coordinator's pace, when it asks for a longer one (kept through
+    // failed heartbeats: the last pace it asked for).
+    if (mu_.AwaitWithTimeout(absl::Condition(&stopping),
+                             std::max(interval_, asked))) {
+      return;
+    }
   }
 }
 

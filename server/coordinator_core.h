@@ -72,6 +72,11 @@ struct CoordinatorOptions {
   // A member that sends no heartbeat (or other member call) for this long
   // is removed and its generation ends.
   absl::Duration lease = absl::Seconds(10);
+  // Heartbeats a second the coordinator asks of all its ranks at most: a
+  // heartbeat's answer asks for the next one no sooner than ranks held /
+  // this, and leases stretch to kPacesPerLease such intervals
+  // (lease_table.h). 0: members heartbeat at their own interval.
+  uint64_t max_heartbeat_rate = 20000;
   // A job with no member and no call naming it for this long is deleted
   // (journaled like DeleteJob); zero keeps jobs forever. A job with a
   // member never expires. Checked by MembershipService::ExpireLeases().

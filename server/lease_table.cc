@@ -1,5 +1,7 @@
 #include "server/lease_table.h"
 
+#include <algorithm>
+
 namespace shard::server {
 namespace {
 
@@ -14,9 +16,19 @@ void EraseJobEntries(
 
 }  // namespace
 
-void LeaseTable::Renew(const std::string& job_id,
-                       const std::string& member_id) {
-  last_seen_[{job_id, member_id}] = Now();
+absl::Duration HeartbeatPace(uint64_t ranks, uint64_t max_rate) {
+  if (max_rate == 0) return absl::ZeroDuration();
+  return absl::Seconds(static_cast<double>(ranks) /
+                       static_cast<double>(max_rate));
+}
+
+absl::Duration LeaseAtPace(absl::Duration lease, absl::Duration pace) {
+  return std::max(lease, kPacesPerLease * pace);
+}
+
+void LeaseTable::Renew(const std::string& job_id, const std::string& member_id,
+                       absl::Duration pace) {
+  last_seen_[{job_id, member_id}] = {Now(), pace};
 }
 
 void LeaseTable::BeginWait(const std::string& job_id,
@@ -36,11 +48,15 @@ bool LeaseTable::Expired(const std::string& job_id,
                          const std::string& member_id, absl::Duration lease) {
   const MemberKey key(job_id, member_id);
   auto seen = last_seen_.find(key);
-  if (seen == last_seen_.end() || waiting_joins_.count(key) > 0) {
-    last_seen_[key] = Now();
+  if (seen == last_seen_.end()) {
+    last_seen_[key] = {Now(), absl::ZeroDuration()};
     return false;
   }
-  return Now() - seen->second > lease;
+  if (waiting_joins_.count(key) > 0) {
+    seen->second.at = Now();
+    return false;
+  }
+  return Now() - seen->second.at > LeaseAtPace(lease, seen->second.pace);
 }
 
 void LeaseTable::Forget(const std::string& job_id,

@@ -11,6 +11,7 @@
 #ifndef SERVER_LEASE_TABLE_H_
 #define SERVER_LEASE_TABLE_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -19,6 +20,18 @@
 #include "absl/time/time.h"
 
 namespace shard::server {
+
+// Leases this many of a member's heartbeat intervals long at least: a
+// heartbeat late by one interval, or lost once, does not end a generation.
+inline constexpr int kPacesPerLease = 3;
+
+// The interval the coordinator asks each of `ranks` members to send its
+// heartbeats at, so that they send at most `max_rate` a second in all;
+// zero (each member's own interval) when `max_rate` is 0.
+absl::Duration HeartbeatPace(uint64_t ranks, uint64_t max_rate);
+// The lease of a member asked to heartbeat every `pace`: `lease`, or
+// kPacesPerLease paces when that is longer.
+absl::Duration LeaseAtPace(absl::Duration lease, absl::Duration pace);
 
 class LeaseTable {
  public:
@@ -30,15 +43,19 @@ class LeaseTable {
   // `stalled` more of this process's own time must not count.
   void AddStall(absl::Duration stalled) { stalled_ += stalled; }
 
-  // The member was heard from now.
-  void Renew(const std::string& job_id, const std::string& member_id);
+  // The member was heard from now. `pace`: the interval it was asked to
+  // send its next heartbeat after (HeartbeatPace); its lease lasts at least
+  // LeaseAtPace of it until it is heard from again.
+  void Renew(const std::string& job_id, const std::string& member_id,
+             absl::Duration pace = absl::ZeroDuration());
   // A join of the member starts / stops waiting for its world (calls may
   // overlap: the member waits while any of them does).
   void BeginWait(const std::string& job_id, const std::string& member_id);
   void EndWait(const std::string& job_id, const std::string& member_id);
-  // Whether the member's lease ran out: silent for longer than `lease` and
-  // not waiting in a join. A member never seen (recovered, or added
-  // without Renew) starts its lease now.
+  // Whether the member's lease ran out: silent for longer than `lease`
+  // (lengthened to LeaseAtPace of the pace it was last asked for) and not
+  // waiting in a join. A member never seen (recovered, or added without
+  // Renew) starts its lease now.
   bool Expired(const std::string& job_id, const std::string& member_id,
                absl::Duration lease);
   // The member is gone: forget when it was seen.
@@ -55,10 +72,14 @@ class LeaseTable {
 
  private:
   using MemberKey = std::pair<std::string, std::string>;  // (job, member)
+  struct Seen {
+    absl::Time at;
+    absl::Duration pace;  // What the member was asked for then.
+  };
 
   Clock now_;
   absl::Duration stalled_;
-  std::map<MemberKey, absl::Time> last_seen_;
+  std::map<MemberKey, Seen> last_seen_;
   std::map<MemberKey, int> waiting_joins_;
   std::map<std::string, absl::Time> job_activity_;
 };

@@ -1,6 +1,8 @@
 #include "server/membership_service.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -9,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/plan/job_spec.h"
 #include "server/event_log.h"
+#include "server/lease_table.h"
 #include "server/waiting_calls.h"
 
 namespace shard::server {
@@ -278,12 +281,16 @@ absl::StatusOr<shard::v1::HeartbeatResponse> MembershipService::Heartbeat(
             !s.ok()) {
           return s;
         }
-        core.leases().Renew(request.job_id(), request.member_id());
+        const absl::Duration pace = CurrentPace(core);
+        core.leases().Renew(request.job_id(), request.member_id(), pace);
         absl::StatusOr<const JobState*> formed =
             core.FindFormedJob(request.job_id(), request.generation());
         if (!formed.ok()) return formed.status();
         shard::v1::HeartbeatResponse response;
         response.set_generation((*formed)->generation);
+        response.set_next_heartbeat_ms(static_cast<uint32_t>(std::min<int64_t>(
+            absl::ToInt64Milliseconds(absl::Ceil(pace, absl::Milliseconds(1))),
+            std::numeric_limits<uint32_t>::max())));
         return response;
       });
 }
@@ -330,10 +337,16 @@ void MembershipService::LeaseLoop() {
   }
 }
 
+absl::Duration MembershipService::CurrentPace(LockedCore& core) const {
+  return HeartbeatPace(core.state().ranks_held(),
+                       core_->options().max_heartbeat_rate);
+}
+
 void MembershipService::ExpireLeases(absl::Duration stalled) {
-  const absl::Duration lease = core_->options().lease;
   core_->Decide([&](LockedCore& core) {
     if (!core.CheckServing().ok()) return;
+    const absl::Duration lease =
+        LeaseAtPace(core_->options().lease, CurrentPace(core));
     core.leases().AddStall(stalled);
     std::vector<std::pair<std::string, std::string>> expired;
     for (const auto& [id, job] : core.state().jobs()) {

@@ -60,6 +60,9 @@ class MembershipService {
             absl::Time call_deadline, Reply<shard::v1::JoinJobResponse> reply);
   // Deletes the jobs without members whose last call is idle_job_ttl ago.
   void ExpireIdleJobs(LockedCore& core);
+  // The interval members are asked to heartbeat at now (HeartbeatPace of
+  // the ranks held).
+  absl::Duration CurrentPace(LockedCore& core) const;
   void LeaseLoop() ABSL_LOCKS_EXCLUDED(stop_mu_);
 
   CoordinatorCore* const core_;

@@ -80,6 +80,13 @@ void AddLimitOptions(CLI::App& app, DaemonFlags* f) {
                    "a member without a heartbeat for this long is removed "
                    "and its generation ends")
       ->group(limits);
+  cli::AddOption(app, "--max-heartbeat-rate", f->max_heartbeat_rate,
+                 "heartbeats a second asked of all ranks at most: members "
+                 "are asked to heartbeat every ranks / RATE seconds (if "
+                 "longer than their own interval) and their leases last at "
+                 "least 3 such intervals; 0: their own interval")
+      ->type_name("RATE")
+      ->group(limits);
   cli::AddDuration(app, "--max-wait", &f->max_wait,
                    "longest wait one call may ask for (JoinJob's wait for "
                    "the world, store gets and waits)")

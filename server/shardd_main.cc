@@ -217,6 +217,7 @@ std::optional<shard::server::CoordinatorOptions> CoordinatorOptionsFromFlags(
     options.order_cache_bytes = AvailableMemoryBytes() / 2;
   }
   options.lease = flags.lease;
+  options.max_heartbeat_rate = flags.max_heartbeat_rate;
   options.max_wait = flags.max_wait;
   options.idle_job_ttl = flags.idle_job_ttl;
   options.max_waiting_calls = flags.max_waiting_calls;

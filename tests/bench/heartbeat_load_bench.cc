@@ -1,16 +1,18 @@
 // Steady state of a large job against a running shardd: W members join a
-// job of world size W at once (gRPC callback client API over 16
+// job of world size W at once (gRPC async client API over 16
 // connections), then, for --seconds, every member heartbeats once per
-// --interval (the calls of each interval spread over it in slices of
-// 100 ms) while the job commits every 5 s and an unrelated one-rank job
-// heartbeats every 100 ms. Reports the heartbeats sent per second, how
-// many failed, the coordinator's CPU (cores: its user + system time over
+// --interval, or at the longer interval the coordinator asks for
+// (shardd --max-heartbeat-rate; the calls of each interval spread over it
+// in slices of 100 ms) while the job commits every 5 s and an unrelated
+// one-rank job heartbeats every 100 ms. Reports the heartbeats sent per second,
+// how many failed, the coordinator's CPU (cores: its user + system time over
 // the phase), its RSS and threads, and the other job's heartbeat p50 /
 // p99 / max. The benchmark's client shares the machine with the
 // coordinator; its own CPU is reported too. Prints one JSON line.
 //
 //   shard-heartbeat-load-bench --coordinator HOST:PORT --coordinator-pid PID
 //                              --members W [--interval 2] [--seconds 20]
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <string>
@@ -74,6 +76,22 @@ bool Commit(shard::v1::Coordinator::Stub* stub, const std::string& job,
   shard::v1::CommitProgressResponse response;
   grpc::ClientContext context;
   return stub->CommitProgress(&context, request, &response).ok();
+}
+
+// The interval the coordinator asks its members to heartbeat at (one
+// heartbeat of member 0 reads it); zero if that heartbeat failed.
+absl::Duration AskedPace(shard::v1::Coordinator::Stub* stub,
+                         const std::string& job, uint64_t generation) {
+  shard::v1::HeartbeatRequest request;
+  request.set_job_id(job);
+  request.set_member_id("member-0");
+  request.set_generation(generation);
+  shard::v1::HeartbeatResponse response;
+  grpc::ClientContext context;
+  if (!stub->Heartbeat(&context, request, &response).ok()) {
+    return absl::ZeroDuration();
+  }
+  return absl::Milliseconds(response.next_heartbeat_ms());
 }
 
 struct SteadyFigures {
@@ -147,23 +165,29 @@ int Run(const std::string& address, int pid, int members,
   }
   (*probe)->TakeJson("joins");
 
+  // The members' own interval, or the coordinator's pace if longer (as
+  // the clients do).
+  const uint64_t generation = joins.response(0).generation();
+  const absl::Duration asked = AskedPace(stubs[0], job, generation);
+  const absl::Duration paced = std::max(interval, asked);
   const double cpu_before = ProcCpuSeconds(pid);
   const double own_before = OwnCpuSeconds();
   const absl::Time began = absl::Now();
-  const SteadyFigures steady = Steady(
-      stubs, job, joins.response(0).generation(), members, interval, seconds);
+  const SteadyFigures steady =
+      Steady(stubs, job, generation, members, paced, seconds);
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - began);
   const double cores = (ProcCpuSeconds(pid) - cpu_before) / elapsed;
   const double own_cores = (OwnCpuSeconds() - own_before) / elapsed;
   const std::string heartbeats = (*probe)->TakeJson("steady");
   std::printf(
-      "{\"members\":%d,\"interval_s\":%.1f,\"seconds\":%.1f,"
+      "{\"members\":%d,\"interval_s\":%.1f,\"asked_interval_s\":%.3f,"
+      "\"seconds\":%.1f,"
       "\"heartbeats_per_s\":%.0f,\"heartbeats_failed\":%llu,"
       "\"commits_failed\":%llu,\"coordinator_cores\":%.2f,"
       "\"client_cores\":%.2f,\"coordinator_rss_mib\":%.1f,"
       "\"coordinator_threads\":%.0f,%s}\n",
-      members, absl::ToDoubleSeconds(interval), elapsed,
-      static_cast<double>(steady.sent) / elapsed,
+      members, absl::ToDoubleSeconds(interval), absl::ToDoubleSeconds(asked),
+      elapsed, static_cast<double>(steady.sent) / elapsed,
       static_cast<unsigned long long>(steady.failed),
       static_cast<unsigned long long>(steady.commits_failed), cores, own_cores,
       ProcStatusField(pid, "VmRSS") / 1024, ProcStatusField(pid, "Threads"),

@@ -4,7 +4,8 @@
 For each W, starts a fresh shardd (its defaults, or --lease) and runs
 shard-heartbeat-load-bench: W members join a job of world size W, then
 for --seconds every member heartbeats once per --interval (the clients'
-default, 2 s) while the job commits every 5 s and an unrelated job
+default, 2 s), or at the longer interval the coordinator asks for
+(shardd --max-heartbeat-rate), while the job commits every 5 s and an unrelated job
 heartbeats every 100 ms. Prints a Markdown table: heartbeats per second
 sent (and failed), the coordinator's CPU in cores (and the benchmark
 client's: both share this machine), its RSS and threads, the other job's
@@ -30,12 +31,14 @@ def main():
                         [int(w) for w in args.members.split(",")],
                         extra=("--interval", args.interval, "--seconds",
                                args.seconds))
-    print("\n| W | heartbeats / s (failed) | coordinator CPU | client CPU | "
+    print("\n| W | interval asked | heartbeats / s (failed) | "
+          "coordinator CPU | client CPU | "
           "coordinator RSS | threads | other job's heartbeat p50 / p99 / "
           "max | core lock held per call p50 / p99 / max |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(f"| {r['members']} | {r['heartbeats_per_s']:.0f} "
+        print(f"| {r['members']} | {r['asked_interval_s']:.1f} s | "
+              f"{r['heartbeats_per_s']:.0f} "
               f"({r['heartbeats_failed']}) | "
               f"{r['coordinator_cores']:.2f} cores | "
               f"{r['client_cores']:.2f} cores | "

@@ -11,7 +11,9 @@ and both clients report UNAVAILABLE. DeleteJob answered UNAVAILABLE and
 then NOT_FOUND is OK in both (the first attempt may have deleted the job),
 NOT_FOUND at once is NOT_FOUND. For heartbeats answered with each kind
 of code, both clients' heartbeat threads stop and report (heartbeat.ends),
-report and go on (heartbeat.reported) or go on silently (any other code).
+report and go on (heartbeat.reported) or go on silently (any other code);
+answered OK, both wait the longer of their interval and the one the
+answer asks for (HeartbeatResponse.next_heartbeat_ms).
 A standby that names a leader which failed without answering keeps the
 Python client's retries (Replicas, the C++ rule's twin) until the hold-off
 ends. Also: the Python errors are the ShardError subclass of their code and
@@ -68,12 +70,14 @@ def _shard():
 
 
 class FakeCoordinator:
-    """Answers every unary call with `code` and counts calls per method."""
+    """Answers every unary call with `code` (OK: the message `answers` holds
+    for the method) and counts calls per method."""
 
     def __init__(self, methods):
         from shard.v1 import shard_pb2_grpc as pb_grpc
         self.code = grpc.StatusCode.UNAVAILABLE
         self.then = None
+        self.answers = {}
         self.calls = collections.Counter()
         self._lock = threading.Lock()
 
@@ -84,6 +88,8 @@ class FakeCoordinator:
                     code = self.code
                     if self.then is not None:
                         self.code = self.then
+                    if code == grpc.StatusCode.OK:
+                        return self.answers[name]
                 context.abort(code, f"fake coordinator: {code.name}")
             return answer
         servicer = type("Fake", (pb_grpc.CoordinatorServicer,),
@@ -166,6 +172,31 @@ def check_ambiguous_delete(args, fake, shard):
             got = error.code.name
         check(got == expected,
               f"Python DeleteJob answered {first} then NOT_FOUND: {got}")
+    client.close()
+
+
+def check_heartbeat_pace(args, fake, shard):
+    """Both clients heartbeat at the longer of their own interval (50 ms)
+    and the one the coordinator's answer asks for."""
+    from shard.v1 import shard_pb2 as pb
+    membership = shard.Membership("probe", "member", 0, 1, 1, None, 0, 0)
+    client = shard.Client(fake.address, retry_deadline=1.0, rpc_timeout=5.0)
+    for pace_ms, most, least in ((400, 4, 2), (0, None, 10)):
+        fake.answers["Heartbeat"] = pb.HeartbeatResponse(
+            generation=1, next_heartbeat_ms=pace_ms)
+        fake.reset("OK")
+        probe(args.bin_dir, fake.address, "--heartbeat-for", "1s",
+              "--interval", "50ms")
+        cpp_sent = fake.count("Heartbeat")
+        fake.reset("OK")
+        beat = client.start_heartbeat(membership, interval=0.05)
+        time.sleep(1.0)
+        beat.stop()
+        python_sent = fake.count("Heartbeat")
+        for who, sent in (("C++", cpp_sent), ("Python", python_sent)):
+            check(least <= sent and (most is None or sent <= most),
+                  f"{who} heartbeats for 1 s at 50 ms, asked for "
+                  f"{pace_ms} ms: sent {sent} ({least}..{most or ''})")
     client.close()
 
 
@@ -308,6 +339,7 @@ def main():
         check_retries(args, fake, table, shard)
         check_ambiguous_delete(args, fake, shard)
         check_heartbeats(args, fake, table, shard)
+        check_heartbeat_pace(args, fake, shard)
     finally:
         fake.stop()
     check_silent_leader()

@@ -1,4 +1,5 @@
-// LeaseTable on a fake clock: leases, waiting joins, stalls and idle jobs.
+// LeaseTable on a fake clock: leases, paced leases, waiting joins, stalls
+// and idle jobs.
 #include "server/lease_table.h"
 
 #include "absl/time/time.h"
@@ -23,6 +24,26 @@ TEST_F(LeaseTableTest, AMemberExpiresOnlyAfterAFullLeaseOfSilence) {
   EXPECT_TRUE(table_.Expired("job", "a", kLease));
   table_.Renew("job", "a");
   EXPECT_FALSE(table_.Expired("job", "a", kLease));
+}
+
+TEST_F(LeaseTableTest, AMemberAskedForALongPaceKeepsThreePacesOfLease) {
+  table_.Renew("job", "a", absl::Seconds(5));  // Asked: every 5 s.
+  now_ += absl::Seconds(15);
+  EXPECT_FALSE(table_.Expired("job", "a", kLease));
+  now_ += absl::Milliseconds(1);
+  EXPECT_TRUE(table_.Expired("job", "a", kLease));
+  // Renewed without a pace: the plain lease again.
+  table_.Renew("job", "a");
+  now_ += kLease + absl::Milliseconds(1);
+  EXPECT_TRUE(table_.Expired("job", "a", kLease));
+}
+
+TEST(PaceAndLeaseTest, SpreadTheRanksOverTheRateAndStretchTheLease) {
+  EXPECT_EQ(HeartbeatPace(100000, 20000), absl::Seconds(5));
+  EXPECT_EQ(HeartbeatPace(1000, 20000), absl::Milliseconds(50));
+  EXPECT_EQ(HeartbeatPace(100000, 0), absl::ZeroDuration());
+  EXPECT_EQ(LeaseAtPace(kLease, absl::Seconds(5)), absl::Seconds(15));
+  EXPECT_EQ(LeaseAtPace(kLease, absl::Seconds(1)), kLease);
 }
 
 TEST_F(LeaseTableTest, AMemberNeverSeenStartsItsLeaseAtTheFirstCheck) {

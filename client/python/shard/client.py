@@ -329,8 +329,9 @@ class Client:
 
     def start_heartbeat(self, membership: Membership,
                         interval: float = 2.0) -> "Heartbeat":
-        """Heartbeats every `interval` seconds on a daemon thread until
-        stop() or the generation ended; returns the Heartbeat."""
+        """Heartbeats every `interval` seconds (or less often when the
+        coordinator asks: shardd --max-heartbeat-rate) on a daemon thread
+        until stop() or the generation ended; returns the Heartbeat."""
         return Heartbeat(self, membership, interval)
 
     def leave(self, membership: Membership) -> None:
@@ -480,9 +481,12 @@ class Heartbeat:
         self._thread.start()
 
     def _run(self, client, membership, interval):
-        while not self._stop.wait(interval):
+        wait = interval
+        while not self._stop.wait(wait):
             try:
-                client.heartbeat(membership)
+                answer = client.heartbeat(membership)
+                # The coordinator's pace, when it asks for a longer one.
+                wait = max(interval, answer.next_heartbeat_ms / 1000)
             except ShardError as error:
                 if error.code in HEARTBEAT_REPORTED + HEARTBEAT_ENDS:
                     self.error = error

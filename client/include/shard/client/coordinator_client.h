@@ -116,8 +116,11 @@ class CoordinatorClient {
   // Renews the member's lease. ABORTED when its generation ended or it is
   // no longer a member: re-join. NOT_FOUND when the job was deleted and
   // FAILED_PRECONDITION when a restarted process of the member joined
-  // since: stop.
-  absl::Status Heartbeat(const Membership& membership);
+  // since: stop. When OK and `next_after` is given, sets it to how long
+  // the coordinator asks the next heartbeat to wait at least (zero: the
+  // caller's own interval; see shardd --max-heartbeat-rate).
+  absl::Status Heartbeat(const Membership& membership,
+                         absl::Duration* next_after = nullptr);
   // Leaves the job (clean exit); idempotent. Later joins of the job are
   // first joins again (see Join).
   absl::Status Leave(const Membership& membership);

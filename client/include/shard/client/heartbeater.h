@@ -1,6 +1,8 @@
 // Keeps a membership's lease alive: sends a heartbeat every `interval` on a
-// background thread until destroyed. What an answer does follows the
-// clients' table (proto/shard/v1/client_retries.json, the same in Python):
+// background thread until destroyed, or less often when the coordinator
+// asks (a large coordinator paces its ranks: shardd --max-heartbeat-rate).
+// What an answer does follows the clients' table
+// (proto/shard/v1/client_retries.json, the same in Python):
 // - ABORTED (the generation ended, or the member was removed) is
 //   remembered and heartbeats go on: they keep the lease while the owner
 //   re-joins;
