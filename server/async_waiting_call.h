@@ -3,7 +3,10 @@
 // there why). The call is posted on its queue, and when a client's call
 // arrives it posts the next one, then hands the request to the method's
 // `serve` with a Reply whose Cancellation fires when the client goes away.
-// The answer, given on any thread, finishes the call.
+// The answer, given on any thread, is sent from the call's own queue
+// thread (an alarm due at once hands it over): a key set wakes every
+// rendezvous waiter on the setter's thread, and the answers of 100,000 of
+// them then go out on all the queues' threads instead of that one.
 //
 // Lifetime: the object deletes itself once its queue reported both the
 // call done (gRPC's done notification) and its finish sent, or at once
@@ -11,7 +14,7 @@
 // after that fails at once). A queue must not be shut down while calls
 // are live on it: its owner shuts the server down first, then waits for
 // LiveCalls to reach 0. Events run on the queue's thread; the answer may
-// run on any thread, once.
+// be given on any thread, once.
 #ifndef SERVER_ASYNC_WAITING_CALL_H_
 #define SERVER_ASYNC_WAITING_CALL_H_
 
@@ -21,6 +24,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 #include "server/grpc_status.h"
 #include "server/reply.h"
@@ -98,11 +102,17 @@ class AsyncWaitingCall {
                        },
                        cancellation_));
   }
+  // Any thread: keeps the answer and hands it to the queue's thread (the
+  // alarm's event orders this write before OnAnswered's read).
   void Finish(absl::StatusOr<Response> answer) {
-    if (answer.ok()) {
-      responder_.Finish(*answer, grpc::Status::OK, &finished_);
+    answer_ = std::move(answer);
+    handover_.Set(queue_, gpr_now(GPR_CLOCK_MONOTONIC), &answered_);
+  }
+  void OnAnswered(bool) {
+    if (answer_.ok()) {
+      responder_.Finish(*answer_, grpc::Status::OK, &finished_);
     } else {
-      responder_.FinishWithError(ToGrpcStatus(answer.status()), &finished_);
+      responder_.FinishWithError(ToGrpcStatus(answer_.status()), &finished_);
     }
   }
   void OnDone(bool) {
@@ -121,10 +131,13 @@ class AsyncWaitingCall {
   grpc::ServerContext context_;
   Request request_;
   grpc::ServerAsyncResponseWriter<Response> responder_{&context_};
+  absl::StatusOr<Response> answer_;
+  grpc::Alarm handover_;
   const std::shared_ptr<Cancellation> cancellation_ =
       std::make_shared<Cancellation>();
   Event arrived_{this, &AsyncWaitingCall::OnArrived};
   Event done_{this, &AsyncWaitingCall::OnDone};
+  Event answered_{this, &AsyncWaitingCall::OnAnswered};
   Event finished_{this, &AsyncWaitingCall::OnFinished};
   std::atomic<int> pending_{2};
 };

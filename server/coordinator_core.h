@@ -76,7 +76,7 @@ struct CoordinatorOptions {
   // heartbeat's answer asks for the next one no sooner than ranks held /
   // this, and leases stretch to kPacesPerLease such intervals
   // (lease_table.h). 0: members heartbeat at their own interval.
-  uint64_t max_heartbeat_rate = 20000;
+  uint64_t max_heartbeat_rate = 15000;
   // A job with no member and no call naming it for this long is deleted
   // (journaled like DeleteJob); zero keeps jobs forever. A job with a
   // member never expires. Checked by MembershipService::ExpireLeases().

@@ -29,7 +29,7 @@ struct DaemonFlags {
   uint64_t max_cost_bytes = uint64_t{4} << 30;
   uint64_t order_cache_bytes = 0;
   absl::Duration lease = absl::Seconds(10);
-  uint64_t max_heartbeat_rate = 20000;
+  uint64_t max_heartbeat_rate = 15000;
   absl::Duration idle_job_ttl = absl::Hours(7 * 24);
   absl::Duration max_wait = absl::Minutes(5);
   uint64_t max_waiting_calls = 10000;
