@@ -26,8 +26,14 @@ absl::Duration LeaseAtPace(absl::Duration lease, absl::Duration pace) {
   return std::max(lease, kPacesPerLease * pace);
 }
 
-void LeaseTable::Renew(const std::string& job_id, const std::string& member_id,
-                       absl::Duration pace) {
+void LeaseTable::Renew(const std::string& job_id,
+                       const std::string& member_id) {
+  last_seen_[{job_id, member_id}].at = Now();
+}
+
+void LeaseTable::RenewAtPace(const std::string& job_id,
+                             const std::string& member_id,
+                             absl::Duration pace) {
   last_seen_[{job_id, member_id}] = {Now(), pace};
 }
 

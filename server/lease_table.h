@@ -1,6 +1,7 @@
 // Liveness bookkeeping of a coordinator's members and jobs: when each
-// member was last heard from, which members wait in a join (alive however
-// long that takes), and when each job was last used. Everything is measured
+// member was last heard from and the heartbeat pace it was asked for,
+// which members wait in a join (alive however long that takes), and when
+// each job was last used. Everything is measured
 // on a lease clock: the injected clock less the time this process itself
 // could not run (AddStall), so a stall of the coordinator is nobody's
 // silence.
@@ -43,11 +44,13 @@ class LeaseTable {
   // `stalled` more of this process's own time must not count.
   void AddStall(absl::Duration stalled) { stalled_ += stalled; }
 
-  // The member was heard from now. `pace`: the interval it was asked to
-  // send its next heartbeat after (HeartbeatPace); its lease lasts at least
-  // LeaseAtPace of it until it is heard from again.
-  void Renew(const std::string& job_id, const std::string& member_id,
-             absl::Duration pace = absl::ZeroDuration());
+  // The member was heard from now; the pace it was last asked for stays.
+  void Renew(const std::string& job_id, const std::string& member_id);
+  // A heartbeat: heard from now and asked to send the next one after
+  // `pace` (HeartbeatPace); its lease lasts at least LeaseAtPace of it
+  // until its next heartbeat.
+  void RenewAtPace(const std::string& job_id, const std::string& member_id,
+                   absl::Duration pace);
   // A join of the member starts / stops waiting for its world (calls may
   // overlap: the member waits while any of them does).
   void BeginWait(const std::string& job_id, const std::string& member_id);

@@ -282,7 +282,7 @@ absl::StatusOr<shard::v1::HeartbeatResponse> MembershipService::Heartbeat(
           return s;
         }
         const absl::Duration pace = CurrentPace(core);
-        core.leases().Renew(request.job_id(), request.member_id(), pace);
+        core.leases().RenewAtPace(request.job_id(), request.member_id(), pace);
         absl::StatusOr<const JobState*> formed =
             core.FindFormedJob(request.job_id(), request.generation());
         if (!formed.ok()) return formed.status();

@@ -27,13 +27,17 @@ TEST_F(LeaseTableTest, AMemberExpiresOnlyAfterAFullLeaseOfSilence) {
 }
 
 TEST_F(LeaseTableTest, AMemberAskedForALongPaceKeepsThreePacesOfLease) {
-  table_.Renew("job", "a", absl::Seconds(5));  // Asked: every 5 s.
+  table_.RenewAtPace("job", "a", absl::Seconds(5));  // Every 5 s.
   now_ += absl::Seconds(15);
   EXPECT_FALSE(table_.Expired("job", "a", kLease));
   now_ += absl::Milliseconds(1);
   EXPECT_TRUE(table_.Expired("job", "a", kLease));
-  // Renewed without a pace: the plain lease again.
+  // Another call of the member keeps the pace it was asked for.
   table_.Renew("job", "a");
+  now_ += absl::Seconds(15);
+  EXPECT_FALSE(table_.Expired("job", "a", kLease));
+  // A heartbeat asked for no pace: the plain lease again.
+  table_.RenewAtPace("job", "a", absl::ZeroDuration());
   now_ += kLease + absl::Milliseconds(1);
   EXPECT_TRUE(table_.Expired("job", "a", kLease));
 }
