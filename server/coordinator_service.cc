@@ -76,6 +76,7 @@ CoordinatorFigures CoordinatorService::Figures() {
   SourceCounterTable& by_source = shards_.source_counters();
   core_.Decide([&](LockedCore& core) {
     if (!core.CheckServing().ok()) return;
+    figures.heartbeat_pace = membership_.CurrentPace(core);
     figures.jobs.reserve(core.state().jobs().size());
     absl::flat_hash_set<uint64_t> live;
     for (const auto& [id, job] : core.state().jobs()) {

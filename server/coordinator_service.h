@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "server/coordinator_core.h"
 #include "server/coordinator_state.h"
 #include "server/job_figures.h"
@@ -48,6 +49,9 @@ struct CoordinatorFigures {
   std::array<size_t, WaitingCalls::kKinds> waiting_by_kind = {};
   // How many may wait at once now (WaitingCalls::limit).
   size_t waiting_limit = 0;
+  // What heartbeats are asked to wait at least now (zero while the core
+  // does not serve; MembershipService::CurrentPace).
+  absl::Duration heartbeat_pace;
   // Every job's figures; empty while the core does not serve.
   std::vector<JobFigures> jobs;
 

@@ -50,6 +50,9 @@ class MembershipService {
   // process itself could not run; it is not counted against members (their
   // heartbeats could not be served) nor against idle jobs.
   void ExpireLeases(absl::Duration stalled = absl::ZeroDuration());
+  // The interval each heartbeat's answer asks members to wait at least
+  // now (HeartbeatPace of the ranks held).
+  absl::Duration CurrentPace(LockedCore& core) const;
   // Jobs deleted because they stayed idle for idle_job_ttl (metrics).
   uint64_t idle_jobs_expired() const { return idle_jobs_expired_.load(); }
 
@@ -60,9 +63,6 @@ class MembershipService {
             absl::Time call_deadline, Reply<shard::v1::JoinJobResponse> reply);
   // Deletes the jobs without members whose last call is idle_job_ttl ago.
   void ExpireIdleJobs(LockedCore& core);
-  // The interval members are asked to heartbeat at now (HeartbeatPace of
-  // the ranks held).
-  absl::Duration CurrentPace(LockedCore& core) const;
   void LeaseLoop() ABSL_LOCKS_EXCLUDED(stop_mu_);
 
   CoordinatorCore* const core_;

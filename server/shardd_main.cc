@@ -189,6 +189,7 @@ shard::metrics::CoordinatorView ViewOf(
                                     figures.waiting(kind));
   }
   view.max_waiting_calls = figures.waiting_limit;
+  view.heartbeat_pace_seconds = absl::ToDoubleSeconds(figures.heartbeat_pace);
   view.store_bytes = figures.rendezvous_bytes;
   view.store_max_bytes = options.rendezvous.max_total_bytes;
   view.order_bytes = figures.order_bytes;

@@ -223,6 +223,12 @@ class CoordinatorGauges : public prometheus::Collectable {
         "Waiting calls allowed at once (shardd --max-waiting-calls plus 2 "
         "per rank of the jobs held).",
         static_cast<double>(view.max_waiting_calls)));
+    families.push_back(SingleGauge(
+        "shard_heartbeat_pace_seconds",
+        "How long each heartbeat's answer asks a member to wait before its "
+        "next (ranks held / shardd --max-heartbeat-rate); members wait the "
+        "longer of this and their own interval.",
+        view.heartbeat_pace_seconds));
     families.push_back(
         SingleGauge("shard_store_bytes",
                     "Bytes the rendezvous store holds (keys, values and "

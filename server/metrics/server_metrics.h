@@ -92,6 +92,8 @@ struct CoordinatorView {
   // Calls waiting right now, by method name, and their common limit.
   std::vector<std::pair<std::string, size_t>> waiting_calls;
   size_t max_waiting_calls = 0;
+  // What each heartbeat's answer asks members to wait at least.
+  double heartbeat_pace_seconds = 0;
   // Rendezvous store bytes held and their budget.
   size_t store_bytes = 0;
   size_t store_max_bytes = 0;

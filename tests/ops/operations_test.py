@@ -179,6 +179,10 @@ def main():
         check(sample(after, "shard_waiting_calls_limit") == 10000 + 2 * 2,
               "shard_waiting_calls_limit is --max-waiting-calls plus 2 per "
               "rank of the jobs held (one job of 2)")
+        pace = sample(after, "shard_heartbeat_pace_seconds")
+        check(pace is not None and abs(pace - 2 / 15000) < 1e-9,
+              "shard_heartbeat_pace_seconds is the ranks held over "
+              "--max-heartbeat-rate (2 / 15,000)")
         check(sample(after, "shard_store_bytes") == 0 and
               sample(after, "shard_store_bytes_limit") == 256 << 20,
               "rendezvous store bytes and budget are exported")
