@@ -163,7 +163,7 @@ def check_usage_errors(bin_dir):
 # Type names of options with a value, as --help shows them: numbers are
 # tried with "-1" (and floating-point ones with "nan"); the others are left
 # alone. An option whose type is in neither list fails the test.
-NUMERIC_TYPES = {"UINT", "INT", "N", "BYTES"}
+NUMERIC_TYPES = {"UINT", "INT", "N", "BYTES", "RATE"}
 FLOAT_TYPES = {"FLOAT"}
 OTHER_TYPES = {"TEXT", "DURATION", "HOST:PORT", "HOST:PORT,...",
                "HOST:PORT[,...]", "DIR", "FILE", "PEM", "PREFIX", "BOOLEAN",
