@@ -55,6 +55,14 @@ absl::Status CheckCurrentIncarnation(const JobState& job,
                    ") is stale and must stop"));
 }
 
+// `pace` in milliseconds, rounded up (a member asked to wait never waits
+// less), at most what the answer's field holds.
+uint32_t WholeMilliseconds(absl::Duration pace) {
+  return static_cast<uint32_t>(std::min<int64_t>(
+      absl::ToInt64Milliseconds(absl::Ceil(pace, absl::Milliseconds(1))),
+      std::numeric_limits<uint32_t>::max()));
+}
+
 // The shape of a join: valid ids, and its spec (if any) normalised.
 absl::StatusOr<std::optional<shard::v1::JobSpec>> CheckJoinRequest(
     const shard::v1::JoinJobRequest& request, uint64_t max_order_bytes) {
@@ -288,9 +296,7 @@ absl::StatusOr<shard::v1::HeartbeatResponse> MembershipService::Heartbeat(
         if (!formed.ok()) return formed.status();
         shard::v1::HeartbeatResponse response;
         response.set_generation((*formed)->generation);
-        response.set_next_heartbeat_ms(static_cast<uint32_t>(std::min<int64_t>(
-            absl::ToInt64Milliseconds(absl::Ceil(pace, absl::Milliseconds(1))),
-            std::numeric_limits<uint32_t>::max())));
+        response.set_next_heartbeat_ms(WholeMilliseconds(pace));
         return response;
       });
 }
