@@ -1,10 +1,9 @@
 // Liveness bookkeeping of a coordinator's members and jobs: when each
 // member was last heard from and the heartbeat pace it was asked for,
 // which members wait in a join (alive however long that takes), and when
-// each job was last used. Everything is measured
-// on a lease clock: the injected clock less the time this process itself
-// could not run (AddStall), so a stall of the coordinator is nobody's
-// silence.
+// each job was last used. Everything is measured on a lease clock: the
+// injected clock less the time this process itself could not run
+// (AddStall), so a stall of the coordinator is nobody's silence.
 //
 // Pure data, no thread and no lock: the owner calls it under its own lock.
 // Not journaled: a restart gives every member a full lease and every job a

@@ -55,6 +55,16 @@ bool CreateJob(shard::v1::Coordinator::Stub* stub, const std::string& job_id,
   return stub->CreateJob(&context, request, &job).ok();
 }
 
+shard::v1::HeartbeatRequest HeartbeatOf(const std::string& job_id,
+                                        const std::string& member_id,
+                                        uint64_t generation) {
+  shard::v1::HeartbeatRequest request;
+  request.set_job_id(job_id);
+  request.set_member_id(member_id);
+  request.set_generation(generation);
+  return request;
+}
+
 uint32_t JoinedMembers(shard::v1::Coordinator::Stub* stub,
                        const std::string& job_id) {
   shard::v1::GetJobRequest request;
@@ -145,10 +155,8 @@ std::string HeartbeatProbe::TakeJson(const std::string& prefix) {
 
 void HeartbeatProbe::Run() {
   while (!stop_.load()) {
-    shard::v1::HeartbeatRequest request;
-    request.set_job_id(job_id_);
-    request.set_member_id("other");
-    request.set_generation(generation_);
+    const shard::v1::HeartbeatRequest request =
+        HeartbeatOf(job_id_, "other", generation_);
     shard::v1::HeartbeatResponse response;
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() +

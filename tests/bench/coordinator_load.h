@@ -31,6 +31,11 @@ std::vector<std::unique_ptr<shard::v1::Coordinator::Stub>> Connect(
 bool CreateJob(shard::v1::Coordinator::Stub* stub, const std::string& job_id,
                uint32_t world);
 
+// A heartbeat of member `member_id` of `generation` of job `job_id`.
+shard::v1::HeartbeatRequest HeartbeatOf(const std::string& job_id,
+                                        const std::string& member_id,
+                                        uint64_t generation);
+
 // The stubs of `connections`, not owned.
 std::vector<shard::v1::Coordinator::Stub*> StubsOf(
     const std::vector<std::unique_ptr<shard::v1::Coordinator::Stub>>&

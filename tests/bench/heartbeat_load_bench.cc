@@ -46,12 +46,11 @@ std::unique_ptr<Heartbeats> SendHeartbeats(
     const std::vector<shard::v1::Coordinator::Stub*>& stubs,
     const std::string& job, uint64_t generation, int begin, int end,
     const std::shared_ptr<testing::ClientQueues>& queues) {
-  std::vector<shard::v1::HeartbeatRequest> requests(end - begin);
+  std::vector<shard::v1::HeartbeatRequest> requests;
+  requests.reserve(end - begin);
   for (int i = begin; i < end; ++i) {
-    shard::v1::HeartbeatRequest& request = requests[i - begin];
-    request.set_job_id(job);
-    request.set_member_id(absl::StrCat("member-", i));
-    request.set_generation(generation);
+    requests.push_back(
+        HeartbeatOf(job, absl::StrCat("member-", i), generation));
   }
   return std::make_unique<Heartbeats>(
       std::move(requests),
@@ -82,15 +81,11 @@ bool Commit(shard::v1::Coordinator::Stub* stub, const std::string& job,
 // heartbeat of member 0 reads it); zero if that heartbeat failed.
 absl::Duration AskedPace(shard::v1::Coordinator::Stub* stub,
                          const std::string& job, uint64_t generation) {
-  shard::v1::HeartbeatRequest request;
-  request.set_job_id(job);
-  request.set_member_id("member-0");
-  request.set_generation(generation);
   shard::v1::HeartbeatResponse response;
   grpc::ClientContext context;
-  if (!stub->Heartbeat(&context, request, &response).ok()) {
-    return absl::ZeroDuration();
-  }
+  const grpc::Status status = stub->Heartbeat(
+      &context, HeartbeatOf(job, "member-0", generation), &response);
+  if (!status.ok()) return absl::ZeroDuration();
   return absl::Milliseconds(response.next_heartbeat_ms());
 }
 
@@ -151,7 +146,8 @@ int Run(const std::string& address, int pid, int members,
   const std::string job = absl::StrCat("bench-steady-", members);
   shard::v1::CreateJobRequest create;
   create.set_job_id(job);
-  create.mutable_spec()->set_dataset_size(uint64_t{members} * 1000);
+  create.mutable_spec()->set_dataset_size(static_cast<uint64_t>(members) *
+                                          1000);
   create.mutable_spec()->set_world_size(members);
   shard::v1::Job created;
   grpc::ClientContext create_context;

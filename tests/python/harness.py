@@ -106,8 +106,11 @@ def print_stacks(pid):
     if not shutil.which("gdb"):
         print(f"(gdb is not installed: no stacks of pid {pid})", flush=True)
         return
-    stacks = subprocess.run(
-        ["gdb", "-p", str(pid), "-batch", "-nx", "-ex",
-         "thread apply all bt 30"],
-        capture_output=True, text=True, timeout=120).stdout
+    try:
+        stacks = subprocess.run(
+            ["gdb", "-p", str(pid), "-batch", "-nx", "-ex",
+             "thread apply all bt 30"],
+            capture_output=True, text=True, timeout=120).stdout
+    except subprocess.TimeoutExpired:
+        stacks = "(gdb did not finish within 120 s)"
     print(f"--- threads of pid {pid} ---\n{stacks}", flush=True)
