@@ -4,9 +4,9 @@
 // arrives it posts the next one, then hands the request to the method's
 // `serve` with a Reply whose Cancellation fires when the client goes away.
 // The answer, given on any thread, is sent from the call's own queue
-// thread (an alarm due at once hands it over): a key set wakes every
+// thread, through the queue's QueueHandover: a key set wakes every
 // rendezvous waiter on the setter's thread, and the answers of 100,000 of
-// them then go out on all the queues' threads instead of that one.
+// them then go out on all the queues' threads, in batches.
 //
 // Lifetime: the object deletes itself once its queue reported both the
 // call done (gRPC's done notification) and its finish sent, or at once
@@ -24,22 +24,13 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 #include "server/grpc_status.h"
+#include "server/queue_event.h"
+#include "server/queue_handover.h"
 #include "server/reply.h"
 
 namespace shard::server {
-
-// What a completion queue's thread is handed back: the tag of every
-// operation started on WaitingCallQueues' queues.
-class QueueEvent {
- public:
-  virtual void Happened(bool ok) = 0;
-
- protected:
-  ~QueueEvent() = default;
-};
 
 // One method served this way. `request` posts a call of it on a queue
 // (the generated service's RequestX); `serve` serves one that arrived.
@@ -60,11 +51,12 @@ using LiveCalls = std::atomic<int64_t>;
 template <typename Request, typename Response>
 class AsyncWaitingCall {
  public:
-  // Posts one call of `method` on `queue`, counted in `live`; each call
-  // that arrives posts the next. All three must outlive every call posted.
+  // Posts one call of `method` on the queue of `handover`, counted in
+  // `live`; each call that arrives posts the next. All three must outlive
+  // every call posted.
   static void Post(const WaitingMethod<Request, Response>* method,
-                   grpc::ServerCompletionQueue* queue, LiveCalls* live) {
-    new AsyncWaitingCall(method, queue, live);
+                   QueueHandover* handover, LiveCalls* live) {
+    new AsyncWaitingCall(method, handover, live);
   }
 
  private:
@@ -81,11 +73,12 @@ class AsyncWaitingCall {
   };
 
   AsyncWaitingCall(const WaitingMethod<Request, Response>* method,
-                   grpc::ServerCompletionQueue* queue, LiveCalls* live)
-      : method_(method), queue_(queue), live_(live) {
+                   QueueHandover* handover, LiveCalls* live)
+      : method_(method), handover_(handover), live_(live) {
     live_->fetch_add(1);
     context_.AsyncNotifyWhenDone(&done_);
-    method_->request(&context_, &request_, &responder_, queue_, &arrived_);
+    method_->request(&context_, &request_, &responder_, handover_->queue(),
+                     &arrived_);
   }
   ~AsyncWaitingCall() { live_->fetch_sub(1); }
 
@@ -94,7 +87,7 @@ class AsyncWaitingCall {
       delete this;
       return;
     }
-    Post(method_, queue_, live_);
+    Post(method_, handover_, live_);
     method_->serve(&context_, request_,
                    Reply<Response>(
                        [this](absl::StatusOr<Response> answer) {
@@ -103,10 +96,10 @@ class AsyncWaitingCall {
                        cancellation_));
   }
   // Any thread: keeps the answer and hands it to the queue's thread (the
-  // alarm's event orders this write before OnAnswered's read).
+  // handover's lock orders this write before OnAnswered's read).
   void Finish(absl::StatusOr<Response> answer) {
     answer_ = std::move(answer);
-    handover_.Set(queue_, gpr_now(GPR_CLOCK_MONOTONIC), &answered_);
+    handover_->Send(&answered_);
   }
   void OnAnswered(bool) {
     if (answer_.ok()) {
@@ -126,13 +119,12 @@ class AsyncWaitingCall {
   }
 
   const WaitingMethod<Request, Response>* const method_;
-  grpc::ServerCompletionQueue* const queue_;
+  QueueHandover* const handover_;
   LiveCalls* const live_;
   grpc::ServerContext context_;
   Request request_;
   grpc::ServerAsyncResponseWriter<Response> responder_{&context_};
   absl::StatusOr<Response> answer_;
-  grpc::Alarm handover_;
   const std::shared_ptr<Cancellation> cancellation_ =
       std::make_shared<Cancellation>();
   Event arrived_{this, &AsyncWaitingCall::OnArrived};

@@ -1,5 +1,6 @@
 #include "server/waiting_call_queues.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/time/clock.h"
@@ -32,9 +33,9 @@ WaitingMethod<Request, Response> MethodOf(GrpcCoordinator* coordinator,
 
 template <typename Request, typename Response>
 void PostAll(const WaitingMethod<Request, Response>* method,
-             grpc::ServerCompletionQueue* queue, LiveCalls* live) {
+             QueueHandover* handover, LiveCalls* live) {
   for (int i = 0; i < WaitingCallQueues::kPostedPerMethod; ++i) {
-    AsyncWaitingCall<Request, Response>::Post(method, queue, live);
+    AsyncWaitingCall<Request, Response>::Post(method, handover, live);
   }
 }
 
@@ -43,6 +44,7 @@ void PostAll(const WaitingMethod<Request, Response>* method,
 WaitingCallQueues::WaitingCallQueues(grpc::ServerBuilder& builder) {
   for (int i = 0; i < kQueues; ++i) {
     queues_.push_back(builder.AddCompletionQueue());
+    handovers_.push_back(std::make_unique<QueueHandover>(queues_.back().get()));
   }
 }
 
@@ -67,11 +69,11 @@ void WaitingCallQueues::Start(GrpcCoordinator* coordinator) {
   store_wait_ = MethodOf<StoreWaitRequest, StoreWaitResponse>(
       coordinator, &GrpcCoordinator::RequestStoreWait,
       &GrpcCoordinator::ServeStoreWait);
-  for (const auto& queue : queues_) {
-    PostAll(&join_, queue.get(), &live_);
-    PostAll(&store_get_, queue.get(), &live_);
-    PostAll(&store_wait_, queue.get(), &live_);
-    threads_.emplace_back(&WaitingCallQueues::Drain, queue.get());
+  for (const auto& handover : handovers_) {
+    PostAll(&join_, handover.get(), &live_);
+    PostAll(&store_get_, handover.get(), &live_);
+    PostAll(&store_wait_, handover.get(), &live_);
+    threads_.emplace_back(&WaitingCallQueues::Drain, handover->queue());
   }
 }
 

@@ -27,6 +27,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/async_waiting_call.h"
 #include "server/grpc_coordinator.h"
+#include "server/queue_handover.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
@@ -55,6 +56,8 @@ class WaitingCallQueues {
   void ShutDownQueues();
 
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  // One a queue, in the same order: how answers reach its thread.
+  std::vector<std::unique_ptr<QueueHandover>> handovers_;
   std::vector<std::thread> threads_;
   LiveCalls live_{0};
   bool queues_shut_down_ = false;
