@@ -1,17 +1,30 @@
 #include "server/lease_table.h"
 
 #include <algorithm>
+#include <string>
 
 namespace shard::server {
 namespace {
 
-// Erases every (job_id, member) entry of a per-member map.
-template <typename Value>
-void EraseJobEntries(
-    const std::string& job_id,
-    std::map<std::pair<std::string, std::string>, Value>& entries) {
-  entries.erase(entries.lower_bound({job_id, ""}),
-                entries.lower_bound({job_id + '\0', ""}));
+// The member's entry in a PerMember map, if it has one.
+template <typename Map>
+typename Map::mapped_type::mapped_type* Find(Map& entries,
+                                             const std::string& job_id,
+                                             const std::string& member_id) {
+  auto job = entries.find(job_id);
+  if (job == entries.end()) return nullptr;
+  auto member = job->second.find(member_id);
+  return member == job->second.end() ? nullptr : &member->second;
+}
+
+// Erases the member's entry; the job's, once it holds no member.
+template <typename Map>
+void Erase(Map& entries, const std::string& job_id,
+           const std::string& member_id) {
+  auto job = entries.find(job_id);
+  if (job == entries.end()) return;
+  job->second.erase(member_id);
+  if (job->second.empty()) entries.erase(job);
 }
 
 }  // namespace
@@ -28,46 +41,45 @@ absl::Duration LeaseAtPace(absl::Duration lease, absl::Duration pace) {
 
 void LeaseTable::Renew(const std::string& job_id,
                        const std::string& member_id) {
-  last_seen_[{job_id, member_id}].at = Now();
+  last_seen_[job_id][member_id].at = Now();
 }
 
 void LeaseTable::RenewAtPace(const std::string& job_id,
                              const std::string& member_id,
                              absl::Duration pace) {
-  last_seen_[{job_id, member_id}] = {Now(), pace};
+  last_seen_[job_id][member_id] = {Now(), pace};
 }
 
 void LeaseTable::BeginWait(const std::string& job_id,
                            const std::string& member_id) {
-  ++waiting_joins_[{job_id, member_id}];
+  ++waiting_joins_[job_id][member_id];
 }
 
 void LeaseTable::EndWait(const std::string& job_id,
                          const std::string& member_id) {
-  auto waiting = waiting_joins_.find({job_id, member_id});
-  if (waiting != waiting_joins_.end() && --waiting->second == 0) {
-    waiting_joins_.erase(waiting);
+  int* waiting = Find(waiting_joins_, job_id, member_id);
+  if (waiting != nullptr && --*waiting == 0) {
+    Erase(waiting_joins_, job_id, member_id);
   }
 }
 
 bool LeaseTable::Expired(const std::string& job_id,
                          const std::string& member_id, absl::Duration lease) {
-  const MemberKey key(job_id, member_id);
-  auto seen = last_seen_.find(key);
-  if (seen == last_seen_.end()) {
-    last_seen_[key] = {Now(), absl::ZeroDuration()};
+  Seen* seen = Find(last_seen_, job_id, member_id);
+  if (seen == nullptr) {
+    last_seen_[job_id][member_id] = {Now(), absl::ZeroDuration()};
     return false;
   }
-  if (waiting_joins_.count(key) > 0) {
-    seen->second.at = Now();
+  if (Find(waiting_joins_, job_id, member_id) != nullptr) {
+    seen->at = Now();
     return false;
   }
-  return Now() - seen->second.at > LeaseAtPace(lease, seen->second.pace);
+  return Now() - seen->at > LeaseAtPace(lease, seen->pace);
 }
 
 void LeaseTable::Forget(const std::string& job_id,
                         const std::string& member_id) {
-  last_seen_.erase({job_id, member_id});
+  Erase(last_seen_, job_id, member_id);
 }
 
 bool LeaseTable::JobIdle(const std::string& job_id, bool has_members,
@@ -81,7 +93,7 @@ bool LeaseTable::JobIdle(const std::string& job_id, bool has_members,
 }
 
 void LeaseTable::ForgetJob(const std::string& job_id) {
-  EraseJobEntries(job_id, last_seen_);
+  last_seen_.erase(job_id);
   job_activity_.erase(job_id);
 }
 
