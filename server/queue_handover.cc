@@ -1,14 +1,14 @@
 #include "server/queue_handover.h"
 
-#include <utility>
+#include <vector>
 
 namespace shard::server {
 
 void QueueHandover::Send(QueueEvent* event) {
   absl::MutexLock lock(&mu_);
+  const bool alarm_set = !sent_.empty();
   sent_.push_back(event);
-  if (alarm_set_) return;
-  alarm_set_ = true;
+  if (alarm_set) return;
   // Set under mu_: a Happened that follows finds the event sent, and the
   // alarm is never set twice before it fired. Due in the past, it is
   // queued before Set returns, with no timer.
@@ -20,7 +20,6 @@ void QueueHandover::Happened(bool) {
   {
     absl::MutexLock lock(&mu_);
     batch.swap(sent_);
-    alarm_set_ = false;
   }
   for (QueueEvent* event : batch) event->Happened(true);
 }

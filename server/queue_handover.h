@@ -1,7 +1,8 @@
 // Hands events from any thread to one completion queue's thread, many to
 // one queue event: the first event handed over while none waits sets an
-// alarm due at once on the queue; when the queue's thread takes the alarm
-// it runs every event handed over until then, in order, with ok = true.
+// alarm on the queue, due in the past (queued at once); when the queue's
+// thread takes the alarm it runs every event handed over until then, in
+// order, with ok = true.
 //
 // Why: a key set wakes every rendezvous waiter on the setter's thread, and
 // each answer must be sent from its call's queue thread. An alarm each
@@ -46,10 +47,9 @@ class QueueHandover final : public QueueEvent {
  private:
   grpc::ServerCompletionQueue* const queue_;
   absl::Mutex mu_;
+  // Sent, not yet run. The alarm is set exactly while this is not empty:
+  // the Send that fills it sets it, the Happened that empties it took it.
   std::vector<QueueEvent*> sent_ ABSL_GUARDED_BY(mu_);
-  // Set while its event is on the queue: every Send until then joins
-  // sent_ without a queue operation of its own.
-  bool alarm_set_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Alarm alarm_;
 };
 

@@ -156,7 +156,9 @@ TEST_F(QueueHandoverTest, EventsSentFromManyThreadsRunOnceOnTheQueueThread) {
       const RecordingEvent& event = *events[s * kEach + i];
       ASSERT_EQ(event.runs(), 1);
       EXPECT_EQ(event.thread(), queue_thread);
-      if (i > 0) EXPECT_GT(event.order(), events[s * kEach + i - 1]->order());
+      if (i > 0) {
+        EXPECT_GT(event.order(), events[s * kEach + i - 1]->order());
+      }
     }
   }
 }
