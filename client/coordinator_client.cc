@@ -127,10 +127,13 @@ absl::Status CoordinatorClient::PutCosts(const std::string& sha256,
         Call(&Stub::PutCosts, "PutCosts", request);
     if (!response.ok()) return response.status();
     if (response->complete()) return absl::OkStatus();
-    if (response->received() <= offset) {
+    // Less than was sent means the coordinator restarted, took over or
+    // dropped a stalled upload: go on from what it holds. The same count
+    // again would loop for ever.
+    if (response->received() == offset) {
       return absl::InternalError(absl::StrCat(
-          "PutCosts: the coordinator received ", response->received(),
-          " costs after a piece at ", offset));
+          "PutCosts: the coordinator took no costs from the piece at ",
+          offset));
     }
     offset = response->received();
   }

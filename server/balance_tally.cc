@@ -5,19 +5,23 @@ namespace shard::server {
 void BalanceTally::Add(uint64_t epoch, uint64_t world_base, uint64_t window,
                        const plan::WindowBatches& batches) {
   absl::MutexLock lock(&mu_);
-  if (epoch_.has_value() && epoch < *epoch_) return;
-  if (!epoch_.has_value() || epoch > *epoch_) {
-    epoch_ = epoch;
+  const std::pair<uint64_t, uint64_t> world(epoch, world_base);
+  if (world_.has_value() && world < *world_) return;
+  if (!world_.has_value() || world > *world_) {
+    world_ = world;
     counted_.clear();
     figures_ = plan::BalanceFigures();
   }
-  if (counted_.emplace(world_base, window).second) figures_.AddWindow(batches);
+  if (counted_.insert(window).second) figures_.AddWindow(batches);
 }
 
 std::optional<shard::v1::BatchBalance> BalanceTally::Figures() const {
   absl::MutexLock lock(&mu_);
-  if (!epoch_.has_value()) return std::nullopt;
-  return plan::BalanceProto(figures_, *epoch_);
+  if (!world_.has_value()) return std::nullopt;
+  shard::v1::BatchBalance balance =
+      plan::BalanceProto(figures_, world_->first);
+  balance.set_from_position(world_->second);
+  return balance;
 }
 
 }  // namespace shard::server

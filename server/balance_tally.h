@@ -1,8 +1,11 @@
 // The balance figures of one balanced-batch job (plan::BalanceFigures) for
-// the latest epoch its streams read, over the windows the coordinator
-// arranged for them: each window counted once however often it was
-// arranged (SharedWindows reports every arrangement). A window of an
-// earlier epoch is ignored; one of a later epoch starts the figures anew.
+// the latest epoch its streams read, over the windows their ranks took
+// (SharedWindows reports a window's first take, again after it was
+// arranged again): each window counted once, and none before a stream
+// took it. The figures are those of the latest world of that epoch: a
+// window of a world that began later in the epoch (a resize) starts them
+// anew from its base, so no step is counted twice; one of an earlier
+// world, or of an earlier epoch, is ignored.
 //
 // Thread-safe.
 #ifndef SERVER_BALANCE_TALLY_H_
@@ -24,7 +27,7 @@ namespace shard::server {
 class BalanceTally {
  public:
   // Window `window` of the world that began at position `world_base` of
-  // `epoch` was arranged as `batches`.
+  // `epoch`, arranged as `batches`, was taken by a rank.
   void Add(uint64_t epoch, uint64_t world_base, uint64_t window,
            const plan::WindowBatches& batches) ABSL_LOCKS_EXCLUDED(mu_);
   // The figures so far; nullopt before the first window.
@@ -33,10 +36,10 @@ class BalanceTally {
 
  private:
   mutable absl::Mutex mu_;
-  std::optional<uint64_t> epoch_ ABSL_GUARDED_BY(mu_);
-  // (world_base, window) of the windows counted in epoch_.
-  absl::flat_hash_set<std::pair<uint64_t, uint64_t>> counted_
-      ABSL_GUARDED_BY(mu_);
+  // The epoch and world base counted.
+  std::optional<std::pair<uint64_t, uint64_t>> world_ ABSL_GUARDED_BY(mu_);
+  // The windows counted in world_.
+  absl::flat_hash_set<uint64_t> counted_ ABSL_GUARDED_BY(mu_);
   plan::BalanceFigures figures_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -4,7 +4,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "server/event_log.h"
 
@@ -17,18 +16,20 @@ CoordinatorCore::CoordinatorCore(CoordinatorOptions options,
       orders_(/*compute_threads=*/2, options_.order_cache_bytes),
       rendezvous_(options_.rendezvous),
       waiting_calls_(options_.max_waiting_calls),
-      costs_(options_.cost_blobs, options_.max_cost_bytes),
+      costs_(options_.cost_blobs,
+             {.max_bytes = options_.max_cost_bytes,
+              .unclaimed_ttl = options_.cost_upload_ttl,
+              .now = options_.now}),
       log_(std::move(store)),
       writes_(std::move(recovered), log_.get()),
       leases_(options_.now),
       store_lost_through_(writes_.state().last_generation()) {
-  absl::flat_hash_set<std::string> named_costs;
-  Decide([this, &named_costs](LockedCore& core) {
+  Decide([this](LockedCore& core) {
     std::vector<std::string> job_ids;
     for (const auto& [id, job] : core.state().jobs()) {
       job_ids.push_back(id);
       if (job->spec.has_batches()) {
-        named_costs.insert(job->spec.batches().costs_sha256());
+        costs_.Claim(job->spec.batches().costs_sha256());
       }
       for (const std::string& member : job->members) {
         core.leases().Renew(id, member);
@@ -52,8 +53,9 @@ CoordinatorCore::CoordinatorCore(CoordinatorOptions options,
       }
     }
   });
-  // Costs uploaded for a job that was never created (or was deleted).
-  costs_.KeepOnly(named_costs);
+  // Costs uploaded for a job not created yet, or whose job was deleted:
+  // kept for --cost-upload-ttl from now, then removed.
+  costs_.AdoptStored();
 }
 
 CoordinatorCore::~CoordinatorCore() {

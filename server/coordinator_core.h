@@ -89,6 +89,9 @@ struct CoordinatorOptions {
   // nowhere (memory only) when null; at most max_cost_bytes resident.
   std::shared_ptr<storage::CostBlobs> cost_blobs;
   uint64_t max_cost_bytes = uint64_t{4} << 30;
+  // Costs no job names, and uploads that stalled, are removed after this
+  // long (CostStore::Options::unclaimed_ttl).
+  absl::Duration cost_upload_ttl = absl::Minutes(10);
   // The clock leases are measured with.
   std::function<absl::Time()> now = [] { return absl::Now(); };
   // Told how long each hold of the core's lock lasted: each Decide (every

@@ -68,6 +68,7 @@ CoordinatorFigures CoordinatorService::Figures() {
   figures.idle_jobs_expired = membership_.idle_jobs_expired();
   figures.batch_windows_arranged = shards_.shared_windows().arranged();
   figures.rendezvous_bytes = core_.rendezvous().total_bytes();
+  figures.cost_bytes = core_.costs().MemoryBytes();
   for (size_t kind = 0; kind < WaitingCalls::kKinds; ++kind) {
     figures.waiting_by_kind[kind] =
         core_.waiting_calls().waiting(static_cast<WaitingCalls::Kind>(kind));

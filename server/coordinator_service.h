@@ -45,6 +45,8 @@ struct CoordinatorFigures {
   uint64_t batch_windows_arranged = 0;
   // Bytes the rendezvous store holds.
   size_t rendezvous_bytes = 0;
+  // Bytes of balanced-batch costs held (uploads and tables; CostStore).
+  uint64_t cost_bytes = 0;
   // Calls waiting, by WaitingCalls::Kind.
   std::array<size_t, WaitingCalls::kKinds> waiting_by_kind = {};
   // How many may wait at once now (WaitingCalls::limit).

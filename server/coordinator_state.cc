@@ -17,6 +17,28 @@ absl::Status Unfit(absl::string_view what) {
   return absl::FailedPreconditionError(what);
 }
 
+// The job a (checked) update is about.
+const std::string& JobIdOf(const StateUpdate& update) {
+  static const std::string* const kNone = new std::string();
+  switch (update.update_case()) {
+    case StateUpdate::kJobCreated:
+      return update.job_created().job_id();
+    case StateUpdate::kMemberJoined:
+      return update.member_joined().job_id();
+    case StateUpdate::kMemberRemoved:
+      return update.member_removed().job_id();
+    case StateUpdate::kGenerationFormed:
+      return update.generation_formed().job_id();
+    case StateUpdate::kProgressCommitted:
+      return update.progress_committed().job_id();
+    case StateUpdate::kJobDeleted:
+      return update.job_deleted().job_id();
+    case StateUpdate::UPDATE_NOT_SET:
+      break;
+  }
+  return *kNone;
+}
+
 // OK if `spec` is a valid spec in normal form (as NormalizeJobSpec leaves
 // it). The order size limit is the daemon's current setting, not part of
 // the spec's validity, so it is not applied here.
@@ -376,6 +398,18 @@ absl::Status CoordinatorState::CheckProgressCommitted(
 
 absl::Status CoordinatorState::Apply(const StateUpdate& update) {
   if (absl::Status s = Check(update); !s.ok()) return s;
+  const std::string& job_id = JobIdOf(update);
+  const auto counted = [&] {
+    const JobState* job = FindJob(job_id);
+    return job == nullptr ? 0 : job->RanksCounted();
+  };
+  ranks_held_ -= counted();
+  ApplyChecked(update);
+  ranks_held_ += counted();
+  return absl::OkStatus();
+}
+
+void CoordinatorState::ApplyChecked(const StateUpdate& update) {
   switch (update.update_case()) {
     case StateUpdate::kJobCreated:
       ApplyJobCreated(update.job_created());
@@ -393,16 +427,12 @@ absl::Status CoordinatorState::Apply(const StateUpdate& update) {
     case StateUpdate::kProgressCommitted:
       ApplyProgressCommitted(update.progress_committed());
       break;
-    case StateUpdate::kJobDeleted: {
-      const auto deleted = jobs_.find(update.job_deleted().job_id());
-      ranks_held_ -= deleted->second->spec.max_world_size();
-      jobs_.erase(deleted);
+    case StateUpdate::kJobDeleted:
+      jobs_.erase(jobs_.find(update.job_deleted().job_id()));
       break;
-    }
     case StateUpdate::UPDATE_NOT_SET:
       break;  // Refused by Check.
   }
-  return absl::OkStatus();
 }
 
 JobState& CoordinatorState::MutableJob(absl::string_view job_id) {
@@ -421,7 +451,6 @@ void CoordinatorState::ApplyJobCreated(
   job->spec = created.spec();
   job->incarnation = ++last_incarnation_;
   job->generation_floor = last_generation_;
-  ranks_held_ += job->spec.max_world_size();
   jobs_[created.job_id()] = std::move(job);
 }
 
@@ -542,7 +571,7 @@ absl::StatusOr<CoordinatorState> CoordinatorState::FromSnapshot(
           state.last_generation_, ")")));
     }
     std::string job_id = job->job_id;
-    state.ranks_held_ += job->spec.max_world_size();
+    state.ranks_held_ += job->RanksCounted();
     state.jobs_.emplace(std::move(job_id),
                         std::make_shared<JobState>(*std::move(job)));
   }

@@ -58,8 +58,9 @@ class CoordinatorState {
   using Jobs =
       std::map<std::string, std::shared_ptr<const JobState>, std::less<>>;
   const Jobs& jobs() const { return jobs_; }
-  // The ranks all jobs may have at once: the sum of their (largest) world
-  // sizes.
+  // The ranks the jobs count now (JobState::RanksCounted): their members,
+  // or the members a forming world waits for. The heartbeat pace and the
+  // waiting-call limit follow it.
   uint64_t ranks_held() const { return ranks_held_; }
 
  private:
@@ -77,6 +78,8 @@ class CoordinatorState {
   absl::Status CheckProgressCommitted(
       const shard::state::v1::ProgressCommitted& committed) const;
 
+  // Apply() of a checked update, by type.
+  void ApplyChecked(const shard::state::v1::StateUpdate& update);
   // Apply() of each update type (after Check).
   void ApplyJobCreated(const shard::state::v1::JobCreated& created);
   void ApplyMemberJoined(const shard::state::v1::MemberJoined& joined);

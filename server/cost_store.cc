@@ -48,16 +48,16 @@ shard::v1::PutCostsResponse Received(uint64_t received, bool complete) {
 }  // namespace
 
 CostStore::CostStore(std::shared_ptr<storage::CostBlobs> blobs,
-                     uint64_t max_bytes)
-    : blobs_(std::move(blobs)), max_bytes_(max_bytes) {}
+                     Options options)
+    : blobs_(std::move(blobs)), options_(std::move(options)) {}
 
 absl::Status CostStore::Reserve(uint64_t more) {
-  if (bytes_ + more > max_bytes_) {
+  if (bytes_ + more > options_.max_bytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat("costs need ", bytes_ + more,
                      " bytes with the costs held now, above "
                      "this coordinator's limit of ",
-                     max_bytes_, " (--max-cost-bytes)"));
+                     options_.max_bytes, " (--max-cost-bytes)"));
   }
   bytes_ += more;
   return absl::OkStatus();
@@ -70,11 +70,14 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Put(
   Upload finished;
   {
     absl::MutexLock lock(&mu_);
+    const absl::Time now = options_.now();
     if (auto table = tables_.find(request.sha256()); table != tables_.end()) {
+      last_put_[request.sha256()] = now;
       return Received(table->second->size(), true);
     }
     Upload& upload = uploads_[request.sha256()];
     if (upload.count == 0) upload.count = request.count();
+    upload.last_piece = now;
     const uint64_t received = upload.le32.size() / 4;
     if (upload.count != request.count()) {
       return absl::InvalidArgumentError(
@@ -86,10 +89,17 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Put(
                             request.costs_le32()) == 0) {
       return Received(received, false);  // a piece received before
     }
+    if (request.offset() > received) {
+      // This coordinator holds less than the client sent before (it
+      // restarted, took over, or dropped a stalled upload): the client
+      // goes on from what is held.
+      return Received(received, false);
+    }
     if (request.offset() != received) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("costs ", request.sha256(), ": expected the piece at ",
-                       received, ", got one at ", request.offset()));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "costs ", request.sha256(), ": a piece at ", request.offset(),
+          " differs from the costs received there; expected the piece at ",
+          received));
     }
     if (absl::Status s = Reserve(piece * 4); !s.ok()) return s;
     upload.le32.append(request.costs_le32());
@@ -104,8 +114,10 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Put(
 
 absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Complete(
     const std::string& sha256, Upload upload) {
+  const bool matches = plan::Sha256Hex(upload.le32) == sha256;
+  absl::MutexLock blob_lock(&blob_mu_);
   absl::Status kept = absl::OkStatus();
-  if (plan::Sha256Hex(upload.le32) != sha256) {
+  if (!matches) {
     kept = absl::DataLossError(absl::StrCat(
         "the ", upload.count, " costs received do not match their SHA-256 ",
         sha256, "; upload them again"));
@@ -126,6 +138,7 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Complete(
   if (!kept.ok()) return kept;
   bytes_ += table->MemoryBytes();
   tables_[sha256] = std::move(table);
+  last_put_[sha256] = options_.now();
   return Received(upload.count, true);
 }
 
@@ -151,7 +164,7 @@ void CostStore::WhenLoaded(const std::string& sha256, CostsCallback done) {
 
 void CostStore::Load(const std::string& sha256) {
   absl::StatusOr<std::shared_ptr<const plan::CostTable>> table =
-      ReadBack(sha256);
+      ReadStoredCosts(*blobs_, sha256);
   std::vector<CostsCallback> waiters;
   {
     absl::MutexLock lock(&mu_);
@@ -172,9 +185,9 @@ void CostStore::Load(const std::string& sha256) {
   for (CostsCallback& waiter : waiters) std::move(waiter)(table);
 }
 
-absl::StatusOr<std::shared_ptr<const plan::CostTable>> CostStore::ReadBack(
-    const std::string& sha256) const {
-  absl::StatusOr<std::string> le32 = blobs_->Read(sha256);
+absl::StatusOr<std::shared_ptr<const plan::CostTable>> ReadStoredCosts(
+    storage::CostBlobs& blobs, const std::string& sha256) {
+  absl::StatusOr<std::string> le32 = blobs.Read(sha256);
   if (!le32.ok()) {
     // Missing, or not reachable now (etcd): as it is; else damaged.
     const absl::StatusCode code = le32.status().code();
@@ -187,7 +200,7 @@ absl::StatusOr<std::shared_ptr<const plan::CostTable>> CostStore::ReadBack(
   }
   if (plan::Sha256Hex(*le32) != sha256) {
     return absl::DataLossError(
-        absl::StrCat(blobs_->Where(sha256),
+        absl::StrCat(blobs.Where(sha256),
                      " does not match its SHA-256: the costs are damaged; "
                      "restore them or delete and re-create the job"));
   }
@@ -218,23 +231,75 @@ void CostStore::WhenCostsOfChecked(const shard::v1::JobSpec& spec,
   });
 }
 
-void CostStore::KeepOnly(const absl::flat_hash_set<std::string>& named) {
-  absl::StatusOr<std::vector<std::string>> stored =
-      blobs_ != nullptr ? blobs_->Names() : std::vector<std::string>();
-  if (stored.ok()) {
-    for (const std::string& name : *stored) {
-      if (!named.contains(name)) blobs_->Remove(name).IgnoreError();
-    }
-  }
+void CostStore::Claim(const std::string& sha256) {
   absl::MutexLock lock(&mu_);
-  for (auto it = tables_.begin(); it != tables_.end();) {
-    if (named.contains(it->first)) {
+  ++claims_[sha256];
+  last_put_.erase(sha256);  // uploaded for this job: not a pending upload
+}
+
+void CostStore::Unclaim(const std::string& sha256) {
+  absl::MutexLock lock(&mu_);
+  auto claim = claims_.find(sha256);
+  if (claim == claims_.end()) return;
+  if (--claim->second > 0) return;
+  claims_.erase(claim);
+  if (Unclaimed(sha256)) Remove(sha256);
+}
+
+void CostStore::AdoptStored() {
+  if (blobs_ == nullptr) return;
+  absl::StatusOr<std::vector<std::string>> stored = blobs_->Names();
+  if (!stored.ok()) return;  // none adopted: they stay until a later start
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = options_.now();
+  for (const std::string& name : *stored) {
+    if (!claims_.contains(name)) last_put_.try_emplace(name, now);
+  }
+}
+
+void CostStore::ExpireUnclaimed() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time stale = options_.now() - options_.unclaimed_ttl;
+  for (auto it = uploads_.begin(); it != uploads_.end();) {
+    if (it->second.last_piece > stale) {
       ++it;
       continue;
     }
-    bytes_ -= it->second->MemoryBytes();
-    tables_.erase(it++);
+    bytes_ -= it->second.le32.size();
+    uploads_.erase(it++);
   }
+  std::vector<std::string> unclaimed;
+  for (const auto& [sha256, put] : last_put_) {
+    if (Unclaimed(sha256)) unclaimed.push_back(sha256);
+  }
+  for (const std::string& sha256 : unclaimed) Remove(sha256);
+}
+
+bool CostStore::Unclaimed(const std::string& sha256) const {
+  if (claims_.contains(sha256)) return false;
+  auto put = last_put_.find(sha256);
+  return put == last_put_.end() ||
+         options_.now() - put->second >= options_.unclaimed_ttl;
+}
+
+void CostStore::Remove(const std::string& sha256) {
+  last_put_.erase(sha256);
+  if (auto table = tables_.find(sha256); table != tables_.end()) {
+    bytes_ -= table->second->MemoryBytes();
+    tables_.erase(table);
+  }
+  if (blobs_ != nullptr) {
+    loader_.Schedule([this, sha256] { RemoveBlobIfUnclaimed(sha256); });
+  }
+}
+
+void CostStore::RemoveBlobIfUnclaimed(const std::string& sha256) {
+  absl::MutexLock blob_lock(&blob_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!Unclaimed(sha256)) return;  // claimed or uploaded again meanwhile
+  }
+  blobs_->Remove(sha256).IgnoreError();
 }
 
 uint64_t CostStore::MemoryBytes() const {

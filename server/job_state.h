@@ -113,6 +113,14 @@ struct JobState {
   uint32_t MinWorldSize() const {
     return generation == 0 ? spec.world_size() : spec.min_world_size();
   }
+  // The ranks the job counts for the heartbeat pace and the waiting-call
+  // limit: none without members; its members, or the members its next
+  // world waits for while one is forming, whichever is more.
+  uint64_t RanksCounted() const {
+    if (members.size() == 0) return 0;
+    const uint64_t held = members.size();
+    return world_formed() ? held : std::max<uint64_t>(held, MinWorldSize());
+  }
   // The current generation's layout of `epoch`: FAILED_PRECONDITION for an
   // epoch completed before the generation formed.
   absl::StatusOr<plan::ShardLayout> WorldLayout(uint64_t epoch) const;

@@ -139,6 +139,7 @@ absl::StatusOr<const JobState*> LockedCore::CreateOrMatchJob(
   LogEvent(absl::StrCat("job created job=", job_id, " ",
                         plan::DescribeJobSpec(spec)));
   const JobState* created = state().FindJob(job_id);
+  if (spec.has_batches()) core_.costs_.Claim(spec.batches().costs_sha256());
   // Its trainers are about to join: have epoch 0 ready when they stream.
   core_.orders_.Prepare(IncarnationOf(*created), created->spec, 0);
   core_.mu_.AssertHeld();
@@ -148,10 +149,14 @@ absl::StatusOr<const JobState*> LockedCore::CreateOrMatchJob(
 
 absl::Status LockedCore::EraseJob(const std::string& job_id,
                                   absl::string_view reason) {
-  const uint64_t incarnation = state().FindJob(job_id)->incarnation;
+  const JobState* job = state().FindJob(job_id);
+  const uint64_t incarnation = job->incarnation;
+  const std::string costs =
+      job->spec.has_batches() ? job->spec.batches().costs_sha256() : "";
   StateUpdate update;
   update.mutable_job_deleted()->set_job_id(job_id);
   if (absl::Status s = writes().Persist(update); !s.ok()) return s;
+  if (!costs.empty()) core_.costs_.Unclaim(costs);
   leases().ForgetJob(job_id);
   core_.rendezvous_.EndJob(job_id, then_);
   core_.orders_.Forget(incarnation);

@@ -100,6 +100,23 @@ absl::Status AddMember(LockedCore& core,
                              : std::nullopt);
 }
 
+// The ranks a join of `member_id` would add to those the core holds
+// (JobState::RanksCounted), before it is decided.
+uint64_t IncomingRanks(const CoordinatorState& state, const std::string& job_id,
+                       const std::string& member_id,
+                       const std::optional<shard::v1::JobSpec>& spec) {
+  const JobState* job = state.FindJob(job_id);
+  if (job == nullptr) {
+    return spec ? std::max<uint64_t>(1, spec->world_size()) : 0;
+  }
+  if (job->IsMember(member_id)) return 0;
+  const uint64_t members = job->members.size() + 1;
+  const uint64_t after =
+      job->world_formed() ? members
+                          : std::max<uint64_t>(members, job->MinWorldSize());
+  return after - job->RanksCounted();
+}
+
 // Where a join of `member_id` stands: the one place its conditions are read.
 enum class JoinStands {
   kNotServing,  // The core drains, or its journal broke.
@@ -234,6 +251,20 @@ void MembershipService::Join(const shard::v1::JoinJobRequest& request,
   absl::StatusOr<shard::v1::JoinJobResponse> answer;
   bool parked = false;
   const uint64_t journaled = core_->Decide([&](LockedCore& core) {
+    // A join that may wait takes its slot first (its job's ranks counted),
+    // so one refused at the limit changes nothing.
+    std::optional<WaitingCalls::Slot> slot;
+    if (wait_asked) {
+      absl::StatusOr<WaitingCalls::Slot> entered =
+          core_->waiting_calls().Enter(
+              WaitingCalls::Kind::kJoin,
+              IncomingRanks(core.state(), job_id, member_id, spec));
+      if (!entered.ok()) {
+        answer = entered.status();
+        return;
+      }
+      slot.emplace(*std::move(entered));
+    }
     if (absl::Status s = AddMember(core, request, spec); !s.ok()) {
       answer = s;
       return;
@@ -241,10 +272,6 @@ void MembershipService::Join(const shard::v1::JoinJobRequest& request,
     const JoinStands standing = StandingOf(core, job_id, member_id);
     if (!wait_asked || standing != JoinStands::kWaiting) {
       answer = JoinAnswer(core, job_id, member_id, standing, wait_asked);
-    } else if (absl::StatusOr<WaitingCalls::Slot> slot =
-                   core_->waiting_calls().Enter(WaitingCalls::Kind::kJoin);
-               !slot.ok()) {
-      answer = slot.status();
     } else {
       // A member waiting for its world is alive: its lease does not run
       // out however long the other ranks take to arrive.
@@ -374,6 +401,7 @@ void MembershipService::ExpireLeases(absl::Duration stalled) {
     }
     ExpireIdleJobs(core);
   });
+  core_->costs().ExpireUnclaimed();
 }
 
 void MembershipService::ExpireIdleJobs(LockedCore& core) {

@@ -45,7 +45,8 @@ class MembershipService {
   void StartLeave(const shard::v1::LeaveRequest& request,
                   Reply<shard::v1::LeaveResponse> reply);
   // Removes every member whose lease ran out (journaled like a Leave),
-  // then deletes the jobs idle for idle_job_ttl. Members waiting in JoinJob
+  // then deletes the jobs idle for idle_job_ttl and the costs no job names
+  // (CostStore::ExpireUnclaimed). Members waiting in JoinJob
   // are alive. `stalled`: time since the last check during which this
   // process itself could not run; it is not counted against members (their
   // heartbeats could not be served) nor against idle jobs.

@@ -111,6 +111,11 @@ void AddLimitOptions(CLI::App& app, DaemonFlags* f) {
                  "sample while an upload is in progress)")
       ->type_name("BYTES")
       ->group(limits);
+  cli::AddDuration(app, "--cost-upload-ttl", &f->cost_upload_ttl,
+                   "costs no job names (uploaded, job not created yet, or "
+                   "their job deleted) and uploads that receive no piece "
+                   "are removed after this long")
+      ->group(limits);
   cli::AddOption(app, "--order-cache-bytes", f->order_cache_bytes,
                  "memory all epoch orders together may take (bytes); 0: "
                  "half of the memory available (the machine's, or the "

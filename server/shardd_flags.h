@@ -27,6 +27,7 @@ struct DaemonFlags {
   uint64_t snapshot_every = 10000;
   uint64_t max_order_bytes = uint64_t{4} << 30;
   uint64_t max_cost_bytes = uint64_t{4} << 30;
+  absl::Duration cost_upload_ttl = absl::Minutes(10);
   uint64_t order_cache_bytes = 0;
   absl::Duration lease = absl::Seconds(10);
   uint64_t max_heartbeat_rate = 15000;

@@ -42,6 +42,7 @@
 #include "server/shardd_flags.h"
 #include "server/storage/data_dir_lock.h"
 #include "server/storage/file_cost_blobs.h"
+#include "server/stored_costs_check.h"
 #include "server/storage/state_log.h"
 #include "shard/version.h"
 #if SHARD_HAVE_ETCD_API
@@ -82,6 +83,20 @@ int RecoveryExitCode(const absl::Status& status) {
   return absl::IsDataLoss(status) ? kExitDataLoss : kExitRuntimeError;
 }
 
+// The costs part of --check-data-dir and --check-etcd: one line, then one
+// per problem. kExitDataLoss when a job's costs are missing or damaged.
+int ReportStoredCosts(const shard::server::CoordinatorState& state,
+                      shard::storage::CostBlobs& blobs) {
+  const shard::server::StoredCostsReport report =
+      shard::server::CheckStoredCosts(state, blobs);
+  std::cout << "costs (balanced batches): " << report.sound << " of "
+            << report.sets << " sets the jobs name are sound\n";
+  for (const std::string& problem : report.problems) {
+    std::cout << "  " << problem << "\n";
+  }
+  return report.problems.empty() ? 0 : kExitDataLoss;
+}
+
 int CheckDataDir(const std::string& dir) {
   absl::StatusOr<shard::storage::Recovered> recovered =
       shard::storage::Recover(shard::storage::PosixFileSystem(), dir,
@@ -104,7 +119,9 @@ int CheckDataDir(const std::string& dir) {
                       "(never acknowledged) that startup will cut off"
                     : "")
             << "\n";
-  return 0;
+  shard::storage::FileCostBlobs costs(shard::storage::PosixFileSystem(),
+                                      dir + "/costs");
+  return ReportStoredCosts(recovered->state, costs);
 }
 
 #if SHARD_HAVE_ETCD_API
@@ -139,6 +156,10 @@ int CheckEtcd(const shard::server::DaemonFlags& flags) {
   absl::StatusOr<std::string> leader = (*session)->Leader();
   absl::StatusOr<shard::server::replication::EtcdCostBlobs::Footprint> costs =
       shard::server::replication::EtcdCostBlobs::Measure(**session);
+  // Read only: no leadership, so nothing can be written.
+  shard::server::replication::EtcdCostBlobs blobs(session->get(), {});
+  const int costs_check =
+      recovered.ok() ? ReportStoredCosts(recovered->state, blobs) : 0;
   (*session)->Revoke().IgnoreError();
   if (!recovered.ok()) {
     std::cout << "etcd history under " << options.prefix
@@ -162,10 +183,10 @@ int CheckEtcd(const shard::server::DaemonFlags& flags) {
             << bound << ": "
             << (recovered->records <= bound ? "within it" : "OVER IT") << "\n";
   if (costs.ok()) {
-    std::cout << "costs (balanced batches): " << costs->sets << " sets, "
-              << costs->bytes << " bytes\n";
+    std::cout << "costs (balanced batches) in etcd: " << costs->sets
+              << " sets, " << costs->bytes << " bytes\n";
   }
-  return 0;
+  return costs_check;
 }
 #else
 int CheckEtcd(const shard::server::DaemonFlags&) {
@@ -195,6 +216,8 @@ shard::metrics::CoordinatorView ViewOf(
   view.order_bytes = figures.order_bytes;
   view.order_bytes_limit = options.order_cache_bytes;
   view.order_evictions = figures.order_evictions;
+  view.cost_bytes = figures.cost_bytes;
+  view.cost_bytes_limit = options.max_cost_bytes;
   view.idle_jobs_expired = figures.idle_jobs_expired;
   view.batch_windows_arranged = figures.batch_windows_arranged;
   return view;
@@ -207,6 +230,7 @@ std::optional<shard::server::CoordinatorOptions> CoordinatorOptionsFromFlags(
   shard::server::CoordinatorOptions options;
   options.max_order_bytes = flags.max_order_bytes;
   options.max_cost_bytes = flags.max_cost_bytes;
+  options.cost_upload_ttl = flags.cost_upload_ttl;
   // Replicas keep costs in etcd, each term's leader through its own
   // session (CoordinatorReplica).
   if (!flags.data_dir.empty() && flags.etcd_endpoints.empty()) {

@@ -47,17 +47,17 @@ std::shared_ptr<SharedWindows> SharedWindowTable::FindOrMakeLocked(
     std::shared_ptr<BalanceTally> balance) {
   std::weak_ptr<SharedWindows>& entry = worlds_[key];
   if (std::shared_ptr<SharedWindows> held = entry.lock()) return held;
-  SharedWindows::OnArranged on_arranged;
+  SharedWindows::OnFirstTaken on_first_taken;
   if (balance != nullptr) {
-    on_arranged = [balance = std::move(balance), epoch,
-                   base = worlds.last().base](
-                      uint64_t window, const plan::WindowBatches& batches) {
+    on_first_taken = [balance = std::move(balance), epoch,
+                      base = worlds.last().base](
+                         uint64_t window, const plan::WindowBatches& batches) {
       balance->Add(epoch, base, window, batches);
     };
   }
   auto made = std::make_shared<SharedWindows>(worlds.last().world_size,
                                               kMaxBytesPerWorld, arranged_,
-                                              std::move(on_arranged));
+                                              std::move(on_first_taken));
   entry = made;
   if (worlds_.size() >= sweep_at_) {
     absl::erase_if(worlds_, [](const auto& kv) { return kv.second.expired(); });

@@ -7,26 +7,35 @@ namespace shard::server {
 
 SharedWindows::SharedWindows(uint32_t world_size, uint64_t max_bytes,
                              std::shared_ptr<std::atomic<uint64_t>> arranged,
-                             OnArranged on_arranged)
+                             OnFirstTaken on_first_taken)
     : world_size_(world_size),
       max_bytes_(max_bytes),
       arranged_(std::move(arranged)),
-      on_arranged_(std::move(on_arranged)) {}
+      on_first_taken_(std::move(on_first_taken)) {}
 
 SharedWindows::Window SharedWindows::Take(
     uint64_t window, uint32_t rank,
     absl::FunctionRef<plan::WindowBatches()> arrange) {
+  bool first = false;
+  Window batches = TakeLocked(window, rank, arrange, first);
+  if (first && on_first_taken_) on_first_taken_(window, *batches);
+  return batches;
+}
+
+SharedWindows::Window SharedWindows::TakeLocked(
+    uint64_t window, uint32_t rank,
+    absl::FunctionRef<plan::WindowBatches()> arrange, bool& first) {
   absl::MutexLock lock(&mu_);
   asked_end_ = std::max(asked_end_, window + 1);
   while (true) {
     auto [entry, made] = kept_.try_emplace(window);
     if (made) {
       ArrangeInto(entry, arrange);
-      Window batches = TakenBy(entry, rank);
+      Window batches = TakenBy(entry, rank, first);
       DropNewest();
       return batches;
     }
-    if (entry->second.batches != nullptr) return TakenBy(entry, rank);
+    if (entry->second.batches != nullptr) return TakenBy(entry, rank, first);
     // Another caller is arranging it: wait until it is kept (or, if that
     // arrangement failed, gone: then arrange it here).
     const auto settled = [this, window]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -49,7 +58,6 @@ void SharedWindows::ArrangeAhead(
 
 void SharedWindows::ArrangeInto(
     Entry entry, absl::FunctionRef<plan::WindowBatches()> arrange) {
-  const uint64_t window = entry->first;
   Window arranged;
   mu_.Unlock();
   try {
@@ -60,7 +68,6 @@ void SharedWindows::ArrangeInto(
     throw;
   }
   arranged_->fetch_add(1, std::memory_order_relaxed);
-  if (on_arranged_) on_arranged_(window, *arranged);
   mu_.Lock();
   entry->second.batches = std::move(arranged);
   entry->second.taken_by.assign(world_size_, false);
@@ -77,10 +84,12 @@ void SharedWindows::DropNewest() {
   }
 }
 
-SharedWindows::Window SharedWindows::TakenBy(Entry entry, uint32_t rank) {
+SharedWindows::Window SharedWindows::TakenBy(Entry entry, uint32_t rank,
+                                             bool& first) {
   Window batches = entry->second.batches;
   if (!entry->second.taken_by[rank]) {
     entry->second.taken_by[rank] = true;
+    first = entry->second.takers == 0;
     if (++entry->second.takers == world_size_) {
       kept_bytes_ -= batches->MemoryBytes();
       kept_.erase(entry);

@@ -34,17 +34,19 @@ class SharedWindows {
  public:
   using Window = std::shared_ptr<const plan::WindowBatches>;
 
-  // Called with each window arranged here (on the arranging thread, no
-  // lock held); may be empty.
-  using OnArranged =
+  // Called with a window when a rank first takes it after it was arranged
+  // (on the taking thread, no lock held): a window arranged ahead that no
+  // rank took is never reported, and one dropped and arranged again is
+  // reported again. May be empty.
+  using OnFirstTaken =
       std::function<void(uint64_t window, const plan::WindowBatches&)>;
 
   // The windows of a world of `world_size` ranks, at most `max_bytes` of
   // them kept; each arrangement made here adds one to `*arranged` (shared
-  // with others) and is reported to `on_arranged`.
+  // with others), and each first take is reported to `on_first_taken`.
   SharedWindows(uint32_t world_size, uint64_t max_bytes,
                 std::shared_ptr<std::atomic<uint64_t>> arranged,
-                OnArranged on_arranged = nullptr);
+                OnFirstTaken on_first_taken = nullptr);
 
   // Window `window` for `rank` (< world_size): the one kept, the one
   // another caller is arranging (waited for), else the one `arrange`
@@ -77,14 +79,20 @@ class SharedWindows {
   // Drops the newest arranged windows while the bytes kept pass
   // max_bytes_.
   void DropNewest() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Counts `rank` as a taker of `entry` (arranged); drops the window once
-  // every rank took it.
-  Window TakenBy(Entry entry, uint32_t rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Take() under the lock; `first` tells whether this was the window's
+  // first take since it was arranged.
+  Window TakeLocked(uint64_t window, uint32_t rank,
+                    absl::FunctionRef<plan::WindowBatches()> arrange,
+                    bool& first) ABSL_LOCKS_EXCLUDED(mu_);
+  // Counts `rank` as a taker of `entry` (arranged), setting `first` when
+  // it is the first; drops the window once every rank took it.
+  Window TakenBy(Entry entry, uint32_t rank, bool& first)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint32_t world_size_;
   const uint64_t max_bytes_;
   const std::shared_ptr<std::atomic<uint64_t>> arranged_;
-  const OnArranged on_arranged_;
+  const OnFirstTaken on_first_taken_;
   absl::Mutex mu_;
   std::map<uint64_t, Kept> kept_ ABSL_GUARDED_BY(mu_);  // by window
   uint64_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;

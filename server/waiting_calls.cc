@@ -33,15 +33,18 @@ size_t WaitingCalls::limit() const {
   return base_ + kPerRank * ranks_held_.load(std::memory_order_relaxed);
 }
 
-absl::StatusOr<WaitingCalls::Slot> WaitingCalls::Enter(Kind kind) {
+absl::StatusOr<WaitingCalls::Slot> WaitingCalls::Enter(
+    Kind kind, uint64_t incoming_ranks) {
   absl::MutexLock lock(&mu_);
-  if (const size_t limit = this->limit(); total_ >= limit) {
+  const uint64_t ranks =
+      ranks_held_.load(std::memory_order_relaxed) + incoming_ranks;
+  if (const size_t limit = base_ + kPerRank * ranks; total_ >= limit) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(limit,
-                     " calls are already waiting on this coordinator (shardd "
-                     "--max-waiting-calls ",
-                     base_, " plus ", kPerRank, " per rank of its ",
-                     (limit - base_) / kPerRank,
+        absl::StrCat(total_,
+                     " calls are already waiting on this coordinator, its "
+                     "limit is ",
+                     limit, " (shardd --max-waiting-calls ", base_, " plus ",
+                     kPerRank, " per rank of its ", ranks,
                      " ranks); retry later, or raise --max-waiting-calls"));
   }
   ++total_;

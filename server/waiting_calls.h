@@ -2,9 +2,10 @@
 // gets and waits for keys) against one limit, so that a flood of waiters is
 // answered RESOURCE_EXHAUSTED instead of exhausting the server's memory.
 // The limit follows what the coordinator serves: `base` (shardd
-// --max-waiting-calls) plus kPerRank for each rank its jobs may have (a
-// rank's join waits for its world, then its process group's rendezvous
-// waits for a key), so a job of any allowed size forms on the defaults.
+// --max-waiting-calls) plus kPerRank for each rank held
+// (CoordinatorState::ranks_held: a rank's join waits for its world, then
+// its process group's rendezvous waits for a key), so a job of any allowed
+// size forms on the defaults.
 // Thread-safe.
 #ifndef SERVER_WAITING_CALLS_H_
 #define SERVER_WAITING_CALLS_H_
@@ -48,15 +49,17 @@ class WaitingCalls {
   explicit WaitingCalls(size_t base) : base_(base) {}
 
   // A slot for one more waiting call, or RESOURCE_EXHAUSTED at the limit
-  // (naming it and the flag that raises it).
-  absl::StatusOr<Slot> Enter(Kind kind) ABSL_LOCKS_EXCLUDED(mu_);
+  // (naming it and the flag that raises it). `incoming_ranks`: ranks the
+  // call itself would add to those held (a join that makes its job count),
+  // counted before the decision.
+  absl::StatusOr<Slot> Enter(Kind kind, uint64_t incoming_ranks = 0)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Calls of `kind` waiting now.
   size_t waiting(Kind kind) const ABSL_LOCKS_EXCLUDED(mu_);
   // The limit now: base + kPerRank x ranks held.
   size_t limit() const;
-  // The jobs held may have `ranks` ranks at once
-  // (CoordinatorState::ranks_held). Lock-free: called after every decision
-  // of the core.
+  // The jobs hold `ranks` ranks now (CoordinatorState::ranks_held).
+  // Lock-free: called after every decision of the core.
   void SetRanksHeld(uint64_t ranks) {
     ranks_held_.store(ranks, std::memory_order_relaxed);
   }

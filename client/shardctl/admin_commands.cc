@@ -157,11 +157,17 @@ void PrintSources(const shard::v1::Job& job) {
   PrintTable(rows);
 }
 
-// The balance of the steps the coordinator arranged for the job's streams.
+// The balance of the steps the job's streams took (of the epoch's latest
+// world: from its position on).
 void PrintBalance(const shard::v1::BatchBalance& balance) {
+  const std::string from =
+      balance.from_position() == 0
+          ? std::string()
+          : absl::StrCat(" from position ", balance.from_position(),
+                         " (the world resized there)");
   std::printf(
-      "\nbalance of epoch %llu as streamed (%llu steps, %llu samples):\n%s",
-      static_cast<unsigned long long>(balance.epoch()),
+      "\nbalance of epoch %llu as streamed%s (%llu steps, %llu samples):\n%s",
+      static_cast<unsigned long long>(balance.epoch()), from.c_str(),
       static_cast<unsigned long long>(balance.steps()),
       static_cast<unsigned long long>(balance.samples()),
       BalanceLines(balance).c_str());

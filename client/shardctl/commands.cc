@@ -351,6 +351,52 @@ Command AddPlan(CLI::App& shardctl) {
               })};
 }
 
+namespace {
+
+// A barrier of the world's ranks through the job's store: marks this rank
+// done and waits up to `wait` for every rank's mark. Best effort: a rank
+// that never comes (it died, the generation ended) is not waited for
+// longer.
+void AwaitEveryRank(client::CoordinatorClient& client,
+                    const client::Membership& membership, absl::Duration wait) {
+  constexpr absl::string_view kDone = "shardctl/consume/done/";
+  if (!client.StoreSet(membership, absl::StrCat(kDone, membership.rank), "1")
+           .ok()) {
+    return;
+  }
+  std::vector<std::string> every_rank;
+  for (uint32_t rank = 0; rank < membership.world_size; ++rank) {
+    every_rank.push_back(absl::StrCat(kDone, rank));
+  }
+  client.StoreWait(membership, every_rank, wait).IgnoreError();
+}
+
+// consume's work: `epochs` epochs of the member's shard from their start,
+// then the barrier of AwaitEveryRank (so that leaving does not end the
+// generation under ranks still streaming), heartbeating all along.
+absl::Status ConsumeEpochs(
+    const std::shared_ptr<client::CoordinatorClient>& client,
+    const client::Membership& membership, uint64_t epochs,
+    absl::Duration wait) {
+  client::Heartbeater heartbeater(client, membership, absl::Seconds(2));
+  StdoutBuffer out;
+  for (uint64_t epoch = 0; epoch < epochs; ++epoch) {
+    std::unique_ptr<client::ShardStream> stream =
+        client->OpenStream(membership, epoch, /*start_position=*/0);
+    const std::string prefix = absl::StrCat(epoch, " ", membership.rank, " ");
+    if (absl::Status s = membership.spec.has_batches()
+                             ? PrintBatches(*stream, prefix, out)
+                             : PrintIndices(*stream, prefix, out);
+        !s.ok()) {
+      return s;
+    }
+  }
+  AwaitEveryRank(*client, membership, wait);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 Command AddConsume(CLI::App& shardctl) {
   struct Flags {
     std::string job;
@@ -377,22 +423,12 @@ Command AddConsume(CLI::App& shardctl) {
         absl::StatusOr<client::Membership> membership =
             client->Join(flags->job, flags->member, std::nullopt, flags->wait);
         if (!membership.ok()) return membership.status();
-        client::Heartbeater heartbeater(client, *membership, absl::Seconds(2));
-        StdoutBuffer out;
-        for (uint64_t epoch = 0; epoch < flags->epochs; ++epoch) {
-          std::unique_ptr<client::ShardStream> stream =
-              client->OpenStream(*membership, epoch,
-                                 /*start_position=*/0);
-          const std::string prefix =
-              absl::StrCat(epoch, " ", membership->rank, " ");
-          if (absl::Status s = membership->spec.has_batches()
-                                   ? PrintBatches(*stream, prefix, out)
-                                   : PrintIndices(*stream, prefix, out);
-              !s.ok()) {
-            return s;
-          }
-        }
-        return absl::OkStatus();
+        absl::Status streamed =
+            ConsumeEpochs(client, *membership, flags->epochs, flags->wait);
+        // Done: leave, as a trainer does, so the job can be deleted without
+        // --force.
+        absl::Status left = client->Leave(*membership);
+        return streamed.ok() ? left : streamed;
       })};
 }
 

@@ -15,8 +15,9 @@ Command AddCreateJob(CLI::App& shardctl);
 Command AddPlan(CLI::App& shardctl);
 
 // consume --job ID --member M [--epochs K] [--wait 5m]: joins, waits for
-// the world, streams K epochs (heartbeating meanwhile) and prints
-// "EPOCH RANK INDEX" per index.
+// the world, streams K epochs (heartbeating meanwhile), prints
+// "EPOCH RANK INDEX" per index, then, once every rank of its world is done
+// (a barrier through the job's store, at most --wait), leaves the job.
 Command AddConsume(CLI::App& shardctl);
 
 }  // namespace shard::shardctl

@@ -7,7 +7,9 @@
 #include <iterator>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 
 namespace shard::shardctl {
@@ -44,15 +46,36 @@ absl::StatusOr<std::string> ToLe32(const std::string& path,
   return le32;
 }
 
-// The .npy header's value for `key` ("'descr': '<u4'" gives "'<u4'").
+// The .npy header's value for `key` ("'descr': '<u4'" gives "'<u4'"; a
+// tuple is taken whole: "'shape': (3, 4)" gives "(3, 4)").
 absl::string_view HeaderValue(absl::string_view header, absl::string_view key) {
   const size_t at = header.find(absl::StrCat("'", key, "'"));
   if (at == header.npos) return "";
   const size_t colon = header.find(':', at);
-  const size_t end = header.find_first_of(",}", colon);
+  if (colon == header.npos) return "";
+  const size_t open = header.find_first_not_of(' ', colon + 1);
+  const size_t end = open != header.npos && header[open] == '('
+                         ? header.find(')', open) + 1
+                         : header.find_first_of(",}", colon);
   absl::string_view value = header.substr(colon + 1, end - colon - 1);
   while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   return value;
+}
+
+// The length of a 1-d shape "(N,)"; 0 for any other shape (a scalar "()",
+// "(2, 1000)", a length that is not a decimal number).
+uint64_t OneDimensionalLength(absl::string_view shape) {
+  if (!absl::ConsumePrefix(&shape, "(") || !absl::ConsumeSuffix(&shape, ")")) {
+    return 0;
+  }
+  shape = absl::StripAsciiWhitespace(shape);
+  if (!absl::ConsumeSuffix(&shape, ",")) return 0;
+  uint64_t length = 0;
+  for (char c : absl::StripAsciiWhitespace(shape)) {
+    if (c < '0' || c > '9' || length > UINT64_MAX / 10 - 9) return 0;
+    length = length * 10 + (c - '0');
+  }
+  return length;
 }
 
 absl::StatusOr<std::string> FromNpy(const std::string& path,
@@ -75,7 +98,12 @@ absl::StatusOr<std::string> FromNpy(const std::string& path,
     return malformed("Fortran order");
   }
   const absl::string_view shape = HeaderValue(header, "shape");
-  if (shape.empty() || shape.front() != '(') return malformed("no shape");
+  const uint64_t length = OneDimensionalLength(shape);
+  if (length == 0) {
+    return malformed(absl::StrCat(
+        "shape ", shape.empty() ? "missing" : shape,
+        "; need a 1-D array of at least one cost, (N,)"));
+  }
   int width = 0;
   for (const auto& [name, bytes] :
        {std::pair<absl::string_view, int>{"'|u1'", 1},
@@ -88,7 +116,14 @@ absl::StatusOr<std::string> FromNpy(const std::string& path,
     return malformed(
         absl::StrCat("dtype ", descr, "; need <u2, <u4, <u8 or |u1"));
   }
-  return ToLe32(path, file.substr(data_at), width);
+  const absl::string_view data = file.substr(data_at);
+  if (data.size() / width != length || data.size() % width != 0) {
+    return malformed(absl::StrCat("its shape ", shape, " needs ",
+                                  length * width, " bytes of data, the file "
+                                  "has ",
+                                  data.size(), ": truncated or damaged"));
+  }
+  return ToLe32(path, data, width);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "common/cli/command_line.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <utility>
@@ -22,13 +23,27 @@ void Configure(CLI::App& app, const std::string& program) {
   app.get_formatter()->column_width(34);
 }
 
-CLI::Validator NonNegativeNumber() {
+CLI::Validator DecimalNumber(uint64_t max) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [max](std::string& text) -> std::string {
         const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
         if (absl::StartsWith(trimmed, "-")) {
           return absl::StrCat("\"", text,
                               "\" is negative; give a whole number, 0 or more");
+        }
+        const bool digits =
+            !trimmed.empty() &&
+            std::all_of(trimmed.begin(), trimmed.end(), absl::ascii_isdigit);
+        // A leading 0 would read as octal, 0x as hex: decimal only.
+        if (!digits || (trimmed.size() > 1 && trimmed.front() == '0')) {
+          return absl::StrCat("\"", text,
+                              "\" is not a decimal whole number (no leading "
+                              "zeros, no 0x)");
+        }
+        uint64_t number;
+        if (!absl::SimpleAtoi(trimmed, &number) || number > max) {
+          return absl::StrCat("\"", text, "\" is above the largest value, ",
+                              max);
         }
         return "";
       },

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -31,9 +32,11 @@ inline constexpr int kExitUsage = 2;
 void Configure(CLI::App& app, const std::string& program);
 
 // The checks a number option gets (see AddOption). CLI11 2.1 converts "-1"
-// for an unsigned option by wrapping it (18446744073709551615) and takes
-// "nan" for a floating-point one.
-CLI::Validator NonNegativeNumber();
+// for an unsigned option by wrapping it (18446744073709551615), reads "010"
+// as octal and "0x10" as hex, clamps a number past the type's range, and
+// takes "nan" for a floating-point one. DecimalNumber takes only decimal
+// digits (no sign, no leading zero) up to `max`.
+CLI::Validator DecimalNumber(uint64_t max);
 CLI::Validator FiniteNumber();
 // A whole number of at least `min`, saying so in those words (CLI11's
 // PositiveNumber says "not in range 0.000000 to 1.79e308").
@@ -62,8 +65,9 @@ struct OptionValue<std::vector<T>> {
 
 // Adds option `name` bound to `value`, as CLI11's add_option does, plus the
 // checks CLI11 lacks for numbers: an integer option (no option of this
-// project takes a negative number) refuses "-1" instead of wrapping it, a
-// floating-point one refuses nan and infinities. Each refusal is a usage
+// project takes a negative number) takes decimal digits only, refusing "-1",
+// "010", "0x10" and a number past its type's range instead of reading or
+// clamping them; a floating-point one refuses nan and infinities. Each refusal is a usage
 // error naming the option and the value typed. Every option with a value
 // is added through it.
 template <typename T>
@@ -75,7 +79,7 @@ CLI::Option* AddOption(CLI::App& app, const std::string& name, T& value,
     option->check(FiniteNumber());
   } else if constexpr (std::is_integral_v<Number> &&
                        !std::is_same_v<Number, bool>) {
-    option->check(NonNegativeNumber());
+    option->check(DecimalNumber(std::numeric_limits<Number>::max()));
   }
   return option;
 }

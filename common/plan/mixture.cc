@@ -188,10 +188,10 @@ absl::Status CheckMixtureFields(const JobSpec& spec, uint64_t total_size) {
   const u128 total = QuotasOf(spec).total;
   if (!weighted && spec.epoch_size() != 0 && spec.epoch_size() != total) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "epoch_size is given only with weights (the repeat / choose of the "
-        "sources make ",
-        static_cast<uint64_t>(std::min<u128>(total, UINT64_MAX)), "), got ",
-        spec.epoch_size()));
+        "without weights, epoch_size may only restate the epoch the "
+        "sources' repeat / choose make, ",
+        static_cast<uint64_t>(std::min<u128>(total, UINT64_MAX)),
+        " (give weights for another), got ", spec.epoch_size()));
   }
   if (total == 0 || total > kMaxMixtureEpochSize) {
     return absl::InvalidArgumentError(

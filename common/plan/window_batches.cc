@@ -1,6 +1,7 @@
 #include "common/plan/window_batches.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -72,60 +73,154 @@ std::vector<MicroBatch> ConsecutiveBatches(
   return batches;
 }
 
-// Deals the samples from `run_begin` on (the cheapest, in cost order) into
-// `world` micro-batches: the first W samples one each, then every sample to
-// the micro-batch that costs least once it is added (the lowest-numbered on
-// a tie). Requires at least W samples from run_begin.
+// Fixed counts: deals the samples from `run_begin` on (the cheapest, in
+// cost order) into `count` micro-batches: the first `count` samples one
+// each, then every sample to the micro-batch that costs least once it is
+// added among those holding fewer than batch_size samples (among all when
+// every one is full; the lowest-numbered on a tie). Requires at least
+// `count` samples from run_begin.
 std::vector<MicroBatch> DealByLeastCost(const std::vector<WindowEntry>& sorted,
-                                        uint64_t run_begin, uint64_t world,
+                                        uint64_t run_begin, uint64_t count,
                                         const BatchPolicy& policy) {
-  std::vector<MicroBatch> batches(world);
-  const auto cost_with_one_more = [&](const MicroBatch& batch) {
-    return policy.cost_model == BatchCostModel::kSum
-               ? batch.sum
-               : (batch.samples.size() + 1) *
-                     uint64_t{sorted[batch.samples.front()].cost};
+  std::vector<MicroBatch> batches(count);
+  const auto cost_with_one_more = [&](const MicroBatch& batch,
+                                      uint64_t sample) {
+    return policy.CostOf(batch.samples.size() + 1,
+                         batch.sum + sorted[sample].cost,
+                         sorted[batch.samples.front()].cost);
   };
-  std::set<std::pair<uint64_t, uint64_t>> by_cost;  // (cost if added, batch)
-  for (uint64_t b = 0; b < world; ++b) {
+  // Open micro-batches by (samples held, number): costs are compared per
+  // sample, as a sample's cost changes each one's cost differently.
+  std::set<uint64_t> open;
+  for (uint64_t b = 0; b < count; ++b) {
     Add(sorted, run_begin + b, policy, batches[b]);
-    by_cost.emplace(cost_with_one_more(batches[b]), b);
+    if (batches[b].samples.size() < policy.batch_size) open.insert(b);
   }
-  for (uint64_t sample = run_begin + world; sample < sorted.size(); ++sample) {
-    const uint64_t b = by_cost.begin()->second;
-    by_cost.erase(by_cost.begin());
-    Add(sorted, sample, policy, batches[b]);
-    by_cost.emplace(cost_with_one_more(batches[b]), b);
+  for (uint64_t sample = run_begin + count; sample < sorted.size(); ++sample) {
+    std::optional<std::pair<uint64_t, uint64_t>> best;  // (cost, batch)
+    const auto consider = [&](uint64_t b) {
+      const std::pair<uint64_t, uint64_t> candidate(
+          cost_with_one_more(batches[b], sample), b);
+      if (!best || candidate < *best) best = candidate;
+    };
+    if (!open.empty()) {
+      for (uint64_t b : open) consider(b);
+    } else {
+      for (uint64_t b = 0; b < count; ++b) consider(b);
+    }
+    MicroBatch& chosen = batches[best->second];
+    Add(sorted, sample, policy, chosen);
+    if (chosen.samples.size() >= policy.batch_size) open.erase(best->second);
   }
   return batches;
 }
 
-// The window's micro-batches, a multiple of `world` of them, most
-// expensive first (ties: the one holding the earlier sample first). When
-// the consecutive batches are not a multiple of W, the last k = count % W
-// of them (the cheapest samples), with the W before them too if they hold
-// fewer than W samples, are dealt again into W micro-batches.
+// Token budgets: the samples from `run_begin` on cut in order into
+// micro-batches that cost at most `limit` (a sample over it alone); with
+// `count`, a new one also starts when the samples left are as many as the
+// micro-batches still to start, so that there are exactly `count`.
+std::vector<MicroBatch> Pack(const std::vector<WindowEntry>& sorted,
+                             uint64_t run_begin, uint64_t limit,
+                             const BatchPolicy& policy,
+                             std::optional<uint64_t> count) {
+  std::vector<MicroBatch> batches;
+  for (uint64_t sample = run_begin; sample < sorted.size(); ++sample) {
+    if (!batches.empty()) {
+      const MicroBatch& last = batches.back();
+      const bool full =
+          policy.CostOf(last.samples.size() + 1, last.sum + sorted[sample].cost,
+                        sorted[last.samples.front()].cost) > limit;
+      const bool short_of_batches =
+          count.has_value() &&
+          sorted.size() - sample == *count - batches.size();
+      if (!full && !short_of_batches) {
+        Add(sorted, sample, policy, batches.back());
+        continue;
+      }
+    }
+    Add(sorted, sample, policy, batches.emplace_back());
+  }
+  return batches;
+}
+
+// Token budgets: the samples from `run_begin` on cut in order into exactly
+// `count` micro-batches, the most expensive as cheap as possible: Pack with
+// the smallest limit that makes at most `count` of them. Requires at least
+// `count` samples from run_begin.
+std::vector<MicroBatch> CutByLeastLargest(
+    const std::vector<WindowEntry>& sorted, uint64_t run_begin,
+    uint64_t count, const BatchPolicy& policy) {
+  uint64_t low = 0;
+  uint64_t high = (sorted.size() - run_begin) * sorted[run_begin].cost;
+  while (low < high) {
+    const uint64_t middle = low + (high - low) / 2;
+    if (Pack(sorted, run_begin, middle, policy, std::nullopt).size() <= count) {
+      high = middle;
+    } else {
+      low = middle + 1;
+    }
+  }
+  return Pack(sorted, run_begin, low, policy, count);
+}
+
+// Most expensive first; ties: the one holding the earlier sample first.
+void SortByCost(std::vector<MicroBatch>::iterator begin,
+                std::vector<MicroBatch>::iterator end) {
+  std::sort(begin, end, [](const MicroBatch& a, const MicroBatch& b) {
+    return a.cost != b.cost ? a.cost > b.cost
+                            : a.samples.front() < b.samples.front();
+  });
+}
+
+// Where the final run begins: the index of its first consecutive batch
+// among `batches` (docs/balanced-batches.md, "A window's micro-batches",
+// step 3), or batches.size() when nothing is dealt again.
+size_t FinalRunStart(const std::vector<WindowEntry>& sorted,
+                     const std::vector<MicroBatch>& batches, uint64_t world,
+                     const BatchPolicy& policy) {
+  const size_t m = batches.size();
+  const size_t k = m % world;
+  if (k == 0 && policy.batch_size > 0 &&
+      batches.back().samples.size() == policy.batch_size) {
+    return m;  // whole steps of full micro-batches
+  }
+  const size_t left_over = k != 0 ? k : world;
+  if (m > 2 * world) return m - left_over - world;
+  size_t kept = m - left_over;
+  if (sorted.size() - batches[kept].samples.front() < world &&
+      kept >= world) {
+    kept -= world;
+  }
+  return kept;
+}
+
+// The window's micro-batches, a multiple of `world` of them, in step order:
+// the consecutive batches sorted by cost, except the final run's, which
+// are dealt again into W or 2W micro-batches (fixed counts:
+// DealByLeastCost; token budgets: CutByLeastLargest) that make the
+// window's last steps by themselves, sorted by cost among themselves.
 std::vector<MicroBatch> GroupWindow(const std::vector<WindowEntry>& sorted,
                                     uint64_t world, const BatchPolicy& policy) {
   std::vector<MicroBatch> batches = ConsecutiveBatches(sorted, policy);
-  size_t whole = batches.size() - batches.size() % world;
-  if (whole < batches.size() &&
-      sorted.size() - batches[whole].samples.front() < world) {
-    whole -= world;  // There are W batches before: the window holds >= W.
+  const size_t kept = FinalRunStart(sorted, batches, world, policy);
+  if (kept == batches.size()) {
+    SortByCost(batches.begin(), batches.end());
+    return batches;
   }
-  if (whole < batches.size()) {
-    const uint64_t run_begin = batches[whole].samples.front();
-    batches.resize(whole);
-    for (MicroBatch& dealt :
-         DealByLeastCost(sorted, run_begin, world, policy)) {
-      batches.push_back(std::move(dealt));
-    }
+  const uint64_t run_begin = batches[kept].samples.front();
+  const uint64_t dealt =
+      batches.size() > 2 * world && sorted.size() - run_begin >= 2 * world
+          ? 2 * world
+          : world;
+  batches.resize(kept);
+  SortByCost(batches.begin(), batches.end());
+  for (MicroBatch& batch :
+       policy.batch_size > 0
+           ? DealByLeastCost(sorted, run_begin, dealt, policy)
+           : CutByLeastLargest(sorted, run_begin, dealt, policy)) {
+    batches.push_back(std::move(batch));
   }
-  std::sort(batches.begin(), batches.end(),
-            [](const MicroBatch& a, const MicroBatch& b) {
-              return a.cost != b.cost ? a.cost > b.cost
-                                      : a.samples.front() < b.samples.front();
-            });
+  SortByCost(batches.begin() + kept, batches.end());
   return batches;
 }
 

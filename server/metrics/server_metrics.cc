@@ -246,6 +246,15 @@ class CoordinatorGauges : public prometheus::Collectable {
         SingleGauge("shard_order_cache_bytes_limit",
                     "Epoch order budget (shardd --order-cache-bytes).",
                     static_cast<double>(view.order_bytes_limit)));
+    families.push_back(SingleGauge(
+        "shard_cost_bytes",
+        "Bytes of balanced-batch costs held: uploads in progress and the "
+        "costs of jobs (or uploaded for jobs not created yet).",
+        static_cast<double>(view.cost_bytes)));
+    families.push_back(
+        SingleGauge("shard_cost_bytes_limit",
+                    "Costs budget (shardd --max-cost-bytes).",
+                    static_cast<double>(view.cost_bytes_limit)));
     families.push_back(SingleCounter(
         "shard_order_cache_evictions_total",
         "Cached epoch orders nobody read that were evicted to make room.",

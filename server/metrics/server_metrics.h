@@ -102,6 +102,9 @@ struct CoordinatorView {
   uint64_t order_bytes = 0;
   uint64_t order_bytes_limit = 0;
   uint64_t order_evictions = 0;
+  // Costs of balanced-batch jobs held (uploads and tables) and their budget.
+  uint64_t cost_bytes = 0;
+  uint64_t cost_bytes_limit = 0;
   // Jobs deleted for staying idle (--idle-job-ttl) so far.
   uint64_t idle_jobs_expired = 0;
   // Windows of balanced-batch epochs arranged so far.

@@ -23,7 +23,9 @@ count x longest (padded batches).
 
 Distributions: lognormal (mu 5, sigma 1, clamped to [16, 1024], as the
 Hugging Face benchmark) and a heavier tail (mu 5, sigma 1.6, clamped to
-[16, 8192]). Prints one Markdown table.
+[16, 8192]). Prints one Markdown table; the percentiles follow the rule
+shardctl plan --balance follows (the nearest rank, rounded up to 1/10,000
+below 2, the largest from 2 on).
 
   tests/bench/run_balanced_batches_bench.py --bin-dir build/bin
       [--samples 200000] [--worlds 2,8,64] [--batch-size 32]
@@ -39,6 +41,10 @@ import tempfile
 import numpy as np
 import torch
 from torch.utils.data import DistributedSampler
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "conformance"))
+import batch_plan_reference as reference  # noqa: E402
 
 DISTRIBUTIONS = {
     "lognormal(5,1) [16,1024]": (1.0, 1024),
@@ -108,14 +114,14 @@ def shard_steps(bin_dir, costs, world, flag, value):
 
 
 def figures(costs, steps):
-    imbalance, padded, real = [], 0, 0
-    for step in steps:
-        cost = np.array([len(b) * costs[b].max() for b in step], dtype=float)
-        imbalance.append(cost.max() / cost.mean())
-        padded += cost.sum()
-        real += sum(int(costs[b].sum()) for b in step)
-    return (np.percentile(imbalance, 50), np.percentile(imbalance, 99),
-            1 - real / padded, len(steps))
+    """p50, p99, padding and steps by the one rule of
+    docs/balanced-batches.md "The figures" (padded costs)."""
+    values = costs.tolist()
+    written = reference.balance_figures(
+        values, [[list(map(int, b)) for b in step] for step in steps],
+        "padded")
+    return (written["p50"], written["p99"], written["padding"],
+            written["steps"])
 
 
 def main():

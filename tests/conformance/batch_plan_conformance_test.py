@@ -7,6 +7,8 @@ non-empty micro-batch per rank, every sample of the epoch is served once
 (the pad tail adds at most W - 1 repeats, the drop tail leaves out at most
 W - 1 samples), a micro-batch outside a window's final run stays within the
 budget (or is a single sample over it), and the steps are not in cost order.
+The epoch's balance figures (shard-batch-plan --balance, the code shardctl
+plan --balance and the coordinator use) equal the docs' rule for them.
 
 Cases: fixed counts and token budgets, both cost models, worlds 1..64,
 windows from 16 samples (many windows, final runs and absorbed steps) to
@@ -118,7 +120,7 @@ def resize_promises(costs, params, worlds, served):
     return []
 
 
-def run_tool(tool, costs, params):
+def run_tool(tool, costs, params, *extra):
     with tempfile.NamedTemporaryFile(suffix=".u32") as file:
         file.write(struct.pack("<%dI" % len(costs), *costs))
         file.flush()
@@ -130,6 +132,7 @@ def run_tool(tool, costs, params):
                 command += ["--" + flag.replace("_", "-"), str(params[flag])]
         for base, world in params.get("resizes", ()):
             command += ["--resize", "%d:%d" % (base, world)]
+        command += list(extra)
         out = subprocess.run(command, check=True, capture_output=True,
                              text=True).stdout
     return [json.loads(line) for line in out.splitlines()]
@@ -180,6 +183,12 @@ def main():
         if got != expected:
             problems.append("differs from the reference (%d vs %d steps)" %
                             (len(got), len(expected)))
+        figures = run_tool(tool, costs, params, "--balance")[0]
+        written = reference.balance_figures(
+            costs, got, params.get("cost_model", "padded"))
+        if any(abs(figures[k] - written[k]) > 1e-12 for k in written):
+            problems.append("figures %s, the docs' rule gives %s" %
+                            (figures, written))
         print("%-28s %5d steps  %s" % (name, len(got),
                                        "; ".join(problems) or "ok"))
         failures += bool(problems)

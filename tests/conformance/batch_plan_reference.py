@@ -1,13 +1,14 @@
 """An independent implementation of the balanced-batches algorithm of
 docs/balanced-batches.md, written from that text (not from the C++ code):
 an epoch's windows, the micro-batches of a window, the final run dealt by least cost,
-and the keyed order of the steps.
+the keyed order of the steps, and the balance figures of a plan.
 
 plan(costs, world, ...) returns the epoch's steps in training order, each a
 list of `world` micro-batches (rank 0 first) of sample indices, over the
 job's epoch order (by default the identity, as shard-batch-plan prints
 them); with resizes, the steps of the epoch's last world.
 """
+import math
 import os
 import sys
 
@@ -68,16 +69,51 @@ def consecutive_batches(ordered, batch_size, batch_tokens, cost_model):
     return batches
 
 
-def deal_by_least_cost(run, world, cost_model):
-    """The run dealt into `world` micro-batches: one sample each, then each
-    sample to the one that would cost least with it (lowest index on a
-    tie)."""
-    batches = [[entry] for entry in run[:world]]
-    for entry in run[world:]:
-        costs = [batch_cost([c for _, c in b] + [entry[1]], cost_model)
-                 for b in batches]
-        batches[costs.index(min(costs))].append(entry)
+def deal_by_least_cost(run, count, cost_model, batch_size):
+    """Fixed counts: the run dealt into `count` micro-batches: one sample
+    each, then each sample to the one that would cost least with it among
+    those holding fewer than batch_size samples (among all when every one
+    is full; lowest index on a tie)."""
+    batches = [[entry] for entry in run[:count]]
+    for entry in run[count:]:
+        open_batches = ([j for j, b in enumerate(batches)
+                         if len(b) < batch_size] or range(len(batches)))
+        costs = [batch_cost([c for _, c in batches[j]] + [entry[1]],
+                            cost_model) for j in open_batches]
+        batches[open_batches[costs.index(min(costs))]].append(entry)
     return batches
+
+
+def pack(run, limit, cost_model, count=None):
+    """The run cut in order into micro-batches costing at most `limit`
+    (a sample over it alone); with `count`, a new one also starts when the
+    samples left are as many as the micro-batches still to start, so that
+    there are exactly `count` of them."""
+    batches = []
+    for i, entry in enumerate(run):
+        if batches:
+            grown = [c for _, c in batches[-1]] + [entry[1]]
+            full = batch_cost(grown, cost_model) > limit
+            short = count is not None and len(run) - i == count - len(batches)
+            if not full and not short:
+                batches[-1].append(entry)
+                continue
+        batches.append([entry])
+    return batches
+
+
+def cut_by_least_largest(run, count, cost_model):
+    """Token budgets: the run cut in order into exactly `count`
+    micro-batches, the most expensive as cheap as possible: L is the
+    smallest whole number for which pack(run, L) makes at most `count`."""
+    low, high = 0, batch_cost([c for _, c in run], "padded")
+    while low < high:
+        middle = (low + high) // 2
+        if len(pack(run, middle, cost_model)) <= count:
+            high = middle
+        else:
+            low = middle + 1
+    return pack(run, low, cost_model, count)
 
 
 def arrange_window(entries, world, batch_size, batch_tokens, cost_model,
@@ -88,15 +124,31 @@ def arrange_window(entries, world, batch_size, batch_tokens, cost_model,
     rank_in_order = {p: i for i, (p, _) in enumerate(ordered)}
     batches = consecutive_batches(ordered, batch_size, batch_tokens,
                                   cost_model)
-    whole = len(batches) - len(batches) % world
-    run = [e for batch in batches[whole:] for e in batch]
-    if 0 < len(run) < world:
-        whole -= world
-        run = [e for batch in batches[whole:] for e in batch]
-    batches = batches[:whole] + (
-        deal_by_least_cost(run, world, cost_model) if run else [])
-    batches.sort(key=lambda b: (-batch_cost([c for _, c in b], cost_model),
-                                rank_in_order[b[0][0]]))
+
+    def by_cost(group):
+        return sorted(group, key=lambda b: (
+            -batch_cost([c for _, c in b], cost_model),
+            rank_in_order[b[0][0]]))
+
+    m, k = len(batches), len(batches) % world
+    if k or not batch_size or len(batches[-1]) < batch_size:
+        r = k or world  # micro-batches left over
+        if m > 2 * world:
+            kept = m - r - world
+        else:
+            kept = m - r
+            if sum(len(b) for b in batches[kept:]) < world and kept >= world:
+                kept -= world
+        run = [e for batch in batches[kept:] for e in batch]
+        dealt = (2 * world if m > 2 * world and len(run) >= 2 * world
+                 else world)
+        if batch_size:
+            again = deal_by_least_cost(run, dealt, cost_model, batch_size)
+        else:
+            again = cut_by_least_largest(run, dealt, cost_model)
+        batches = by_cost(batches[:kept]) + by_cost(again)
+    else:
+        batches = by_cost(batches)
     steps = [[[p for p, _ in b] for b in batches[s * world:(s + 1) * world]]
              for s in range(len(batches) // world)]
     order = Feistel(max(len(steps), 1), key)
@@ -161,3 +213,34 @@ def plan(costs, world, batch_size=0, batch_tokens=0, cost_model="padded",
         rest = (sorted(in_order[served - spans[j][0]:]) +
                 rest[spans[j][1]:])
         first_window += j + 1
+
+
+def balance_figures(costs, steps, cost_model="padded"):
+    """The figures of docs/balanced-batches.md "The figures" over `steps`
+    (each a list of micro-batches of sample indices): a dict of steps,
+    samples, p50, p99, max and padding."""
+    imbalances, padded, real, samples = [], 0, 0, 0
+    for step in steps:
+        step_costs = [batch_cost([costs[i] for i in b], cost_model)
+                      for b in step]
+        total = sum(step_costs)
+        imbalances.append(1.0 if total == 0 else
+                          max(step_costs) * len(step) / total)
+        for b in step:
+            padded += len(b) * max(costs[i] for i in b)
+            real += sum(costs[i] for i in b)
+            samples += len(b)
+    if not imbalances:
+        return dict(steps=0, samples=0, p50=0, p99=0, max=0, padding=0)
+    ordered = sorted(imbalances)
+    largest = ordered[-1]
+
+    def percentile(q):
+        x = ordered[max(1, math.ceil(q * len(ordered))) - 1]
+        if x >= 2:
+            return largest
+        return min(largest, 1 + (math.floor((x - 1) * 10000) + 1) / 10000)
+
+    return dict(steps=len(steps), samples=samples, p50=percentile(0.5),
+                p99=percentile(0.99), max=largest,
+                padding=(padded - real) / padded if padded else 0)

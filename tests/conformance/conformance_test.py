@@ -13,6 +13,7 @@ the shuffle), at every tail policy and W = 1, 7, 8.
 Exit status 0 when every case matches; the first mismatch is printed.
 """
 import argparse
+import concurrent.futures
 import itertools
 import subprocess
 import sys
@@ -66,9 +67,13 @@ def consume_all(shardctl, address, job, w, epochs):
                                "--epochs", str(epochs), "--wait", "60s"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for i in range(w)]
+    # Read every consumer at once: each waits for the others before it
+    # leaves (consume's barrier), so one left unread would hold them all.
+    with concurrent.futures.ThreadPoolExecutor(len(procs)) as readers:
+        outputs = list(readers.map(lambda p: p.communicate(timeout=120),
+                                   procs))
     got = {}
-    for p in procs:
-        out, err = p.communicate(timeout=120)
+    for p, (out, err) in zip(procs, outputs):
         if p.returncode != 0:
             raise RuntimeError(f"consume failed: {err.strip()}")
         for line in out.splitlines():

@@ -14,23 +14,28 @@
 # --debs DIR unpacks (dpkg -x) the .deb files that tests/gpu/fetch-debs.sh
 # downloaded on a Debian machine, for a machine without gRPC, Protobuf,
 # Abseil, prometheus-cpp or CLI11. --cpu runs the same checks here with
-# Debian's torch 1.13 and Gloo (build/, 2 ranks), so the script is kept
-# working between GPU runs; --quick runs only its fastest checks (CI's
-# smoke). Each check's output is in BUILD/gpu-check/NAME.log.
+# Debian's torch 1.13 and Gloo (in build-cpu-check/ unless --build-dir
+# says, 2 ranks), so the script is kept working between GPU runs; --quick
+# runs only its fastest checks (CI's smoke). Each check's output is in
+# BUILD/gpu-check/NAME.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+source tests/support/check_lines.sh
 
 mode=gpu quick=0 debs="" build_dir="" build=1 jobs="$(nproc)"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --cpu) mode=cpu ;;
     --quick) quick=1 ;;
-    --debs) debs="$(realpath "$2")"; shift ;;
-    --build-dir) build_dir="$2"; shift ;;
+    --debs) debs="$(value_of "$@")" || exit 2; debs="$(realpath "$debs")"
+      shift ;;
+    --build-dir) build_dir="$(value_of "$@")" || exit 2; shift ;;
     --no-build) build=0 ;;
-    --jobs) jobs="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "tests/gpu/run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    --jobs) jobs="$(value_of "$@")" || exit 2
+      [[ $jobs =~ ^[1-9][0-9]*$ ]] || usage_error "--jobs takes a count, got $jobs"
+      shift ;;
+    -h|--help) print_header "$0"; exit 0 ;;
+    *) usage_error "unknown option $1" ;;
   esac
   shift
 done
@@ -38,30 +43,11 @@ if [[ $quick == 1 && $mode != cpu ]]; then
   echo "tests/gpu/run.sh: --quick is the CPU mode's smoke; add --cpu" >&2
   exit 2
 fi
-[[ -n $build_dir ]] || build_dir=$([[ $mode == gpu ]] && echo build-gpu || echo build)
+[[ -n $build_dir ]] || build_dir=$([[ $mode == gpu ]] && echo build-gpu || echo build-cpu-check)
 build_dir="$(realpath -m "$build_dir")"
 logs="$build_dir/gpu-check"
 mkdir -p "$logs"
-passed=() failed=()
-
-# check NAME COMMAND...: runs it, output in $logs/NAME.log, one line.
-check() {
-  local name=$1 began=$SECONDS
-  shift
-  if "$@" >"$logs/$name.log" 2>&1; then
-    echo "PASS  $name ($((SECONDS - began)) s)"
-    passed+=("$name")
-  else
-    echo "FAIL  $name ($((SECONDS - began)) s), $logs/$name.log:"
-    tail -n 8 "$logs/$name.log" | sed 's/^/      /'
-    failed+=("$name")
-  fi
-}
-
-summary() {
-  echo "${#passed[@]} passed, ${#failed[@]} failed${failed:+: ${failed[*]}}"
-  [[ ${#failed[@]} -eq 0 ]]
-}
+init_checks "$logs"
 
 # The packages of --debs, unpacked once into the build directory.
 use_debs() {

@@ -202,8 +202,63 @@ TEST(BatchStreamTest, ANewJobsFirstWindowIsArrangedBeforeAnyStream) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   EXPECT_EQ(cluster.service().Figures().batch_windows_arranged, 1u);
+  // Arranged is not streamed: no balance before a rank took a window.
+  EXPECT_FALSE(client->GetJob("balanced")->has_batch_balance());
   DrainStepByStep(*client, JoinAll(cluster, spec));
   EXPECT_EQ(cluster.service().Figures().batch_windows_arranged, kWindows);
+}
+
+// After a mid-epoch resize the job's balance figures are those of the
+// world that serves the rest, from where it began: no step twice, the
+// samples of the rest once.
+TEST(BatchStreamTest, AResizedEpochsFiguresCountEveryStepOnce) {
+  testing::TestCluster cluster;
+  auto client = cluster.NewClient();
+  const std::string costs = Costs();
+  ASSERT_TRUE(client->PutCosts(plan::Sha256Hex(costs), costs).ok());
+  shard::v1::JobSpec spec = Spec(plan::Sha256Hex(costs));
+  spec.set_world_size(2);
+  spec.set_min_world_size(1);
+  spec.set_max_world_size(2);
+  // Each member's calls go through the client that joined it (a client is
+  // one incarnation of its members).
+  const std::vector<std::shared_ptr<client::CoordinatorClient>> clients = {
+      cluster.NewClient(), cluster.NewClient()};
+  std::vector<std::future<absl::StatusOr<client::Membership>>> joins;
+  for (int i = 0; i < 2; ++i) {
+    joins.push_back(std::async(std::launch::async, [&, i] {
+      return clients[i]->Join("elastic", i == 0 ? "a" : "b", spec,
+                              absl::Seconds(20));
+    }));
+  }
+  std::vector<client::Membership> two;
+  for (auto& join : joins) {
+    absl::StatusOr<client::Membership> joined = join.get();
+    ASSERT_TRUE(joined.ok()) << joined.status();
+    two.push_back(*joined);
+  }
+  uint64_t base = 0;
+  for (int i = 0; i < 2; ++i) {
+    auto stream = clients[i]->OpenStream(two[i], 0, 0);
+    for (int step = 0; step < 10; ++step) {
+      absl::StatusOr<std::optional<client::MicroBatch>> next =
+          stream->NextBatch();
+      ASSERT_TRUE(next.ok() && next->has_value()) << next.status();
+      base = (*next)->step_end;
+    }
+  }
+  ASSERT_TRUE(clients[0]->CommitProgress(two[0], 0, base).ok());
+  absl::Status left = clients[1]->Leave(two[1]);
+  ASSERT_TRUE(left.ok()) << left;
+  absl::StatusOr<client::Membership> one =
+      clients[0]->Join("elastic", "a", spec, absl::Seconds(20));
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->world_size, 1u);
+  Drain(*clients[0], *one, base, 1000);
+  absl::StatusOr<shard::v1::Job> job = client->GetJob("elastic");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->batch_balance().from_position(), base);
+  EXPECT_EQ(job->batch_balance().samples(), kSamples - base);
 }
 
 TEST(BatchStreamTest, RefusesAJobWithoutItsCostsAndNextOnBatches) {

@@ -67,6 +67,39 @@ def sample(text, name, **labels):
     return None
 
 
+def check_a_held_job(ctl, shardctl, daemon, token_file, admin_file):
+    """A consumer waiting for a world of 2: the job holds 2 ranks (the
+    waiting-call limit and the heartbeat pace count them) and delete-job
+    refuses it without --force."""
+    ctl("create-job", "--job", "held", "--size", "10", "--world-size", "2")
+    waiting = subprocess.Popen(
+        [shardctl, "--coordinator", daemon.address, "--auth-token-file",
+         token_file, "consume", "--job", "held", "--member", "w0", "--wait",
+         "60s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not re.search(
+                r"^held\s+10\s+0/2\s.*\s1\s+0\s*$", ctl("status").stdout,
+                re.M):
+            time.sleep(0.1)
+        held = scrape(daemon.metrics_address)
+        check(sample(held, "shard_waiting_calls_limit") == 10000 + 2 * 2,
+              "shard_waiting_calls_limit is --max-waiting-calls plus 2 per "
+              "rank held (a world of 2 forming)")
+        pace = sample(held, "shard_heartbeat_pace_seconds")
+        check(pace is not None and abs(pace - 2 / 15000) < 1e-9,
+              "shard_heartbeat_pace_seconds is the ranks held over "
+              "--max-heartbeat-rate (2 / 15,000)")
+        refused = ctl("delete-job", "--job", "held", token=admin_file,
+                      ok=False)
+        check(refused.returncode == 1 and "FAILED_PRECONDITION" in
+              refused.stderr, "delete-job refuses a job with members")
+    finally:
+        waiting.kill()
+        waiting.wait()
+    ctl("delete-job", "--job", "held", "--force", token=admin_file)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin-dir", required=True)
@@ -150,8 +183,8 @@ def main():
               "promtool check metrics passes "
               f"({(promtool.stdout + promtool.stderr).strip() or 'clean'})")
         check(sample(after, "shard_jobs") == 1, "shard_jobs is 1")
-        check(sample(after, "shard_job_members", job_id="ops") == 2,
-              "shard_job_members{job_id=ops} is 2")
+        check(sample(after, "shard_job_members", job_id="ops") == 0,
+              "shard_job_members{job_id=ops} is 0 once the consumers left")
         check(sample(after, "shard_job_generation", job_id="ops") == 1,
               "shard_job_generation{job_id=ops} is 1")
         check(sample(after, "shard_rpc_duration_seconds_count",
@@ -176,13 +209,11 @@ def main():
               "shard_waiting_calls{method=JoinJob} is 0 at rest")
         check(sample(after, "shard_active_streams") == 0,
               "shard_active_streams is 0 once the streams ended")
-        check(sample(after, "shard_waiting_calls_limit") == 10000 + 2 * 2,
-              "shard_waiting_calls_limit is --max-waiting-calls plus 2 per "
-              "rank of the jobs held (one job of 2)")
-        pace = sample(after, "shard_heartbeat_pace_seconds")
-        check(pace is not None and abs(pace - 2 / 15000) < 1e-9,
-              "shard_heartbeat_pace_seconds is the ranks held over "
-              "--max-heartbeat-rate (2 / 15,000)")
+        check(sample(after, "shard_waiting_calls_limit") == 10000,
+              "shard_waiting_calls_limit is --max-waiting-calls once the "
+              "consumers left (no rank held)")
+        check(sample(after, "shard_heartbeat_pace_seconds") == 0,
+              "shard_heartbeat_pace_seconds is 0 with no rank held")
         check(sample(after, "shard_store_bytes") == 0 and
               sample(after, "shard_store_bytes_limit") == 256 << 20,
               "rendezvous store bytes and budget are exported")
@@ -222,9 +253,9 @@ def main():
         outputs.append(after)
 
         table = ctl("status").stdout
-        check(re.search(r"^ops\s+1001\s+2/2\s+0\s+torch-2\.6\s+pad\s+0\s+0"
-                        r"\s+2\s+1\b", table, re.M) is not None,
-              f"status table shows the job:\n{table}")
+        check(re.search(r"^ops\s+1001\s+0/2\s+0\s+torch-2\.6\s+pad\s+0\s+0"
+                        r"\s+0\s+1\b", table, re.M) is not None,
+              f"status table shows the job, its consumers gone:\n{table}")
         jobs = json.loads(ctl("status", "--output", "json").stdout)["jobs"]
         check(len(jobs) == 1 and jobs[0]["jobId"] == "ops"
               and jobs[0]["spec"]["datasetSize"] == "1001",
@@ -235,16 +266,13 @@ def main():
         described_json = json.loads(
             ctl("describe", "--job", "ops", "--output", "json").stdout)
         check(described_json["jobId"] == "ops", "describe --output json")
-        refused = ctl("delete-job", "--job", "ops", token=admin_file,
-                      ok=False)
-        check(refused.returncode == 1 and "FAILED_PRECONDITION" in
-              refused.stderr, "delete-job refuses a job with members")
+        check_a_held_job(ctl, shardctl, daemon, token_file, admin_file)
         member = ctl("delete-job", "--job", "ops", "--force", ok=False)
         check(member.returncode == 1 and "PERMISSION_DENIED" in
               member.stderr and "--admin-token-file" in member.stderr,
               f"delete-job with the trainers' token: PERMISSION_DENIED "
               f"({member.stderr.strip()})")
-        ctl("delete-job", "--job", "ops", "--force", token=admin_file)
+        ctl("delete-job", "--job", "ops", token=admin_file)
         gone = ctl("describe", "--job", "ops", ok=False)
         check(gone.returncode == 1 and "NOT_FOUND" in gone.stderr,
               "a deleted job is NOT_FOUND")

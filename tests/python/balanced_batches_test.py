@@ -372,6 +372,33 @@ def check_shardctl_plan(shardctl, address, values, npy, other):
           f"{refused.stderr.strip()}")
 
 
+def check_npy_shapes(shardctl, address, work):
+    """A .npy costs file that is not a 1-D array of its shape's length (a
+    2 x 20 array, a 0-d scalar, a truncated file) is refused naming the
+    file and what is wrong, before anything is uploaded."""
+    import numpy as np
+    np.save(os.path.join(work, "two_d.npy"),
+            np.ones((2, 20), dtype=np.uint16))
+    np.save(os.path.join(work, "scalar.npy"), np.uint16(5))
+    np.save(os.path.join(work, "whole.npy"), np.ones(40, dtype=np.uint16))
+    with open(os.path.join(work, "whole.npy"), "rb") as whole:
+        data = whole.read()
+    with open(os.path.join(work, "truncated.npy"), "wb") as truncated:
+        truncated.write(data[:-6])
+    for name, why in [("two_d.npy", "shape (2, 20)"),
+                      ("scalar.npy", "shape ()"),
+                      ("truncated.npy", "truncated")]:
+        path = os.path.join(work, name)
+        created = subprocess.run(
+            [shardctl, "--coordinator", address, "create-job", "--job",
+             "shape", "--size", "40", "--world-size", "1", "--costs", path,
+             "--batch-tokens", "12"], capture_output=True, text=True)
+        check(created.returncode == 2 and path in created.stderr and
+              why in created.stderr,
+              f"a costs file with {why} is refused naming it: "
+              f"{created.stderr.strip()[-200:]}")
+
+
 def check_shardctl(args, address):
     """shardctl create-job --costs reads .npy (u2) and raw u32 files and
     consume prints the micro-batches the Python client streams."""
@@ -402,6 +429,7 @@ def check_shardctl(args, address):
         check(raw.returncode == 2 and "--costs-format" in raw.stderr,
               f"a raw file without --costs-format exits 2 naming it: "
               f"{raw.stderr.strip()}")
+        check_npy_shapes(shardctl, address, work)
         check_shardctl_plan(shardctl, address, values,
                             os.path.join(work, "costs.npy"),
                             os.path.join(work, "costs.u32"))
@@ -409,6 +437,9 @@ def check_shardctl(args, address):
         [shardctl, "--coordinator", address, "consume", "--job", "npy",
          "--member", "solo"], capture_output=True, text=True, timeout=60)
     client = shard.Client(address)
+    left = client.get_job("npy").joined_members
+    check(left == 0, f"shardctl consume leaves the job once done "
+          f"({left} members left)")
     member = client.join("npy", "solo")
     expected = [f"0 0 {end}: " + " ".join(str(i) for i in batch.tolist())
                 for batch, end in client.stream_batches(member, 0)]
@@ -444,7 +475,8 @@ def across_failover(args):
              "--etcd-endpoints", etcd.endpoints],
             capture_output=True, text=True)
         check(checked.returncode == 0 and
-              f"costs (balanced batches): 1 sets, {4 * N} bytes" in
+              f"costs (balanced batches) in etcd: 1 sets, {4 * N} bytes" in
+              checked.stdout and "1 of 1 sets the jobs name are sound" in
               checked.stdout,
               f"--check-etcd reports the costs: {checked.stdout.strip()}")
 

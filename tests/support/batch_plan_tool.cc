@@ -7,14 +7,17 @@
 //   shard-batch-plan --costs FILE (--batch-size B | --batch-tokens T)
 //                    --world W [--cost-model padded|sum] [--window S]
 //                    [--seed S] [--epoch E] [--tail pad|drop]
-//                    [--resize BASE:W ...]
+//                    [--resize BASE:W ...] [--balance]
 //
 // FILE holds one little-endian u32 cost per sample. Prints one line per
 // step, in training order: the step's micro-batches, rank 0 first, as a
 // JSON list of lists of sample indices. With --resize (in order, bases
 // increasing), a world of W ranks serves the rest of the epoch from each
 // BASE (common/plan/epoch_worlds.h), and only the last world's steps are
-// printed. Exit 0, 1 on an unreadable file, 2 on a usage error.
+// printed. With --balance it prints instead the epoch's figures
+// (plan::BalanceFigures, what shardctl plan --balance prints) as one JSON
+// object: steps, samples, p50, p99, max, padding. Exit 0, 1 on an
+// unreadable file, 2 on a usage error.
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "common/cli/command_line.h"
+#include "common/plan/balance_figures.h"
 #include "common/plan/epoch_batches.h"
 #include "common/plan/epoch_worlds.h"
 
@@ -38,6 +42,7 @@ struct Options {
   uint64_t window = 0;
   uint32_t world = 1;
   uint64_t seed = 0;
+  bool balance = false;
   uint64_t epoch = 0;
   std::string tail = "pad";
   std::vector<std::string> resizes;  // BASE:W
@@ -120,12 +125,26 @@ int Run(const Options& options) {
   };
   const plan::EpochBatches epoch =
       epoch_worlds.Resolve(cost_of, options.seed, options.epoch);
+  plan::BalanceFigures figures;
   for (uint64_t window = 0; window < epoch.windows(); ++window) {
     const plan::WindowBatches batches =
         epoch.Arrange(window, cost_of, options.seed, options.epoch);
+    if (options.balance) {
+      figures.AddWindow(batches);
+      continue;
+    }
     for (uint64_t step = 0; step < batches.steps(); ++step) {
       PrintStep(batches, step, costs.size());
     }
+  }
+  if (options.balance) {
+    std::printf(
+        "{\"steps\": %llu, \"samples\": %llu, \"p50\": %.17g, \"p99\": "
+        "%.17g, \"max\": %.17g, \"padding\": %.17g}\n",
+        static_cast<unsigned long long>(figures.steps()),
+        static_cast<unsigned long long>(figures.samples()),
+        figures.Imbalance(0.5), figures.Imbalance(0.99),
+        figures.max_imbalance(), figures.padding());
   }
   return 0;
 }
@@ -158,6 +177,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"pad", "drop"}));
   shard::cli::AddOption(app, "--resize", options.resizes,
                         "BASE:W: W ranks serve the rest from BASE (repeat)");
+  app.add_flag("--balance", options.balance,
+               "print the epoch's balance figures instead of its steps");
   if (std::optional<int> exit_code = shard::cli::Parse(app, argc, argv)) {
     return *exit_code;
   }

@@ -85,7 +85,8 @@ int Main(int argc, char** argv) {
       ->required();
   shard::cli::AddOption(app, "--job", job, "job id")->required();
   shard::cli::AddOption(app, "--epoch", epoch, "epoch");
-  app.add_option("--start-position", starts, "global start positions")
+  shard::cli::AddOption(app, "--start-position", starts,
+                        "global start positions")
       ->required();
   shard::cli::AddOption(app, "--count", count, "indices per window")
       ->required();

@@ -102,6 +102,39 @@ TEST(CommandLineTest, HelpShowsDefaultsAndExits0) {
   EXPECT_NE(help.find("4096"), std::string::npos) << help;
 }
 
+// Whole numbers are decimal: "010" is not octal 8, "0x10" not hex 16, and a
+// number past the option's type is refused, not clamped; each names the
+// option.
+TEST(CommandLineTest, WholeNumbersAreDecimalAndInRange) {
+  uint64_t size = 7;
+  uint32_t rate = 7;
+  const auto parse = [&](const std::vector<std::string>& args) {
+    CLI::App app;
+    Configure(app, "prog");
+    AddOption(app, "--size", size, "samples");
+    AddOption(app, "--rate", rate, "rate");
+    return ParseArgs(app, args);
+  };
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--size", "010"},
+        {"--size", "0x10"},
+        {"--size", "-1"},
+        {"--size", "1e3"},
+        {"--size", "99999999999999999999999"},
+        {"--rate", "4294967296"}}) {
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(parse(bad), kExitUsage) << bad[1];
+    const std::string error = testing::internal::GetCapturedStderr();
+    EXPECT_NE(error.find(bad[0]), std::string::npos) << error;
+    EXPECT_EQ(size, 7u) << bad[1];
+    EXPECT_EQ(rate, 7u) << bad[1];
+  }
+  EXPECT_EQ(parse({"--size", "18446744073709551615", "--rate", "0"}),
+            std::nullopt);
+  EXPECT_EQ(size, UINT64_MAX);
+  EXPECT_EQ(rate, 0u);
+}
+
 TEST(CommandLineTest, VersionPrintsTheProgramAndExits0) {
   CLI::App app;
   Configure(app, "prog");

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <memory>
@@ -12,6 +13,8 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/plan/cost_digest.h"
 #include "common/storage/file_system.h"
 #include "gtest/gtest.h"
@@ -66,7 +69,7 @@ class CostStoreTest : public ::testing::Test {
       le32_.append(reinterpret_cast<const char*>(&cost), 4);
     }
     sha256_ = plan::Sha256Hex(le32_);
-    CostStore first(files_, 1 << 30);
+    CostStore first(files_, {.max_bytes = 1 << 30});
     shard::v1::PutCostsRequest piece;
     piece.set_sha256(sha256_);
     piece.set_count(100000);
@@ -85,6 +88,45 @@ class CostStoreTest : public ::testing::Test {
     return spec;
   }
 
+  // Uploads `le32` to `store` in pieces of 50,000 costs, up to `upto`.
+  static absl::StatusOr<shard::v1::PutCostsResponse> Upload(
+      CostStore& store, const std::string& le32, uint64_t upto) {
+    shard::v1::PutCostsRequest piece;
+    piece.set_sha256(plan::Sha256Hex(le32));
+    piece.set_count(le32.size() / 4);
+    absl::StatusOr<shard::v1::PutCostsResponse> answer;
+    for (uint64_t offset = 0; offset < upto; offset += 50000) {
+      piece.set_offset(offset);
+      piece.set_costs_le32(le32.substr(offset * 4, 200000));
+      answer = store.Put(piece);
+      if (!answer.ok()) return answer;
+    }
+    return answer;
+  }
+
+  // 100,000 costs other than le32_'s, by `seed`.
+  static std::string OtherCosts(uint32_t seed) {
+    std::string le32;
+    for (uint32_t i = 0; i < 100000; ++i) {
+      const uint32_t cost = 1 + (i * 7 + seed) % 5000;
+      le32.append(reinterpret_cast<const char*>(&cost), 4);
+    }
+    return le32;
+  }
+
+  // Waits (bounded) until the blob of `sha256` is gone.
+  bool BlobRemoved(const std::string& sha256) {
+    for (int i = 0; i < 500; ++i) {
+      absl::StatusOr<std::vector<std::string>> names = files_->Names();
+      if (names.ok() &&
+          std::find(names->begin(), names->end(), sha256) == names->end()) {
+        return true;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return false;
+  }
+
   std::string dir_;
   std::shared_ptr<storage::FileCostBlobs> files_;
   std::string le32_;
@@ -96,7 +138,7 @@ class CostStoreTest : public ::testing::Test {
 // later caller on its own thread.
 TEST_F(CostStoreTest, ReadBackOnceHoweverManyAskAtOnce) {
   auto counted = std::make_shared<CountedReads>(files_);
-  CostStore restarted(counted, 1 << 30);
+  CostStore restarted(counted, {.max_bytes = 1 << 30});
   constexpr int kCallers = 8;
   absl::BlockingCounter answered(kCallers);
   absl::Mutex mu;
@@ -130,7 +172,7 @@ TEST_F(CostStoreTest, ReadBackOnceHoweverManyAskAtOnce) {
 }
 
 TEST_F(CostStoreTest, ChecksAJobsCostsAfterARestart) {
-  CostStore restarted(files_, 1 << 30);
+  CostStore restarted(files_, {.max_bytes = 1 << 30});
   const auto check = [&](const shard::v1::JobSpec& spec) {
     absl::Notification done;
     absl::Status result;
@@ -155,7 +197,7 @@ TEST_F(CostStoreTest, DamagedCostsAreReportedEachTime) {
   damaged[400] ^= 1;
   ASSERT_TRUE(files_->Write(sha256_, damaged).ok());
   auto counted = std::make_shared<CountedReads>(files_);
-  CostStore restarted(counted, 1 << 30);
+  CostStore restarted(counted, {.max_bytes = 1 << 30});
   for (int attempt = 0; attempt < 2; ++attempt) {
     absl::Notification done;
     restarted.WhenLoaded(sha256_, [&](absl::StatusOr<Table> table) {
@@ -165,6 +207,100 @@ TEST_F(CostStoreTest, DamagedCostsAreReportedEachTime) {
     done.WaitForNotification();
   }
   EXPECT_EQ(counted->reads.load(), 2);
+}
+
+// The costs of a deleted job give their memory back at once and their blob
+// goes: five jobs one after another, each over other costs, fit a budget
+// that holds one upload (400,000 bytes staged) and one table (200,000).
+TEST_F(CostStoreTest, TheLastJobsDeletionGivesItsCostsBack) {
+  CostStore store(files_, {.max_bytes = 1000000});
+  for (uint32_t job = 0; job < 5; ++job) {
+    const std::string le32 = OtherCosts(job);
+    const std::string sha256 = plan::Sha256Hex(le32);
+    absl::StatusOr<shard::v1::PutCostsResponse> put =
+        Upload(store, le32, 100000);
+    ASSERT_TRUE(put.ok()) << "job " << job << ": " << put.status();
+    ASSERT_TRUE(put->complete());
+    store.Claim(sha256);  // created
+    store.Claim(sha256);  // a second job over the same costs
+    store.Unclaim(sha256);
+    EXPECT_EQ(store.MemoryBytes(), 200000u);  // the other job still names them
+    store.Unclaim(sha256);
+    EXPECT_EQ(store.MemoryBytes(), 0u);
+    EXPECT_TRUE(BlobRemoved(sha256));
+  }
+}
+
+// Costs uploaded again for a new job while the last job over them is
+// deleted stay for that job; costs no job names go after the TTL.
+TEST_F(CostStoreTest, CostsNoJobNamesGoAfterTheTtl) {
+  absl::Time now = absl::UnixEpoch();
+  CostStore store(files_, {.max_bytes = 1 << 30,
+                           .unclaimed_ttl = absl::Minutes(10),
+                           .now = [&] { return now; }});
+  const std::string le32 = OtherCosts(1);
+  const std::string sha256 = plan::Sha256Hex(le32);
+  ASSERT_TRUE(Upload(store, le32, 100000).ok());
+  store.Claim(sha256);
+  ASSERT_TRUE(Upload(store, le32, 1).ok());  // a new job's client: resident
+  store.Unclaim(sha256);
+  EXPECT_EQ(store.MemoryBytes(), 200000u);
+  now += absl::Minutes(9);
+  store.ExpireUnclaimed();
+  EXPECT_EQ(store.MemoryBytes(), 200000u);
+  now += absl::Minutes(1);
+  store.ExpireUnclaimed();
+  EXPECT_EQ(store.MemoryBytes(), 0u);
+  EXPECT_TRUE(BlobRemoved(sha256));
+}
+
+// An upload that stalls gives its reservation back after the TTL; a piece
+// sent after that (or after a restart) is answered with what is held, and
+// the upload goes on from there.
+TEST_F(CostStoreTest, AStalledUploadExpiresAndTheClientGoesOnFromWhatIsHeld) {
+  absl::Time now = absl::UnixEpoch();
+  CostStore store(files_, {.max_bytes = 1 << 30,
+                           .unclaimed_ttl = absl::Minutes(10),
+                           .now = [&] { return now; }});
+  const std::string le32 = OtherCosts(2);
+  ASSERT_TRUE(Upload(store, le32, 50000).ok());
+  EXPECT_EQ(store.MemoryBytes(), 200000u);
+  now += absl::Minutes(10);
+  store.ExpireUnclaimed();
+  EXPECT_EQ(store.MemoryBytes(), 0u);
+  shard::v1::PutCostsRequest piece;
+  piece.set_sha256(plan::Sha256Hex(le32));
+  piece.set_count(100000);
+  piece.set_offset(50000);
+  piece.set_costs_le32(le32.substr(200000, 200000));
+  absl::StatusOr<shard::v1::PutCostsResponse> answer = store.Put(piece);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(answer->received(), 0u);
+  EXPECT_FALSE(answer->complete());
+  answer = Upload(store, le32, 100000);
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_TRUE(answer->complete());
+}
+
+// After a restart, costs in the blobs no job names (an upload whose
+// CreateJob has not come yet) stay for the TTL, then go.
+TEST_F(CostStoreTest, StoredCostsNoJobNamesStayForTheTtlAfterARestart) {
+  absl::Time now = absl::UnixEpoch();
+  CostStore restarted(files_, {.max_bytes = 1 << 30,
+                               .unclaimed_ttl = absl::Minutes(10),
+                               .now = [&] { return now; }});
+  restarted.AdoptStored();
+  restarted.ExpireUnclaimed();
+  absl::Notification loaded;
+  restarted.WhenLoaded(sha256_, [&](absl::StatusOr<Table> table) {
+    EXPECT_TRUE(table.ok()) << table.status();
+    loaded.Notify();
+  });
+  loaded.WaitForNotification();
+  now += absl::Minutes(10);
+  restarted.ExpireUnclaimed();
+  EXPECT_EQ(restarted.MemoryBytes(), 0u);
+  EXPECT_TRUE(BlobRemoved(sha256_));
 }
 
 }  // namespace

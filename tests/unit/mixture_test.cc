@@ -69,6 +69,10 @@ TEST(MixtureTest, RepeatAndChooseMakeTheEpochSizeRoundedHalfUp) {
   EXPECT_EQ(normal.dataset_size(), 121u);
   // One seat left for two remainders of 0.5: the first source takes it.
   EXPECT_EQ(SourceCounts(normal), (std::vector<uint64_t>{3, 10, 3, 4}));
+  // Without weights an epoch size may restate that figure (as the stored
+  // spec does), never another (docs/mixtures.md, the job's own rules).
+  spec.set_epoch_size(20);
+  EXPECT_EQ(Normalized(spec).DebugString(), normal.DebugString());
 }
 
 TEST(MixtureTest, EveryEpochTakesExactlyItsCountFromEachSource) {
@@ -293,7 +297,9 @@ TEST(MixtureTest, WrongSourcesAreRefusedWithTheReason) {
   AddSource(*spec, "b", 1)->set_repeat(1);
   spec = add("no epoch size", "need the job's epoch_size");
   AddSource(*spec, "a", 1)->set_weight(1);
-  spec = add("epoch size without weights", "epoch_size is given only with");
+  spec = add("epoch size without weights",
+             "without weights, epoch_size may only restate the epoch the "
+             "sources' repeat / choose make, 10");
   AddSource(*spec, "a", 10);
   spec->set_epoch_size(11);
   spec = add("block", "SHUFFLE_ALGORITHM_TORCH or _FEISTEL");

@@ -1,7 +1,9 @@
 #include "common/plan/window_batches.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "common/plan/epoch_batches.h"
@@ -32,6 +34,42 @@ uint64_t PaddedCost(const WindowBatches& batches,
   }
   return longest *
          (batches.BatchEnd(step, rank) - batches.BatchBegin(step, rank));
+}
+
+// `count` lognormal(mu, sigma) costs of at least 1 (Box-Muller over
+// mt19937_64: the same on every platform).
+std::vector<uint32_t> LognormalCosts(uint64_t count, double mu, double sigma,
+                                     uint64_t seed) {
+  std::mt19937_64 random(seed);
+  const auto uniform = [&random] {
+    return (static_cast<double>(random() >> 11) + 0.5) * 0x1.0p-53;
+  };
+  std::vector<uint32_t> costs;
+  for (uint64_t i = 0; i < count; ++i) {
+    const double normal = std::sqrt(-2 * std::log(uniform())) *
+                          std::cos(2 * M_PI * uniform());
+    costs.push_back(static_cast<uint32_t>(
+        std::min(60000.0, std::max(1.0, std::exp(mu + sigma * normal)))));
+  }
+  return costs;
+}
+
+// Each step's imbalance (its micro-batches' largest cost over their mean),
+// in training order.
+std::vector<double> StepImbalances(const WindowBatches& batches,
+                                   uint32_t world) {
+  std::vector<double> imbalances;
+  for (uint64_t step = 0; step < batches.steps(); ++step) {
+    uint64_t most = 0;
+    uint64_t sum = 0;
+    for (uint32_t rank = 0; rank < world; ++rank) {
+      const uint64_t cost = batches.costs().of_batches[step * world + rank];
+      most = std::max(most, cost);
+      sum += cost;
+    }
+    imbalances.push_back(static_cast<double>(most) * world / sum);
+  }
+  return imbalances;
 }
 
 TEST(WindowBatchesTest, EveryStepGivesEveryRankSamplesAndEverySampleOnce) {
@@ -65,6 +103,51 @@ TEST(WindowBatchesTest, StepsCostNearlyTheSameAcrossRanks) {
     }
     EXPECT_LE(most, 8192u);
     EXPECT_LE(most * 100, least * 110) << "step " << step;
+  }
+}
+
+// The window's leftover micro-batches (M mod W of them, the cheapest
+// samples) are dealt so that the steps they end up in are as even as the
+// window's other steps (their median), never one much more uneven step:
+// token budgets and fixed counts, small and large worlds.
+TEST(WindowBatchesTest, TheLeftoverStepsAreAsEvenAsTheRest) {
+  struct Case {
+    uint32_t world;
+    BatchPolicy policy;
+    double sigma;
+  };
+  BatchPolicy count32;
+  count32.batch_size = 32;
+  for (const Case& c : {Case{8, Tokens(8192), 1.2}, Case{64, Tokens(8192), 1.2},
+                        Case{16, Tokens(4096), 1.0}, Case{64, count32, 1.6},
+                        Case{16, count32, 1.6}}) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      const std::vector<uint32_t> costs =
+          LognormalCosts(20000, 5, c.sigma, seed);
+      const WindowBatches batches = ArrangeWindow(
+          Entries(costs), c.world, c.policy, StepOrderKey(seed, 0, 0));
+      const std::vector<double> imbalances =
+          StepImbalances(batches, c.world);
+      // The step holding the window's cheapest sample is a leftover one.
+      const uint64_t cheapest = static_cast<uint64_t>(
+          std::min_element(costs.begin(), costs.end()) - costs.begin());
+      const uint64_t at = static_cast<uint64_t>(
+          std::find(batches.positions().begin(), batches.positions().end(),
+                    cheapest) -
+          batches.positions().begin());
+      uint64_t leftover_step = 0;
+      while (batches.BatchEnd(leftover_step, c.world - 1) <= at) {
+        ++leftover_step;
+      }
+      std::vector<double> sorted = imbalances;
+      std::sort(sorted.begin(), sorted.end());
+      const double median = sorted[sorted.size() / 2];
+      EXPECT_LE(imbalances[leftover_step], std::max(1.02, median))
+          << "W " << c.world << " tokens " << c.policy.batch_tokens
+          << " count " << c.policy.batch_size << " seed " << seed
+          << ": the leftover step is more uneven than the window's median "
+          << median;
+    }
   }
 }
 

@@ -194,7 +194,9 @@ class Client:
 
     def put_costs(self, costs) -> str:
         """Uploads per-sample costs (balanced batches; see costs_bytes) in
-        pieces of 1 MiB, unless the coordinator has them already. Returns
+        pieces of 1 MiB, unless the coordinator has them already; an upload
+        cut by a coordinator restart or failover goes on from what the
+        coordinator holds. Returns
         their SHA-256, the name a spec gives them (job_spec's
         costs_sha256)."""
         data = costs_bytes(costs)
@@ -207,6 +209,13 @@ class Client:
                 sha256=digest, count=count, offset=offset, costs_le32=piece))
             if response.complete:
                 return digest
+            # Less than was sent: the coordinator restarted, took over or
+            # dropped a stalled upload; go on from what it holds.
+            if response.received == offset:
+                raise ShardError(
+                    "PutCosts", grpc.StatusCode.INTERNAL,
+                    f"the coordinator took no costs from the piece at "
+                    f"{offset}")
             offset = response.received
 
     def create_job(self, job_id: str, spec: pb.JobSpec) -> pb.Job:

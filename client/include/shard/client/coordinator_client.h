@@ -84,7 +84,9 @@ class CoordinatorClient {
   // them as little-endian u32 values, `sha256` is their SHA-256 (64
   // lowercase hex digits; JobSpec.batches.costs_sha256 names them). Sent in
   // pieces of 1 MiB, each retried on UNAVAILABLE; a coordinator that has
-  // them already answers the first piece as complete.
+  // them already answers the first piece as complete, and one that holds
+  // less than was sent (it restarted or took over) is sent the rest from
+  // what it holds.
   absl::Status PutCosts(const std::string& sha256, absl::string_view le32);
   absl::StatusOr<shard::v1::Job> GetJob(const std::string& job_id);
   absl::StatusOr<std::vector<shard::v1::Job>> ListJobs();

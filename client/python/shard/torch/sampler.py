@@ -480,10 +480,10 @@ class DistributedBatchSampler(DistributedShardSampler):
         try:
             super().rejoin()
         except FailedPreconditionError:
-            # A coordinator removes costs no job names when it starts or
-            # takes over: an upload whose job was not created yet is gone
-            # then. Upload again (nothing moves if it has them) and retry
-            # once; any other refusal comes back the same.
+            # Costs no job names are removed after --cost-upload-ttl: a
+            # job created that much later than its upload finds them gone.
+            # Upload again (nothing moves if it has them) and retry once;
+            # any other refusal comes back the same.
             self.client.put_costs(self._costs)
             super().rejoin()
 
