@@ -111,7 +111,12 @@ def child(address, member, phase, context):
     batches.close(leave=False)
 
 
-def run_ranks(args, address, phase, context="fork"):
+def run_ranks(args, address, phase, context=None):
+    """The ranks of `phase`; their workers start by `context`, by default
+    fork where that works (shard._compat), else forkserver."""
+    from shard import _compat
+    if context is None:
+        context = "forkserver" if _compat.FORK_HANGS_WITH_GRPC else "fork"
     env = dict(os.environ, PYTHONPATH=args.python_dir)
     ranks = [subprocess.Popen(
         [sys.executable, __file__, "--bin-dir", args.bin_dir, "--python-dir",
@@ -372,6 +377,23 @@ def check_shardctl_plan(shardctl, address, values, npy, other):
           f"{refused.stderr.strip()}")
 
 
+def check_fork_refused(address):
+    """Where forking a process that uses gRPC hangs, shard.torch.DataLoader
+    refuses workers started by fork, naming what to use instead."""
+    import shard.torch
+    from shard import _compat
+    if not _compat.FORK_HANGS_WITH_GRPC:
+        return
+    batches = shard.torch.DistributedBatchSampler(
+        range(N), costs=costs(), batch_tokens=TOKENS, coordinator=address,
+        job="fork-check", member="solo", num_replicas=1, rank=0)
+    expect_error("a DataLoader forking workers where fork hangs", ValueError,
+                 lambda: shard.torch.DataLoader(
+                     range(N), batch_sampler=batches, num_workers=2,
+                     multiprocessing_context="fork"))
+    batches.close()
+
+
 def check_npy_shapes(shardctl, address, work):
     """A .npy costs file that is not a 1-D array of its shape's length (a
     2 x 20 array, a 0-d scalar, a truncated file) is refused naming the
@@ -505,6 +527,7 @@ def main():
         resumed = run_ranks(args, daemon.address, "resumed")
         check_training(first, resumed)
         check_refusals(daemon.address)
+        check_fork_refused(daemon.address)
         check_shardctl(args, daemon.address)
         check_elastic_sampler(daemon.address)
         check_resize(daemon)

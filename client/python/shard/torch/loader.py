@@ -5,6 +5,7 @@ import collections
 
 import torch.utils.data
 
+from shard import _compat
 from shard.torch.sampler import DistributedShardSampler
 
 
@@ -80,8 +81,11 @@ class DataLoader(torch.utils.data.DataLoader):
     sampler.commit() and this loader's state_dict() record consumed
     samples for any num_workers and prefetch_factor. A pass ends (and the
     sampler's epoch advances) when the loop has received the loader's last
-    batch. Batches must arrive in order (in_order=False is refused). With
-    any other sampler it is a plain DataLoader.
+    batch. Batches must arrive in order (in_order=False is refused), and
+    where forking a process that uses gRPC hangs (Python 3.14's grpcio;
+    shard._compat) workers started by fork are refused with a ValueError
+    naming the start methods to use. With any other sampler it is a plain
+    DataLoader.
     """
 
     def __init__(self, *args, **kwargs):
@@ -90,6 +94,9 @@ class DataLoader(torch.utils.data.DataLoader):
                 "shard.torch.DataLoader needs in_order=True: a position "
                 "counts a prefix of the epoch's samples")
         super().__init__(*args, **kwargs)
+        if self.shard_sampler is not None:
+            _compat.check_worker_start(self.num_workers,
+                                       self.multiprocessing_context)
 
     @property
     def shard_sampler(self):
