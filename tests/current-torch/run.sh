@@ -13,7 +13,7 @@
 #                $SHARD_FORKY_ROOT); made when missing or when the package
 #                list below changed.
 # --build-dir    build directory inside the checkout (build-current-torch).
-# --quick        what CI runs: the torch adapters' and the Python client's
+# --quick        the binaries, the torch adapters' and the Python client's
 #                checks, not the C++ unit and integration suites.
 # Needs root (debootstrap, chroot, bind mounts). Each check's output is in
 # BUILD/current-torch/NAME.log.
