@@ -6,7 +6,7 @@
    with identical parameters, each trained exactly DistributedSampler's
    indices of every epoch, and the uneven evaluation saw every held-out
    sample once.
-2. The three are SIGKILLed mid-epoch after at least one commit and started
+2. The three are SIGKILLed (each its process group) mid-epoch after at least one commit and started
    again: they resume from the committed position and its checkpoint, and
    the committed history (the first run up to the commit, then the second
    run) holds every index of every epoch exactly once.
@@ -40,7 +40,8 @@ def start(python_dir, address, job, size, epochs, work, attempt):
          "--dataset-size", str(size), "--epochs", str(epochs),
          "--checkpoint-dir", work,
          "--record", os.path.join(work, f"record-{attempt}-{i}.txt")],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)  # a process group each: see the kill below
         for i in range(WORLD)]
 
 
@@ -89,8 +90,12 @@ def main():
                time.monotonic() < give_up):
             time.sleep(0.05)
         time.sleep(0.2)  # Train past the commit: that work must be redone.
+        # As a pod's or torchrun's kill does: the trainer's process group,
+        # its DataLoader workers with it (on Python 3.14 those are children
+        # of a forkserver that would outlive the trainer alone, holding its
+        # pipes open).
         for proc in procs:
-            proc.send_signal(signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)
         for proc in procs:
             proc.communicate()
         job = shard.Client(daemon.address).get_job("killed")
