@@ -7,15 +7,18 @@ the group's threads still has a tensor to free (a collective that is still
 running, or has just completed, on a tensor Python no longer references),
 that thread waits for the GIL while the freeing thread waits for it: the
 process hangs after its work is done. Two ranks form their group through
-the coordinator (shard.torch.init_process_group), train a step, and end
-while rank 1 is still 1 s away from an asynchronous all_reduce rank 0 has
-dropped:
+the coordinator (shard.torch.init_process_group), train a step, run an
+asynchronous all_reduce, and rank 0 ends at once, its tensor and work
+dropped (the collective has just completed), while rank 1 waits for it and
+ends 1 s later (so that rank 0's end never abandons a collective rank 1
+has yet to join: torch 2.14 closes the group's connections at
+destroy_process_group):
 
 - the recipe (`del ddp` while the group is registered, then
   `dist.destroy_process_group()`): both ranks exit 0;
 - control: the order a script falls into (`dist.destroy_process_group()`,
-  then the model freed) hangs rank 0 on this torch, which is what the recipe
-  prevents (reported, not required: a later torch may not hang).
+  then the model freed) hangs rank 0 on torch 1.13, which is what the
+  recipe prevents (reported, not required: torch 2.14 does not hang).
 Exit status 0 when every check passes.
 """
 import os
@@ -38,12 +41,11 @@ def rank_main(address, job, order):
     shard.torch.init_process_group(sampler, backend="gloo")
     ddp = DistributedDataParallel(torch.nn.Linear(2, 1))
     ddp(torch.ones(1, 2)).sum().backward()
-    if sampler.rank == 1:
-        time.sleep(1.0)  # Rank 0's all_reduce is still running as it ends.
     tensor = torch.ones(4)
     work = dist.all_reduce(tensor, async_op=True)
     if sampler.rank == 1:
         work.wait()
+        time.sleep(1.0)  # Rank 1 ends 1 s after rank 0.
     del tensor, work
     if order == "recipe":
         del ddp
