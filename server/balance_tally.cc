@@ -18,8 +18,7 @@ void BalanceTally::Add(uint64_t epoch, uint64_t world_base, uint64_t window,
 std::optional<shard::v1::BatchBalance> BalanceTally::Figures() const {
   absl::MutexLock lock(&mu_);
   if (!world_.has_value()) return std::nullopt;
-  shard::v1::BatchBalance balance =
-      plan::BalanceProto(figures_, world_->first);
+  shard::v1::BatchBalance balance = plan::BalanceProto(figures_, world_->first);
   balance.set_from_position(world_->second);
   return balance;
 }

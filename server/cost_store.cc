@@ -47,8 +47,7 @@ shard::v1::PutCostsResponse Received(uint64_t received, bool complete) {
 
 }  // namespace
 
-CostStore::CostStore(std::shared_ptr<storage::CostBlobs> blobs,
-                     Options options)
+CostStore::CostStore(std::shared_ptr<storage::CostBlobs> blobs, Options options)
     : blobs_(std::move(blobs)), options_(std::move(options)) {}
 
 absl::Status CostStore::Reserve(uint64_t more) {

@@ -111,9 +111,9 @@ uint64_t IncomingRanks(const CoordinatorState& state, const std::string& job_id,
   }
   if (job->IsMember(member_id)) return 0;
   const uint64_t members = job->members.size() + 1;
-  const uint64_t after =
-      job->world_formed() ? members
-                          : std::max<uint64_t>(members, job->MinWorldSize());
+  const uint64_t after = job->world_formed()
+                             ? members
+                             : std::max<uint64_t>(members, job->MinWorldSize());
   return after - job->RanksCounted();
 }
 
@@ -255,10 +255,9 @@ void MembershipService::Join(const shard::v1::JoinJobRequest& request,
     // so one refused at the limit changes nothing.
     std::optional<WaitingCalls::Slot> slot;
     if (wait_asked) {
-      absl::StatusOr<WaitingCalls::Slot> entered =
-          core_->waiting_calls().Enter(
-              WaitingCalls::Kind::kJoin,
-              IncomingRanks(core.state(), job_id, member_id, spec));
+      absl::StatusOr<WaitingCalls::Slot> entered = core_->waiting_calls().Enter(
+          WaitingCalls::Kind::kJoin,
+          IncomingRanks(core.state(), job_id, member_id, spec));
       if (!entered.ok()) {
         answer = entered.status();
         return;

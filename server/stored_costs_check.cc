@@ -26,9 +26,8 @@ StoredCostsReport CheckStoredCosts(const CoordinatorState& state,
   StoredCostsReport report;
   report.sets = named.size();
   for (const auto& [sha256, costs] : named) {
-    const std::string whose =
-        absl::StrCat("job ", absl::StrJoin(costs.jobs, ", "), ": costs ",
-                     sha256, " ");
+    const std::string whose = absl::StrCat(
+        "job ", absl::StrJoin(costs.jobs, ", "), ": costs ", sha256, " ");
     absl::StatusOr<std::shared_ptr<const plan::CostTable>> table =
         ReadStoredCosts(blobs, sha256);
     if (!table.ok()) {

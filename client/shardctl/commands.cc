@@ -415,21 +415,21 @@ Command AddConsume(CLI::App& shardctl) {
   cli::AddOption(*app, "--epochs", flags->epochs, "epochs to stream");
   cli::AddDuration(*app, "--wait", &flags->wait,
                    "how long to wait for the world to form");
-  return {
-      app,
-      Connected([flags](
-                    const std::shared_ptr<client::CoordinatorClient>& client,
-                    const client::ClientOptions&) -> absl::Status {
-        absl::StatusOr<client::Membership> membership =
-            client->Join(flags->job, flags->member, std::nullopt, flags->wait);
-        if (!membership.ok()) return membership.status();
-        absl::Status streamed =
-            ConsumeEpochs(client, *membership, flags->epochs, flags->wait);
-        // Done: leave, as a trainer does, so the job can be deleted without
-        // --force.
-        absl::Status left = client->Leave(*membership);
-        return streamed.ok() ? left : streamed;
-      })};
+  return {app,
+          Connected(
+              [flags](const std::shared_ptr<client::CoordinatorClient>& client,
+                      const client::ClientOptions&) -> absl::Status {
+                absl::StatusOr<client::Membership> membership = client->Join(
+                    flags->job, flags->member, std::nullopt, flags->wait);
+                if (!membership.ok()) return membership.status();
+                absl::Status streamed = ConsumeEpochs(
+                    client, *membership, flags->epochs, flags->wait);
+                // Done: leave, as a trainer does, so the job can be deleted
+                // without
+                // --force.
+                absl::Status left = client->Leave(*membership);
+                return streamed.ok() ? left : streamed;
+              })};
 }
 
 }  // namespace shard::shardctl

@@ -9,8 +9,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace shard::shardctl {
 namespace {
@@ -100,9 +100,9 @@ absl::StatusOr<std::string> FromNpy(const std::string& path,
   const absl::string_view shape = HeaderValue(header, "shape");
   const uint64_t length = OneDimensionalLength(shape);
   if (length == 0) {
-    return malformed(absl::StrCat(
-        "shape ", shape.empty() ? "missing" : shape,
-        "; need a 1-D array of at least one cost, (N,)"));
+    return malformed(
+        absl::StrCat("shape ", shape.empty() ? "missing" : shape,
+                     "; need a 1-D array of at least one cost, (N,)"));
   }
   int width = 0;
   for (const auto& [name, bytes] :
@@ -119,7 +119,8 @@ absl::StatusOr<std::string> FromNpy(const std::string& path,
   const absl::string_view data = file.substr(data_at);
   if (data.size() / width != length || data.size() % width != 0) {
     return malformed(absl::StrCat("its shape ", shape, " needs ",
-                                  length * width, " bytes of data, the file "
+                                  length * width,
+                                  " bytes of data, the file "
                                   "has ",
                                   data.size(), ": truncated or damaged"));
   }

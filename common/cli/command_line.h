@@ -67,9 +67,9 @@ struct OptionValue<std::vector<T>> {
 // checks CLI11 lacks for numbers: an integer option (no option of this
 // project takes a negative number) takes decimal digits only, refusing "-1",
 // "010", "0x10" and a number past its type's range instead of reading or
-// clamping them; a floating-point one refuses nan and infinities. Each refusal is a usage
-// error naming the option and the value typed. Every option with a value
-// is added through it.
+// clamping them; a floating-point one refuses nan and infinities. Each refusal
+// is a usage error naming the option and the value typed. Every option with a
+// value is added through it.
 template <typename T>
 CLI::Option* AddOption(CLI::App& app, const std::string& name, T& value,
                        const std::string& help = "") {

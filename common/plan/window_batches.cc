@@ -148,8 +148,8 @@ std::vector<MicroBatch> Pack(const std::vector<WindowEntry>& sorted,
 // the smallest limit that makes at most `count` of them. Requires at least
 // `count` samples from run_begin.
 std::vector<MicroBatch> CutByLeastLargest(
-    const std::vector<WindowEntry>& sorted, uint64_t run_begin,
-    uint64_t count, const BatchPolicy& policy) {
+    const std::vector<WindowEntry>& sorted, uint64_t run_begin, uint64_t count,
+    const BatchPolicy& policy) {
   uint64_t low = 0;
   uint64_t high = (sorted.size() - run_begin) * sorted[run_begin].cost;
   while (low < high) {
@@ -187,8 +187,7 @@ size_t FinalRunStart(const std::vector<WindowEntry>& sorted,
   const size_t left_over = k != 0 ? k : world;
   if (m > 2 * world) return m - left_over - world;
   size_t kept = m - left_over;
-  if (sorted.size() - batches[kept].samples.front() < world &&
-      kept >= world) {
+  if (sorted.size() - batches[kept].samples.front() < world && kept >= world) {
     kept -= world;
   }
   return kept;

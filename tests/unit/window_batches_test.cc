@@ -46,8 +46,8 @@ std::vector<uint32_t> LognormalCosts(uint64_t count, double mu, double sigma,
   };
   std::vector<uint32_t> costs;
   for (uint64_t i = 0; i < count; ++i) {
-    const double normal = std::sqrt(-2 * std::log(uniform())) *
-                          std::cos(2 * M_PI * uniform());
+    const double normal =
+        std::sqrt(-2 * std::log(uniform())) * std::cos(2 * M_PI * uniform());
     costs.push_back(static_cast<uint32_t>(
         std::min(60000.0, std::max(1.0, std::exp(mu + sigma * normal)))));
   }
@@ -126,15 +126,14 @@ TEST(WindowBatchesTest, TheLeftoverStepsAreAsEvenAsTheRest) {
           LognormalCosts(20000, 5, c.sigma, seed);
       const WindowBatches batches = ArrangeWindow(
           Entries(costs), c.world, c.policy, StepOrderKey(seed, 0, 0));
-      const std::vector<double> imbalances =
-          StepImbalances(batches, c.world);
+      const std::vector<double> imbalances = StepImbalances(batches, c.world);
       // The step holding the window's cheapest sample is a leftover one.
       const uint64_t cheapest = static_cast<uint64_t>(
           std::min_element(costs.begin(), costs.end()) - costs.begin());
-      const uint64_t at = static_cast<uint64_t>(
-          std::find(batches.positions().begin(), batches.positions().end(),
-                    cheapest) -
-          batches.positions().begin());
+      const uint64_t at =
+          static_cast<uint64_t>(std::find(batches.positions().begin(),
+                                          batches.positions().end(), cheapest) -
+                                batches.positions().begin());
       uint64_t leftover_step = 0;
       while (batches.BatchEnd(leftover_step, c.world - 1) <= at) {
         ++leftover_step;
@@ -143,8 +142,8 @@ TEST(WindowBatchesTest, TheLeftoverStepsAreAsEvenAsTheRest) {
       std::sort(sorted.begin(), sorted.end());
       const double median = sorted[sorted.size() / 2];
       EXPECT_LE(imbalances[leftover_step], std::max(1.02, median))
-          << "W " << c.world << " tokens " << c.policy.batch_tokens
-          << " count " << c.policy.batch_size << " seed " << seed
+          << "W " << c.world << " tokens " << c.policy.batch_tokens << " count "
+          << c.policy.batch_size << " seed " << seed
           << ": the leftover step is more uneven than the window's median "
           << median;
     }
