@@ -18,8 +18,7 @@ absl::Status Unfit(absl::string_view what) {
 }
 
 // The job a (checked) update is about.
-const std::string& JobIdOf(const StateUpdate& update) {
-  static const std::string* const kNone = new std::string();
+absl::string_view JobIdOf(const StateUpdate& update) {
   switch (update.update_case()) {
     case StateUpdate::kJobCreated:
       return update.job_created().job_id();
@@ -36,7 +35,7 @@ const std::string& JobIdOf(const StateUpdate& update) {
     case StateUpdate::UPDATE_NOT_SET:
       break;
   }
-  return *kNone;
+  return "";
 }
 
 // OK if `spec` is a valid spec in normal form (as NormalizeJobSpec leaves
@@ -398,7 +397,7 @@ absl::Status CoordinatorState::CheckProgressCommitted(
 
 absl::Status CoordinatorState::Apply(const StateUpdate& update) {
   if (absl::Status s = Check(update); !s.ok()) return s;
-  const std::string& job_id = JobIdOf(update);
+  const absl::string_view job_id = JobIdOf(update);
   const auto counted = [&] {
     const JobState* job = FindJob(job_id);
     return job == nullptr ? 0 : job->RanksCounted();

@@ -114,6 +114,13 @@ class CostStoreTest : public ::testing::Test {
     return le32;
   }
 
+  // Options with a 10-minute TTL and the test's clock (now_).
+  CostStore::Options OnTestClock() {
+    return {.max_bytes = 1 << 30,
+            .unclaimed_ttl = absl::Minutes(10),
+            .now = [this] { return now_; }};
+  }
+
   // Waits (bounded) until the blob of `sha256` is gone.
   bool BlobRemoved(const std::string& sha256) {
     for (int i = 0; i < 500; ++i) {
@@ -127,6 +134,7 @@ class CostStoreTest : public ::testing::Test {
     return false;
   }
 
+  absl::Time now_ = absl::UnixEpoch();
   std::string dir_;
   std::shared_ptr<storage::FileCostBlobs> files_;
   std::string le32_;
@@ -234,10 +242,7 @@ TEST_F(CostStoreTest, TheLastJobsDeletionGivesItsCostsBack) {
 // Costs uploaded again for a new job while the last job over them is
 // deleted stay for that job; costs no job names go after the TTL.
 TEST_F(CostStoreTest, CostsNoJobNamesGoAfterTheTtl) {
-  absl::Time now = absl::UnixEpoch();
-  CostStore store(files_, {.max_bytes = 1 << 30,
-                           .unclaimed_ttl = absl::Minutes(10),
-                           .now = [&] { return now; }});
+  CostStore store(files_, OnTestClock());
   const std::string le32 = OtherCosts(1);
   const std::string sha256 = plan::Sha256Hex(le32);
   ASSERT_TRUE(Upload(store, le32, 100000).ok());
@@ -245,10 +250,10 @@ TEST_F(CostStoreTest, CostsNoJobNamesGoAfterTheTtl) {
   ASSERT_TRUE(Upload(store, le32, 1).ok());  // a new job's client: resident
   store.Unclaim(sha256);
   EXPECT_EQ(store.MemoryBytes(), 200000u);
-  now += absl::Minutes(9);
+  now_ += absl::Minutes(9);
   store.ExpireUnclaimed();
   EXPECT_EQ(store.MemoryBytes(), 200000u);
-  now += absl::Minutes(1);
+  now_ += absl::Minutes(1);
   store.ExpireUnclaimed();
   EXPECT_EQ(store.MemoryBytes(), 0u);
   EXPECT_TRUE(BlobRemoved(sha256));
@@ -258,14 +263,11 @@ TEST_F(CostStoreTest, CostsNoJobNamesGoAfterTheTtl) {
 // sent after that (or after a restart) is answered with what is held, and
 // the upload goes on from there.
 TEST_F(CostStoreTest, AStalledUploadExpiresAndTheClientGoesOnFromWhatIsHeld) {
-  absl::Time now = absl::UnixEpoch();
-  CostStore store(files_, {.max_bytes = 1 << 30,
-                           .unclaimed_ttl = absl::Minutes(10),
-                           .now = [&] { return now; }});
+  CostStore store(files_, OnTestClock());
   const std::string le32 = OtherCosts(2);
   ASSERT_TRUE(Upload(store, le32, 50000).ok());
   EXPECT_EQ(store.MemoryBytes(), 200000u);
-  now += absl::Minutes(10);
+  now_ += absl::Minutes(10);
   store.ExpireUnclaimed();
   EXPECT_EQ(store.MemoryBytes(), 0u);
   shard::v1::PutCostsRequest piece;
@@ -285,10 +287,7 @@ TEST_F(CostStoreTest, AStalledUploadExpiresAndTheClientGoesOnFromWhatIsHeld) {
 // After a restart, costs in the blobs no job names (an upload whose
 // CreateJob has not come yet) stay for the TTL, then go.
 TEST_F(CostStoreTest, StoredCostsNoJobNamesStayForTheTtlAfterARestart) {
-  absl::Time now = absl::UnixEpoch();
-  CostStore restarted(files_, {.max_bytes = 1 << 30,
-                               .unclaimed_ttl = absl::Minutes(10),
-                               .now = [&] { return now; }});
+  CostStore restarted(files_, OnTestClock());
   restarted.AdoptStored();
   restarted.ExpireUnclaimed();
   absl::Notification loaded;
@@ -297,7 +296,7 @@ TEST_F(CostStoreTest, StoredCostsNoJobNamesStayForTheTtlAfterARestart) {
     loaded.Notify();
   });
   loaded.WaitForNotification();
-  now += absl::Minutes(10);
+  now_ += absl::Minutes(10);
   restarted.ExpireUnclaimed();
   EXPECT_EQ(restarted.MemoryBytes(), 0u);
   EXPECT_TRUE(BlobRemoved(sha256_));
