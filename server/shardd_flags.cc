@@ -123,9 +123,9 @@ void AddLimitOptions(CLI::App& app, DaemonFlags* f) {
       ->type_name("BYTES")
       ->group(limits);
   cli::AddOption(app, "--max-waiting-calls", f->max_waiting_calls,
-                 "calls that may wait at once beyond 2 per rank of the jobs "
-                 "held (a join, then a rendezvous wait); more answer "
-                 "RESOURCE_EXHAUSTED")
+                 "calls that may wait at once beyond 2 per rank held (members, "
+                 "or the ranks a forming world waits for: a join, then a "
+                 "rendezvous wait); more answer RESOURCE_EXHAUSTED")
       ->type_name("N")
       ->group(limits);
   cli::AddOption(app, "--store-max-bytes", f->store_max_bytes,
