@@ -90,13 +90,13 @@ make_root() {
   echo "$want" >"$stamp"
 }
 
-# The checkout at /src inside the root, and the kernel file systems;
-# undone on exit.
+# The checkout at /src inside the root, the kernel file systems, and the
+# host's names (torchrun's MASTER_ADDR is the host name); undone on exit.
 mounted=()
 mount_into_root() {
   local dir
-  for dir in proc sys dev dev/pts src; do
-    mkdir -p "$root/$dir"
+  for dir in proc sys dev dev/pts src etc/hosts; do
+    [[ $dir == etc/hosts ]] && touch "$root/$dir" || mkdir -p "$root/$dir"
     mountpoint -q "$root/$dir" && continue
     case "$dir" in
       proc) mount -t proc proc "$root/proc" ;;
@@ -156,8 +156,9 @@ check torch-adapters in_src "$build_dir/bin/shard_torch_tests && \
   $build_dir/bin/shard_trainer_tests"
 check trainer-e2e ctest_in_root -R "'^e2e_trainer$'"
 # The Python client on Python 3.14, numpy 2 and torch 2.14 (DataLoader
-# workers with the default start method and with fork).
-check python-client ctest_in_root -R "'^(python|clients)_'" \
+# workers with the default start method and with fork; the Hugging Face
+# Trainer example with a killed worker).
+check python-client ctest_in_root -j "$jobs" -R "'^(python|clients)_'" \
   -E "'torchrun|failover'"
 check torchrun-killed-worker ctest_in_root -R "'^python_torchrun$'"
 check randperm-switch in_src "python3 tests/conformance/large_randperm_check.py \

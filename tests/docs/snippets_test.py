@@ -144,7 +144,8 @@ def run_snippet(path, line, text, address, bin_dir, python_dir):
                                ("build/bin", bin_dir),
                                ("build/python", python_dir)):
         script = script.replace(documented, actual)
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    # The system Python the docs address (Debian's, with torch), first.
+    env = dict(os.environ, PATH=f"{bin_dir}:/usr/bin:{os.environ['PATH']}")
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", script],
                           cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=900)

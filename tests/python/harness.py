@@ -94,6 +94,16 @@ def communicate_or_report(proc, timeout, also=()):
         return proc.communicate()
 
 
+def torchrun_command():
+    """`torchrun --rdzv_backend shard` where torch loads rendezvous handlers
+    from entry points (2.3 and later), else the package's launcher (torch
+    1.13)."""
+    from torch.distributed.elastic.rendezvous import registry
+    if hasattr(registry, "_register_out_of_tree_handlers"):
+        return ["torchrun", "--rdzv_backend", "shard"]
+    return [sys.executable, "-m", "shard.torchrun"]
+
+
 def descendants_of(pid):
     listed = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)],
                             capture_output=True, text=True).stdout

@@ -6,7 +6,8 @@ generate the stubs), named by the distribution name `shard-coordinator-
 client` (the name `shard` is taken in the package index by an unrelated
 project), installed into a fresh directory, then imported from there:
 `shard`, its generated stubs and `shard.torch`, and the installed
-distribution's metadata.
+distribution's metadata, including the torchrun rendezvous handler's entry
+point (`torchrun --rdzv-backend shard`).
 Exit status 0 when every check passes.
 """
 import os
@@ -56,16 +57,24 @@ def main():
             [sys.executable, "-c",
              "import importlib.metadata as m, shard, shard.torch\n"
              "from shard.v1 import shard_pb2, shard_pb2_grpc\n"
+             "found = m.entry_points()\n"
+             "found = (found.select(group='torchrun.handlers')\n"
+             "         if hasattr(found, 'select')\n"
+             "         else found.get('torchrun.handlers', []))\n"
+             "handler = [e.load()() for e in found if e.name == 'shard']\n"
              f"print(m.version('{DISTRIBUTION}'), shard.__file__,\n"
-             "      shard_pb2_grpc.CoordinatorStub.__name__)"],
+             "      shard_pb2_grpc.CoordinatorStub.__name__,\n"
+             "      [h.__name__ for h in handler])"],
             capture_output=True, text=True, timeout=120,
             env=dict(os.environ, PYTHONPATH=site), cwd=work)
         words = probe.stdout.split()
-        check(probe.returncode == 0 and len(words) == 3 and
+        check(probe.returncode == 0 and len(words) == 4 and
               words[0] == "0.1.0" and words[1].startswith(site) and
-              words[2] == "CoordinatorStub",
+              words[2] == "CoordinatorStub" and
+              words[3] == "['create_handler']",
               f"the installed package imports from the install directory "
-              f"with its stubs and metadata ({probe.stdout.strip()} "
+              f"with its stubs, metadata and torchrun entry point "
+              f"({probe.stdout.strip()} "
               f"{probe.stderr[-500:]})")
     return exit_code()
 

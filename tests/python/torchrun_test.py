@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """client/python/examples/train_ddp.py under torchrun, over a real shardd.
 
-torchrun is started as docs/user-guide.md "torchrun" says (Debian's torch 1.13 needs
---redirects 2 --tee 2), with no MASTER_ADDR/MASTER_PORT of the user's:
+torchrun is started as docs/user-guide.md "torchrun" says: its rendezvous
+through the coordinator (--rdzv-backend shard: plain torchrun where torch
+loads the package's entry point, `python3 -m shard.torchrun` on torch 1.13,
+which also needs --redirects 2 --tee 2), with no MASTER_ADDR/MASTER_PORT of
+the user's:
 1. Two workers (--standalone --nproc_per_node 2): each sampler's rank is
    torchrun's RANK (the coordinator granted the requested rank), nobody is
    warned about a rank mismatch, torchrun exits 0, the ranks end with
@@ -41,27 +44,35 @@ EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
                        "train_ddp.py")
 PLAIN_SCRIPT = os.path.join(HERE, "plain_migration_script.py")
 from harness import (ShardDaemon, check, communicate_or_report,  # noqa: E402
-                     exit_code, parse_args)
+                     exit_code, parse_args, torchrun_command)
 from training_records import (check_committed_histories,  # noqa: E402
                               check_planned, planned, read_records)
 
 WORLD = 2
 
 
-def start_torchrun(python_dir, max_restarts, script_and_args):
+def start_torchrun(python_dir, address, run_id, max_restarts,
+                   script_and_args, nodes=1, hostname=None):
     env = {key: value for key, value in os.environ.items()
            if key not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")}
     env["PYTHONPATH"] = python_dir
+    # A script forming its group from MASTER_ADDR/MASTER_PORT on a torch
+    # built without libuv (Debian's 2.14); torch 1.13 does not read it.
+    env["USE_LIBUV"] = "0"
+    if hostname:
+        env["HOSTNAME"] = hostname
+    per_node = WORLD // nodes
     return subprocess.Popen(
-        ["torchrun", "--standalone", f"--nproc_per_node={WORLD}",
-         "--redirects", "2", "--tee", "2", "--max_restarts",
-         str(max_restarts), *script_and_args],
+        [*torchrun_command(), f"--nnodes={nodes}",
+         f"--nproc_per_node={per_node}", f"--rdzv_endpoint={address}",
+         f"--rdzv_id={run_id}", "--redirects", "2", "--tee", "2",
+         "--max_restarts", str(max_restarts), *script_and_args],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
 
 
 def torchrun(python_dir, address, job, size, epochs, work):
-    return start_torchrun(python_dir, 1, [
+    return start_torchrun(python_dir, address, job, 1, [
         EXAMPLE, "--coordinator", address, "--job", job,
         "--dataset-size", str(size), "--epochs", str(epochs),
         "--loader-workers", "0", "--checkpoint-dir", work,
@@ -82,7 +93,7 @@ def plain_migration_survives_a_restart(python_dir, address):
     size, epochs = 40000, 3
     work = tempfile.mkdtemp(prefix="shard-torchrun-plain-")
     snapshot = os.path.join(work, "snapshot.pt")
-    proc = start_torchrun(python_dir, 2, [
+    proc = start_torchrun(python_dir, address, "plain", 2, [
         PLAIN_SCRIPT, "--coordinator", address, "--job", "plain",
         "--dataset-size", str(size), "--epochs", str(epochs),
         "--snapshot", snapshot,
@@ -139,6 +150,7 @@ def main():
             whole_run(args.python_dir, daemon.address)
         killed_worker(args.python_dir, daemon.address)
         if args.only is None:
+            two_nodes(args.python_dir, daemon.address)
             # 3. The two-line migration of a script that forms its own group.
             plain_migration_survives_a_restart(args.python_dir,
                                                daemon.address)
@@ -157,6 +169,30 @@ def whole_run(python_dir, address):
     params = set(re.findall(r"params (-?\d+\.\d{10})", out))
     check(len(params) == 1,
           f"identical parameters on every rank {sorted(params)}")
+    check_planned(check, records(work, 0), size, WORLD, epochs)
+
+
+def two_nodes(python_dir, address):
+    """2b. Two nodes of one worker, their rendezvous through the
+    coordinator."""
+    size, epochs = 2000, 2
+    work = tempfile.mkdtemp(prefix="shard-torchrun-nodes-")
+    procs = [start_torchrun(python_dir, address, "nodes", 0, [
+        EXAMPLE, "--coordinator", address, "--job", "nodes",
+        "--dataset-size", str(size), "--epochs", str(epochs),
+        "--loader-workers", "0", "--checkpoint-dir", work,
+        "--record", os.path.join(work, "record-{restart}-{member}.txt")],
+        nodes=WORLD, hostname=f"node-{name}") for name in "ab"]
+    out = ""
+    for proc in procs:
+        text, _ = communicate_or_report(proc, 240)
+        check(proc.returncode == 0, f"each node's torchrun exits 0 "
+              f"(exit {proc.returncode}) {text[-600:]}")
+        out += text
+    check_ranks_follow_torchrun(out, restarts=0)
+    params = set(re.findall(r"params (-?\d+\.\d{10})", out))
+    check(len(params) == 1,
+          f"identical parameters on both nodes {sorted(params)}")
     check_planned(check, records(work, 0), size, WORLD, epochs)
 
 

@@ -2,10 +2,12 @@
 the samples the training loop received, not the indices its workers
 prefetched."""
 import collections
+import functools
+import os
 
 import torch.utils.data
 
-from shard import _compat
+from shard import _compat, _trainer_watch
 from shard.torch.sampler import DistributedShardSampler
 
 
@@ -84,8 +86,10 @@ class DataLoader(torch.utils.data.DataLoader):
     batch. Batches must arrive in order (in_order=False is refused), and
     where forking a process that uses gRPC hangs (Python 3.14's grpcio;
     shard._compat) workers started by fork are refused with a ValueError
-    naming the start methods to use. With any other sampler it is a plain
-    DataLoader.
+    naming the start methods to use. Workers started otherwise (forkserver,
+    spawn) exit once the process that made the loader is gone (shard.
+    _trainer_watch): a trainer killed alone leaves none behind. With any
+    other sampler it is otherwise a plain DataLoader.
     """
 
     def __init__(self, *args, **kwargs):
@@ -97,6 +101,12 @@ class DataLoader(torch.utils.data.DataLoader):
         if self.shard_sampler is not None:
             _compat.check_worker_start(self.num_workers,
                                        self.multiprocessing_context)
+        if (self.num_workers > 0 and
+                _compat.start_method(self.multiprocessing_context) != "fork"):
+            # Not the trainer's children: they must watch it themselves.
+            self.worker_init_fn = functools.partial(
+                _trainer_watch.exit_with_trainer, os.getpid(),
+                self.worker_init_fn)
 
     @property
     def shard_sampler(self):
@@ -128,6 +138,15 @@ class DataLoader(torch.utils.data.DataLoader):
                 "_index_sampler; shard.torch.DataLoader cannot count "
                 "consumed samples")
         return _ConsumedCountingIterator(base, index_sampler, sampler)
+
+    def set_epoch(self, epoch):
+        """The sampler's set_epoch, where it has one (Hugging Face Trainer
+        and accelerate call it on the loader)."""
+        sampler = self.shard_sampler
+        if sampler is None:
+            sampler = self.sampler
+        if hasattr(sampler, "set_epoch"):
+            sampler.set_epoch(epoch)
 
     def state_dict(self):
         """The sampler's (epoch, position) after the samples the loop

@@ -1,0 +1,240 @@
+"""Hugging Face Trainer on the coordinator's shards or balanced batches.
+
+    from shard.hf import ShardTrainer
+
+    trainer = ShardTrainer(model=model, args=training_args,
+                           train_dataset=dataset, data_collator=collator,
+                           coordinator="shardd:7070", job="lm",
+                           costs=lengths, batch_tokens=4096)
+    trainer.train(resume_from_checkpoint=True)
+
+Started by torchrun (`--rdzv-backend shard`, or any launcher that sets
+RANK/WORLD_SIZE), each process joins the job `job` with torchrun's rank, and
+the Trainer trains on what the coordinator serves that rank:
+- with `costs` and `batch_tokens` (or `batch_size`): balanced micro-batches
+  (shard.torch.DistributedBatchSampler): every rank's step costs the same;
+  the steps of an epoch are known only once it was served, so
+  TrainingArguments needs max_steps;
+- without: DistributedSampler's indices (DistributedShardSampler) in
+  batches of per_device_train_batch_size.
+
+Progress: each checkpoint Trainer saves is committed to the coordinator
+after it was written (rank 0; `shard_position.json` in the checkpoint
+names the position), and train(resume_from_checkpoint=True) resumes from
+the checkpoint whose position the coordinator holds (a process killed
+between the save and the commit resumes from the one before), with the data
+continuing right after the last committed step: no sample twice, none
+skipped, also when the world's size changed (an elastic job). Keep
+save_total_limit at 2 or more (or None): 1 would delete the committed
+checkpoint before the next commit. A job with committed progress refuses
+train() without resume_from_checkpoint (the model would start over while
+the data does not).
+
+Trainer's own epoch counter follows the coordinator's: an epoch is one pass
+of the job's epoch. The loader is shard.torch.DataLoader with
+TrainingArguments' dataloader_num_workers (worker processes are counted
+exactly). The dataset's items go to `data_collator` as they are (columns
+are not removed: give the model's inputs). With gradient accumulation, a
+pass's last micro-batches that do not fill an accumulation are added to the
+next optimizer step (Trainer's behaviour for loaders of unknown length).
+"""
+import json
+import os
+import sys
+
+import transformers
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+import shard.torch
+
+POSITION_FILE = "shard_position.json"
+
+
+class ShardTrainer(transformers.Trainer):
+    """transformers.Trainer whose training data comes from the coordinator.
+    Takes Trainer's arguments plus the coordinator's (keyword only):
+    `coordinator` ("host:port" or a shard.Client), `job`, and optionally
+    `costs` with `batch_tokens` or `batch_size` (balanced batches;
+    `cost_model`, `batch_window` as DistributedBatchSampler takes them),
+    `member`, `seed`, `drop_last`, `min_replicas`, `max_replicas`.
+    Errors: ValueError for settings that cannot be exact (see the module);
+    shard.ShardError from the coordinator."""
+
+    def __init__(self, *args, coordinator, job, costs=None, batch_tokens=0,
+                 batch_size=0, cost_model="padded", batch_window=0,
+                 member=None, seed=0, drop_last=False, min_replicas=None,
+                 max_replicas=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.args.save_total_limit == 1:
+            raise ValueError(
+                "ShardTrainer needs save_total_limit >= 2 (or None): with 1, "
+                "saving a checkpoint deletes the committed one before the "
+                "new one is committed")
+        balanced = costs is not None
+        if balanced and self.args.max_steps <= 0:
+            raise ValueError(
+                "balanced batches (costs=...) need TrainingArguments("
+                "max_steps=...): an epoch's steps are known only once it "
+                "was served")
+        self._sampler_settings = dict(
+            coordinator=coordinator, job=job, member=member, seed=seed,
+            drop_last=drop_last, min_replicas=min_replicas,
+            max_replicas=max_replicas)
+        if balanced:
+            self._sampler_settings.update(
+                costs=costs, batch_tokens=batch_tokens, batch_size=batch_size,
+                cost_model=cost_model, batch_window=batch_window)
+        self.shard_sampler = None
+
+    def train(self, resume_from_checkpoint=None, **kwargs):
+        """Trainer.train, joining the job first; resume_from_checkpoint=True
+        picks the checkpoint the coordinator's committed position names."""
+        self._join()
+        committed = (self.shard_sampler.membership.committed_epoch,
+                     self.shard_sampler.membership.committed_position)
+        checkpoint = self._checkpoint_for(committed, resume_from_checkpoint)
+        if checkpoint is not None:
+            print(f"job {self.shard_sampler.membership.job_id}: resuming from "
+                  f"{checkpoint} (epoch {committed[0]} position "
+                  f"{committed[1]})", file=sys.stderr, flush=True)
+        return super().train(resume_from_checkpoint=checkpoint, **kwargs)
+
+    def get_train_dataloader(self):
+        """The coordinator's data for this rank (not re-sharded by
+        accelerate: the coordinator already did)."""
+        self._join()
+        loader_settings = dict(
+            collate_fn=self.data_collator,
+            num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory)
+        if self.args.dataloader_num_workers > 0:
+            loader_settings.update(
+                persistent_workers=self.args.dataloader_persistent_workers,
+                prefetch_factor=self.args.dataloader_prefetch_factor)
+        if isinstance(self.shard_sampler, shard.torch.DistributedBatchSampler):
+            return shard.torch.DataLoader(self.train_dataset,
+                                          batch_sampler=self.shard_sampler,
+                                          **loader_settings)
+        return shard.torch.DataLoader(
+            self.train_dataset, sampler=self.shard_sampler,
+            batch_size=self._train_batch_size,
+            drop_last=self.args.dataloader_drop_last, **loader_settings)
+
+    def _init_training_state(self, *args, **kwargs):
+        """Trainer's state from the checkpoint, its epoch the coordinator's,
+        and no batches skipped: the sampler resumes after the commit."""
+        super()._init_training_state(*args, **kwargs)
+        return self.shard_sampler.epoch, 0
+
+    def _save_checkpoint(self, model, trial):
+        """Trainer's checkpoint, then (rank 0) its position committed."""
+        super()._save_checkpoint(model, trial)
+        if self.args.process_index == 0:
+            state = self.shard_sampler.state_dict()
+            epoch, position = self.shard_sampler.commit(state["epoch"],
+                                                        state["position"])
+            folder = os.path.join(
+                self._get_output_dir(trial),
+                f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            _write_position(folder, self.shard_sampler.membership.job_id,
+                            epoch, position)
+        self.accelerator.wait_for_everyone()
+
+    def _join(self):
+        if self.shard_sampler is not None:
+            return
+        settings = dict(self._sampler_settings)
+        if "costs" in settings:
+            self.shard_sampler = shard.torch.DistributedBatchSampler(
+                self.train_dataset, **settings)
+        else:
+            self.shard_sampler = shard.torch.DistributedShardSampler(
+                self.train_dataset, **settings)
+
+    def _checkpoint_for(self, committed, resume):
+        """The checkpoint to resume from for the committed (epoch,
+        position); ValueError where none matches."""
+        job = self.shard_sampler.membership.job_id
+        if resume is None or resume is False:
+            if committed != (0, 0):
+                raise ValueError(
+                    f"job {job} continues at epoch {committed[0]} position "
+                    f"{committed[1]}: train(resume_from_checkpoint=True) "
+                    f"resumes the model from the matching checkpoint")
+            return None
+        if resume is True:
+            return _matching_checkpoint(self.args.output_dir, job, committed)
+        if _read_position(resume, job) != committed:
+            raise ValueError(
+                f"checkpoint {resume} is not at job {job}'s committed epoch "
+                f"{committed[0]} position {committed[1]}")
+        return resume
+
+
+def _write_position(folder, job, epoch, position):
+    path = os.path.join(folder, POSITION_FILE)
+    with open(path + ".tmp", "w") as out:
+        json.dump({"job": job, "epoch": epoch, "position": position}, out)
+    os.replace(path + ".tmp", path)
+
+
+def _read_position(folder, job):
+    """(epoch, position) a checkpoint of `job` was committed at, or None."""
+    try:
+        with open(os.path.join(folder, POSITION_FILE)) as stored:
+            state = json.load(stored)
+    except FileNotFoundError:
+        return None
+    if state.get("job") != job:
+        return None
+    return state["epoch"], state["position"]
+
+
+def _matching_checkpoint(output_dir, job, committed):
+    """The newest checkpoint-N of output_dir committed at `committed`; None
+    for a job at its start with no such checkpoint."""
+    names = []
+    if os.path.isdir(output_dir):
+        names = [name for name in os.listdir(output_dir)
+                 if name.startswith(f"{PREFIX_CHECKPOINT_DIR}-") and
+                 name.split("-")[-1].isdigit()]
+    names.sort(key=lambda name: int(name.split("-")[-1]), reverse=True)
+    for name in names:
+        folder = os.path.join(output_dir, name)
+        if _read_position(folder, job) == committed:
+            return folder
+    if committed == (0, 0):
+        return None
+    raise ValueError(
+        f"no checkpoint in {output_dir} was committed at job {job}'s "
+        f"epoch {committed[0]} position {committed[1]}")
+
+
+def lm_step_seconds(model, vocab_size=None):
+    """A step_seconds(count, length) for shard.costs.fit_attention_length:
+    one forward and backward pass of `model` (a Hugging Face causal LM, on
+    its device) on `count` random sequences of `length` tokens, labels the
+    inputs; the gradients are dropped. Seconds of wall time (CUDA
+    synchronized)."""
+    import time
+
+    import torch
+    vocab = vocab_size or model.config.vocab_size
+    device = next(model.parameters()).device
+
+    def step_seconds(count, length):
+        ids = torch.randint(0, vocab, (count, length), device=device)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        began = time.perf_counter()
+        model(input_ids=ids, labels=ids).loss.backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        seconds = time.perf_counter() - began
+        model.zero_grad(set_to_none=True)
+        return seconds
+
+    return step_seconds
+
+
+__all__ = ["POSITION_FILE", "ShardTrainer", "lm_step_seconds"]

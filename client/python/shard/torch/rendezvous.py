@@ -1,0 +1,164 @@
+"""torchrun's rendezvous through the coordinator (`--rdzv-backend shard`).
+
+    torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend shard \\
+        --rdzv-endpoint shardd:7070 --rdzv-id my-run train.py
+
+Each node's torchrun agent joins the coordinator job `RUN_ID-nodes` (created
+by the first agent, one rank per node) as member $HOSTNAME (else the host
+name; or `--rdzv-conf member=ID`); the world it forms numbers the nodes, and its
+key-value space is the store of that rendezvous round. No etcd, no c10d
+host, and no TCPStore in the agents: torch builds without libuv (Debian's
+torch 2.14) start too, as long as a script that forms its own process group
+from MASTER_ADDR/MASTER_PORT (env://) sets USE_LIBUV=0 there.
+
+Each round (the start, and every restart of a node's workers) joins as a new
+process would: a new Client, so a new incarnation, which ends the previous
+generation. The other nodes' workers learn it from the coordinator
+(ABORTED) or from their failed collectives, their agents restart them and
+re-join, and the new world forms with every node. The node count is fixed
+(`--nnodes N`; a range MIN:MAX is refused): a data job's elastic world is
+the trainers', not the agents'. num_nodes_waiting() is always 0.
+
+torch finds the handler through the package's `torchrun.handlers` entry
+point (torch 2.3 and later); `python3 -m shard.torchrun` registers it
+itself (any torch, 1.13 included). Settings from `--rdzv-conf`:
+`join_timeout` (seconds, default 600), `member`, `token_file`, `tls_ca`,
+`tls_cert`, `tls_key` (as shard.Client takes them).
+"""
+import os
+import socket
+
+from torch.distributed import PrefixStore
+from torch.distributed.elastic.rendezvous import (RendezvousHandler,
+                                                  rendezvous_handler_registry)
+
+from shard.client import Client, job_spec
+from shard.torch.store import CoordinatorStore
+
+BACKEND = "shard"
+_CLIENT_SETTINGS = ("token_file", "tls_ca", "tls_cert", "tls_key")
+
+
+class CoordinatorRendezvousHandler(RendezvousHandler):
+    """A RendezvousHandler whose nodes meet in a coordinator job. Used by
+    one torchrun agent (its thread); not thread-safe. Errors of the
+    coordinator are shard.ShardError; a bad setting is ValueError."""
+
+    def __init__(self, params):
+        if params.min_nodes != params.max_nodes:
+            raise ValueError(
+                f"--rdzv-backend {BACKEND} forms a fixed number of nodes: "
+                f"give --nnodes N (got {params.min_nodes}:"
+                f"{params.max_nodes})")
+        if not params.endpoint:
+            raise ValueError(f"--rdzv-backend {BACKEND} needs "
+                             f"--rdzv-endpoint COORDINATOR (host:port)")
+        self._params = params
+        self._nodes = params.max_nodes
+        self._job = f"{params.run_id}-nodes"
+        self._member = params.get(
+            "member", os.environ.get("HOSTNAME") or socket.gethostname())
+        self._join_timeout = params.get_as_int("join_timeout", 600)
+        self._client_settings = {key: params.get(key)
+                                 for key in _CLIENT_SETTINGS}
+        self._client = None
+        self._membership = None
+        self._heartbeat = None
+        self._store = None
+        self._closed = False
+
+    def get_backend(self):
+        return BACKEND
+
+    @property
+    def use_agent_store(self):
+        """The workers form their group through the coordinator or from
+        MASTER_ADDR/MASTER_PORT, never through the agent's store."""
+        return False
+
+    def next_rendezvous(self):
+        """Joins the nodes' job as a new incarnation and waits (up to
+        join_timeout) for its world of --nnodes nodes. Returns torch's
+        RendezvousInfo (torch 2.x) or (store, rank, world_size) (1.13)."""
+        self._end_round()
+        self._client = Client(self._params.endpoint, **self._client_settings)
+        self._membership = self._client.join(
+            self._job, self._member,
+            spec=job_spec(dataset_size=self._nodes, world_size=self._nodes,
+                          shuffle=False),
+            wait=self._join_timeout)
+        self._heartbeat = self._client.start_heartbeat(self._membership)
+        # The handler keeps the Python store alive: the PrefixStore holds
+        # only its C++ side, whose calls need the Python object.
+        self._store = CoordinatorStore(self._membership, self._client)
+        store = PrefixStore("torchrun/", self._store)
+        rank = self._membership.rank
+        world_size = self._membership.world_size
+        return _rendezvous_info(store, rank, world_size,
+                                getattr(self._params, "local_addr", None))
+
+    def is_closed(self):
+        return self._closed
+
+    def set_closed(self):
+        self._closed = True
+
+    def num_nodes_waiting(self):
+        return 0
+
+    def get_run_id(self):
+        return self._params.run_id
+
+    def shutdown(self):
+        """Leaves the nodes' job (the agent is done); True."""
+        if self._membership is not None:
+            self._heartbeat.stop()
+            self._client.leave(self._membership)
+            self._membership = None
+        self._end_round()
+        return True
+
+    def _end_round(self):
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _rendezvous_info(store, rank, world_size, local_addr):
+    """torch 2.x's RendezvousInfo, rank 0 naming its address and a free
+    port as MASTER_ADDR/MASTER_PORT; torch 1.13's tuple (its agent does
+    the same itself)."""
+    try:
+        from torch.distributed.elastic.rendezvous import (
+            RendezvousInfo, RendezvousStoreInfo)
+    except ImportError:
+        return store, rank, world_size
+    return RendezvousInfo(
+        store, rank, world_size,
+        RendezvousStoreInfo.build(rank, store, local_addr=local_addr))
+
+
+def create_handler(params):
+    """torch's handler factory for --rdzv-backend shard."""
+    return CoordinatorRendezvousHandler(params)
+
+
+def handler_factory():
+    """The `torchrun.handlers` entry point: torch calls it and registers
+    what it returns."""
+    return create_handler
+
+
+def register():
+    """Registers --rdzv-backend shard with torch's registry (once)."""
+    try:
+        rendezvous_handler_registry.register(BACKEND, create_handler)
+    except ValueError:
+        pass  # Registered already (by the entry point, or a second call).
+
+
+__all__ = ["BACKEND", "CoordinatorRendezvousHandler", "create_handler",
+           "handler_factory", "register"]
