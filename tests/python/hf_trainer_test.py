@@ -8,7 +8,8 @@ micro-batch) for --steps optimizer steps, checkpointing every 10; after the
 first checkpoint was committed, one worker is SIGKILLed mid-step.
 torchrun (--max-restarts 1) restarts both; they resume from the committed
 checkpoint. Checked: torchrun exits 0; both restarted workers name the same
-checkpoint, at the coordinator's committed position; the trained history
+checkpoint, at the coordinator's committed position; both ranks are one
+process group of 2 and end with identical parameters; the trained history
 (the first attempt's steps before that checkpoint, then the restarted
 attempt) holds every sample of each whole epoch exactly once and no sample
 twice in the last, partial one; the run trained to the last step.
@@ -127,9 +128,14 @@ def main():
         check(proc.returncode == 0,
               f"torchrun restarts the workers and exits 0 "
               f"(exit {proc.returncode}) {out[-1500:]}")
-        finished = re.findall(r"rank (\d) of 2: trained to step (\d+)", out)
+        finished = re.findall(r"rank (\d) of 2 \(Trainer's world 2\): "
+                              r"trained to step (\d+)", out)
         check(sorted(finished) == [("0", str(steps)), ("1", str(steps))],
-              f"both ranks trained to step {steps}: {finished}")
+              f"both ranks of one process group of 2 trained to step "
+              f"{steps}: {finished}")
+        params = set(re.findall(r"params (-?\d+\.\d{10})", out))
+        check(len(params) == 1,
+              f"DDP kept the ranks' parameters identical {sorted(params)}")
         check_history(work, out, size)
     return exit_code()
 

@@ -113,6 +113,7 @@ def main():
         output_dir=args.output_dir, max_steps=args.max_steps,
         save_strategy="steps", save_steps=args.save_steps,
         logging_steps=args.save_steps, learning_rate=1e-3, use_cpu=True,
+        ddp_backend="gloo",  # accelerate would pick MPI on Debian's torch
         report_to="none", dataloader_num_workers=args.loader_workers,
         remove_unused_columns=False)
     record = None
@@ -129,8 +130,11 @@ def main():
     # shard: resumes from the committed checkpoint (none at the start)
     trainer.train(resume_from_checkpoint=True)
     sampler = trainer.shard_sampler
-    print(f"rank {sampler.rank} of {sampler.num_replicas}: trained to step "
-          f"{trainer.state.global_step}, epoch {sampler.epoch}", flush=True)
+    checksum = sum(float(p.detach().double().sum()) for p in model.parameters())
+    print(f"rank {sampler.rank} of {sampler.num_replicas} (Trainer's world "
+          f"{training_args.world_size}): trained to step "
+          f"{trainer.state.global_step}, epoch {sampler.epoch}, params "
+          f"{checksum:.10f}", flush=True)
 
 
 if __name__ == "__main__":

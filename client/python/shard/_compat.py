@@ -6,6 +6,10 @@ torch (Debian forky: Python 3.14, torch 2.14, numpy 2).
   fork() once a channel of the process has carried a call ("Waiting for
   thread pool to idle before forking"); bookworm's forks. Python 3.14's
   default start method is forkserver, which forks from a clean process.
+- "cpu:0": accelerate names the CPU of a multi-process CPU run
+  torch.device("cpu", 0), and Trainer resumes its optimizer with that as
+  torch.load's map_location, a location torch does not know ("don't know
+  how to restore data location ... (tagged with cpu:0)").
 """
 import multiprocessing
 import sys
@@ -34,3 +38,23 @@ def check_worker_start(num_workers, context):
             "once the coordinator's channel is in use: give "
             "multiprocessing_context='forkserver' (Python 3.14's default) "
             "or 'spawn'")
+
+
+def _indexed_cpu(storage, location):
+    """torch.load's deserializer for "cpu:N": the CPU (None: not ours)."""
+    if location.startswith("cpu:") and location[4:].isdigit():
+        return storage.cpu() if hasattr(storage, "cpu") else storage
+    return None
+
+
+_INDEXED_CPU_ACCEPTED = []
+
+
+def accept_indexed_cpu_locations():
+    """Lets torch.load restore tensors to "cpu:N" (once per process)."""
+    if _INDEXED_CPU_ACCEPTED:
+        return
+    import torch.serialization
+    torch.serialization.register_package(100, lambda storage: None,
+                                         _indexed_cpu)
+    _INDEXED_CPU_ACCEPTED.append(True)

@@ -46,8 +46,13 @@ import transformers
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 import shard.torch
+from shard import _compat
 
 POSITION_FILE = "shard_position.json"
+
+
+# Trainer resumes a multi-process CPU run's optimizer onto "cpu:0".
+_compat.accept_indexed_cpu_locations()
 
 
 class ShardTrainer(transformers.Trainer):
@@ -65,6 +70,14 @@ class ShardTrainer(transformers.Trainer):
                  member=None, seed=0, drop_last=False, min_replicas=None,
                  max_replicas=None, **kwargs):
         super().__init__(*args, **kwargs)
+        launcher_world = int(os.environ.get("WORLD_SIZE", "1"))
+        if launcher_world > 1 and self.args.world_size != launcher_world:
+            raise ValueError(
+                f"Trainer's process group has {self.args.world_size} "
+                f"rank(s) but the launcher started {launcher_world}: its "
+                f"ranks would train apart. On CPU with a torch built with "
+                f"MPI (Debian's), accelerate picks the MPI backend, which "
+                f"needs mpirun: give TrainingArguments(ddp_backend='gloo')")
         if self.args.save_total_limit == 1:
             raise ValueError(
                 "ShardTrainer needs save_total_limit >= 2 (or None): with 1, "
@@ -119,6 +132,16 @@ class ShardTrainer(transformers.Trainer):
             self.train_dataset, sampler=self.shard_sampler,
             batch_size=self._train_batch_size,
             drop_last=self.args.dataloader_drop_last, **loader_settings)
+
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        """Trainer's, ending the epoch once the pass is over (for a loader
+        of unknown length Trainer would otherwise ask the spent iterator
+        for the rest of max_steps' steps)."""
+        batches, items = super().get_batch_samples(epoch_iterator,
+                                                   num_batches, device)
+        if not batches:
+            self.control.should_epoch_stop = True
+        return batches, items
 
     def _init_training_state(self, *args, **kwargs):
         """Trainer's state from the checkpoint, its epoch the coordinator's,

@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""One rank of run_hf_trainer_bench.py: trains a small GPT-2 (from a
+config) for one epoch of --lengths with Hugging Face Trainer and one
+sampler, and writes what it trained.
+
+--sampler shard          shard.hf.ShardTrainer, balanced batches of at most
+                         --batch-tokens padded tokens (count x longest)
+--sampler group_by_length   Trainer(train_sampling_strategy=
+                         "group_by_length"): transformers' LengthGroupedSampler,
+                         batches sharded across ranks by accelerate
+--sampler distributed_length_grouped   transformers'
+                         DistributedLengthGroupedSampler (each rank its own
+                         share), in a DataLoader of --batch-size
+--sampler random         Trainer's default (RandomSampler, sharded by
+                         accelerate)
+The samples are random byte tokens of the given lengths; micro-batches
+are padded to their longest. Writes --out (a JSON line per micro-batch:
+count, longest, real tokens, the sample indices) and, last, {"seconds": train() wall time}.
+"""
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+import torch
+import transformers
+from transformers.trainer_pt_utils import DistributedLengthGroupedSampler
+
+
+class Tokens(torch.utils.data.Dataset):
+    def __init__(self, lengths):
+        self.lengths = lengths
+
+    def __len__(self):
+        return len(self.lengths)
+
+    def __getitem__(self, index):
+        generator = torch.Generator().manual_seed(int(index))
+        ids = torch.randint(1, 257, (int(self.lengths[index]),),
+                            generator=generator)
+        return {"input_ids": ids, "index": int(index)}
+
+
+class Recorder:
+    """The collator: pads to the longest and records the micro-batch."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def __call__(self, samples):
+        longest = max(len(s["input_ids"]) for s in samples)
+        ids = torch.zeros(len(samples), longest, dtype=torch.long)
+        for row, sample in enumerate(samples):
+            ids[row, :len(sample["input_ids"])] = sample["input_ids"]
+        mask = (ids != 0).long()
+        self.out.write(json.dumps([len(samples), longest, int(mask.sum()),
+                                   [s["index"] for s in samples]]) + "\n")
+        self.out.flush()
+        return {"input_ids": ids, "attention_mask": mask,
+                "labels": ids.masked_fill(mask == 0, -100)}
+
+
+class StopAfterOneEpoch(transformers.TrainerCallback):
+    def on_epoch_end(self, args, state, control, **kwargs):
+        control.should_training_stop = True
+
+
+class DistributedLengthGroupedTrainer(transformers.Trainer):
+    """Trainer with transformers' DistributedLengthGroupedSampler in its own
+    DataLoader (accelerate would shard its batches a second time)."""
+
+    def __init__(self, *args, lengths, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lengths = lengths
+
+    def get_train_dataloader(self):
+        sampler = DistributedLengthGroupedSampler(
+            self.args.per_device_train_batch_size, lengths=self.lengths,
+            num_replicas=self.args.world_size, rank=self.args.process_index)
+        return torch.utils.data.DataLoader(
+            self.train_dataset, batch_size=self.args.per_device_train_batch_size,
+            sampler=sampler, collate_fn=self.data_collator)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sampler", required=True,
+                        choices=["shard", "group_by_length",
+                                 "distributed_length_grouped", "random"])
+    parser.add_argument("--lengths", required=True)
+    parser.add_argument("--coordinator")
+    parser.add_argument("--job", default="bench")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--batch-tokens", type=int, default=8192)
+    parser.add_argument("--context", type=int, default=1024)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    lengths = np.load(args.lengths).astype(np.int64)
+    dataset = Tokens(lengths)
+    config = transformers.GPT2Config(vocab_size=257, n_positions=args.context,
+                                     n_embd=64, n_layer=2, n_head=2)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config)
+    out = open(args.out.format(rank=os.environ.get("RANK", "0")), "w")
+    settings = dict(
+        output_dir=os.path.join(args.work, "out"), use_cpu=True,
+        report_to="none", save_strategy="no", logging_strategy="no",
+        ddp_backend="gloo",
+        per_device_train_batch_size=args.batch_size, learning_rate=1e-3,
+        remove_unused_columns=False, disable_tqdm=True)
+    if args.sampler == "shard":
+        settings["max_steps"] = 1 << 20  # Stopped at the epoch's end.
+    else:
+        settings["num_train_epochs"] = 1
+    if args.sampler == "group_by_length":
+        settings["train_sampling_strategy"] = "group_by_length"
+    training_args = transformers.TrainingArguments(**settings)
+    common = dict(model=model, args=training_args, train_dataset=dataset,
+                  data_collator=Recorder(out),
+                  callbacks=[StopAfterOneEpoch()])
+    if args.sampler == "shard":
+        from shard.hf import ShardTrainer
+        trainer = ShardTrainer(coordinator=args.coordinator, job=args.job,
+                               costs=lengths, batch_tokens=args.batch_tokens,
+                               **common)
+    elif args.sampler == "distributed_length_grouped":
+        trainer = DistributedLengthGroupedTrainer(lengths=lengths.tolist(),
+                                                  **common)
+    else:
+        trainer = transformers.Trainer(**common)
+    began = time.perf_counter()
+    trainer.train()
+    out.write(json.dumps({"seconds": time.perf_counter() - began}) + "\n")
+    out.close()
+
+
+if __name__ == "__main__":
+    main()

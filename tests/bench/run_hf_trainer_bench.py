@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""Hugging Face Trainer on the coordinator's balanced batches against
+Hugging Face's own samplers, on the same lengths (needs transformers:
+Debian forky, tests/current-torch/run.sh's root).
+
+For each length distribution (--distributions, of):
+  heavy     lognormal(5, 1.6) clamped to [16, --context]: a heavy tail
+  clipped   lognormal(6, 1) clamped to [16, --clip]: many samples at a short
+            context
+  text      the paragraphs of /usr/share/common-licenses as byte tokens, cut
+            at 512: real text
+1. Real training, W = 2 (torchrun --rdzv-backend shard, 2 CPU processes
+   of one thread), one epoch of --samples samples (text: every paragraph)
+   with hf_trainer_bench_worker.py: `shard` (shard.hf.ShardTrainer, at most
+   --batch-size x --context padded tokens per micro-batch), and
+   `group_by_length`, `distributed_length_grouped` and `random`
+   (micro-batches of --batch-size). Per sampler: steps per rank, real
+   (non-pad) tokens per second (both ranks' real tokens over train()'s
+   wall time), padding, step imbalance p50 / p99 (the largest rank's
+   count x longest over the ranks' mean), samples trained more than once.
+2. Simulated W = --simulate (8,16,64): the same samplers' plans for W
+   ranks (shard: shard-batch-plan, the coordinator's code; the others:
+   transformers' own LengthGroupedSampler / DistributedLengthGroupedSampler
+   / a random permutation, batches dealt to ranks as accelerate does),
+   with steps, padding, imbalance and "tokens per cost": real tokens over
+   the sum of each step's largest padded cost x W, relative to
+   group_by_length's.
+One run; no figure is asserted.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "hf_trainer_bench_worker.py")
+SAMPLERS = ["shard", "group_by_length", "distributed_length_grouped",
+            "random"]
+sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
+from shardd_process import ShardDaemon  # noqa: E402
+
+
+def arguments():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--python-dir", required=True)
+    parser.add_argument("--samples", type=int, default=600)
+    parser.add_argument("--context", type=int, default=1024)
+    parser.add_argument("--clip", type=int, default=256)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--distributions", default="heavy,clipped,text")
+    parser.add_argument("--samplers", default=",".join(SAMPLERS))
+    parser.add_argument("--simulate", default="8,16,64")
+    parser.add_argument("--no-training", action="store_true",
+                        help="only the simulated worlds")
+    return parser.parse_args()
+
+
+def lengths_of(name, args):
+    rng = np.random.default_rng(0)
+    if name == "heavy":
+        raw = rng.lognormal(5, 1.6, args.samples)
+        return np.clip(np.rint(raw), 16, args.context).astype(np.int64)
+    if name == "clipped":
+        raw = rng.lognormal(6, 1, args.samples)
+        return np.clip(np.rint(raw), 16, args.clip).astype(np.int64)
+    if name == "text":
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "client", "python",
+                                        "examples"))
+        from hf_trainer import paragraphs
+        return np.array([len(p) for p in paragraphs(
+            "/usr/share/common-licenses", 512)], dtype=np.int64)
+    raise ValueError(f"unknown distribution {name}")
+
+
+def train(args, address, sampler, lengths_file, work):
+    """Per rank: [(count, longest, real, indices)], and the seconds."""
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(args.python_dir),
+               USE_LIBUV="0", OMP_NUM_THREADS="1")
+    out = os.path.join(work, f"{sampler}-{{rank}}.jsonl")
+    subprocess.run(
+        ["torchrun", "--rdzv-backend", "shard", "--nnodes", "1",
+         "--nproc-per-node", "2", "--rdzv-endpoint", address, "--rdzv-id",
+         f"bench-{sampler}-{os.path.basename(work)}", WORKER, "--sampler",
+         sampler, "--lengths", lengths_file, "--coordinator", address,
+         "--job", f"{os.path.basename(work)}-{sampler}", "--batch-size",
+         str(args.batch_size), "--batch-tokens",
+         str(args.batch_size * args.context), "--context",
+         str(args.context), "--out", out, "--work",
+         os.path.join(work, sampler)],
+        env=env, check=True, capture_output=True, text=True, timeout=3600)
+    ranks, seconds = [], 0.0
+    for path in sorted(glob.glob(out.replace("{rank}", "*"))):
+        rows = [json.loads(line) for line in open(path)]
+        seconds = max(seconds, rows[-1]["seconds"])
+        ranks.append([tuple(row) for row in rows[:-1]])
+    return ranks, seconds
+
+
+def figures(ranks):
+    """steps, padding, imbalance p50/p99, padded cost of the steps' largest
+    ranks, real tokens, samples trained more than once."""
+    steps = min(len(rows) for rows in ranks)
+    imbalance, largest = [], 0
+    for step in range(steps):
+        costs = [rows[step][0] * rows[step][1] for rows in ranks]
+        imbalance.append(max(costs) / (sum(costs) / len(costs)))
+        largest += max(costs)
+    real = sum(row[2] for rows in ranks for row in rows)
+    padded = sum(row[0] * row[1] for rows in ranks for row in rows)
+    seen = [i for rows in ranks for row in rows for i in row[3]]
+    return dict(steps=steps, padding=1 - real / padded,
+                p50=float(np.percentile(imbalance, 50)),
+                p99=float(np.percentile(imbalance, 99)),
+                largest=largest, real=real,
+                repeated=len(seen) - len(set(seen)))
+
+
+def simulated(sampler, lengths, world, args, work):
+    """Per rank [(count, longest, real, indices)] of the sampler's plan."""
+    import torch
+    from transformers.trainer_pt_utils import (
+        DistributedLengthGroupedSampler, LengthGroupedSampler)
+    b = args.batch_size
+    if sampler == "shard":
+        path = os.path.join(work, "sim.u32")
+        lengths.astype("<u4").tofile(path)
+        plan = subprocess.run(
+            [os.path.join(args.bin_dir, "shard-batch-plan"), "--costs", path,
+             "--batch-tokens", str(b * args.context), "--world", str(world)],
+            capture_output=True, text=True, check=True).stdout.splitlines()
+        per_rank = [[] for _ in range(world)]
+        for line in plan:
+            for rank, batch in enumerate(json.loads(line)):
+                per_rank[rank].append(batch)
+    elif sampler == "distributed_length_grouped":
+        per_rank = []
+        for rank in range(world):
+            order = list(DistributedLengthGroupedSampler(
+                b, lengths=lengths.tolist(), num_replicas=world, rank=rank))
+            per_rank.append([order[i:i + b] for i in range(0, len(order), b)])
+    else:
+        if sampler == "group_by_length":
+            order = list(LengthGroupedSampler(b, lengths=lengths.tolist()))
+        else:
+            order = torch.randperm(len(lengths),
+                                   generator=torch.Generator().manual_seed(0)
+                                   ).tolist()
+        batches = [order[i:i + b] for i in range(0, len(order), b)]
+        # accelerate's BatchSamplerShard: batch i to rank i % W, the last
+        # round completed from the first batches (even_batches).
+        while len(batches) % world:
+            batches.append(batches[len(batches) % world])
+        per_rank = [batches[rank::world] for rank in range(world)]
+    return [[(len(batch), int(lengths[batch].max()),
+              int(lengths[batch].sum()), list(batch)) for batch in rows]
+            for rows in per_rank]
+
+
+def print_row(distribution, world, sampler, found, extra):
+    print(f"| {distribution} | {world} | {sampler} | {found['steps']} | "
+          f"{100 * found['padding']:.1f} % | {found['p50']:.3f} | "
+          f"{found['p99']:.3f} | {found['repeated']} | {extra} |",
+          flush=True)
+
+
+def main():
+    args = arguments()
+    samplers = args.samplers.split(",")
+    print("| lengths | W | sampler | steps/rank | padding | imbalance p50 | "
+          "imbalance p99 | repeated | real tokens/s (W=2) or tokens per "
+          "cost vs group_by_length |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    with ShardDaemon(args.bin_dir) as daemon, \
+            tempfile.TemporaryDirectory() as work:
+        for distribution in args.distributions.split(","):
+            lengths = lengths_of(distribution, args)
+            path = os.path.join(work, f"{distribution}.npy")
+            np.save(path, lengths)
+            if not args.no_training:
+                for sampler in samplers:
+                    run_dir = os.path.join(work, f"{distribution}-{sampler}")
+                    os.makedirs(run_dir)
+                    ranks, seconds = train(args, daemon.address, sampler,
+                                           path, run_dir)
+                    found = figures(ranks)
+                    print_row(distribution, 2, sampler, found,
+                              f"{found['real'] / seconds:,.0f}")
+            for world in map(int, args.simulate.split(",")):
+                rows = {s: figures(simulated(s, lengths, world, args, work))
+                        for s in samplers}
+                anchor = rows.get("group_by_length")
+                for sampler, found in rows.items():
+                    ratio = (found["real"] / found["largest"]) / (
+                        anchor["real"] / anchor["largest"]) if anchor else 0
+                    print_row(distribution, world, sampler, found,
+                              f"{ratio:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
