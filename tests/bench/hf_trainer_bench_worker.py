@@ -4,7 +4,10 @@ config) for one epoch of --lengths with Hugging Face Trainer and one
 sampler, and writes what it trained.
 
 --sampler shard          shard.hf.ShardTrainer, balanced batches of at most
-                         --batch-tokens padded tokens (count x longest)
+                         --batch-tokens padded tokens (count x longest); with
+                         --attention-d D the costs are L + L^2/D
+                         (shard.costs) and the budget --batch-size x the
+                         cost of the longest sample
 --sampler group_by_length   Trainer(train_sampling_strategy=
                          "group_by_length"): transformers' LengthGroupedSampler,
                          batches sharded across ranks by accelerate
@@ -15,7 +18,8 @@ sampler, and writes what it trained.
                          accelerate)
 The samples are random byte tokens of the given lengths; micro-batches
 are padded to their longest. Writes --out (a JSON line per micro-batch:
-count, longest, real tokens, the sample indices) and, last, {"seconds": train() wall time}.
+count, longest, real tokens, the sample indices) and, last, {"seconds":
+the epoch's training time} (from its first step, see OneEpochTimer).
 """
 import argparse
 import json
@@ -61,8 +65,22 @@ class Recorder:
                 "labels": ids.masked_fill(mask == 0, -100)}
 
 
-class StopAfterOneEpoch(transformers.TrainerCallback):
+class OneEpochTimer(transformers.TrainerCallback):
+    """Stops training after one epoch; `seconds` runs from the first
+    step's beginning (its micro-batch fetched: a coordinator's join and a
+    process group's forming are not counted, for any sampler) to the
+    epoch's end."""
+
+    def __init__(self):
+        self.began = None
+        self.seconds = None
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self.began is None:
+            self.began = time.perf_counter()
+
     def on_epoch_end(self, args, state, control, **kwargs):
+        self.seconds = time.perf_counter() - self.began
         control.should_training_stop = True
 
 
@@ -94,6 +112,7 @@ def main():
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--batch-tokens", type=int, default=8192)
     parser.add_argument("--context", type=int, default=1024)
+    parser.add_argument("--attention-d", type=float, default=None)
     parser.add_argument("--out", required=True)
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
@@ -118,22 +137,26 @@ def main():
     if args.sampler == "group_by_length":
         settings["train_sampling_strategy"] = "group_by_length"
     training_args = transformers.TrainingArguments(**settings)
+    timer = OneEpochTimer()
     common = dict(model=model, args=training_args, train_dataset=dataset,
                   data_collator=Recorder(out),
-                  callbacks=[StopAfterOneEpoch()])
+                  callbacks=[timer])
     if args.sampler == "shard":
+        from shard.costs import attention_costs
         from shard.hf import ShardTrainer
+        costs, budget = lengths, args.batch_tokens
+        if args.attention_d is not None:
+            costs = attention_costs(lengths, args.attention_d)
+            budget = int(costs.max()) * args.batch_size
         trainer = ShardTrainer(coordinator=args.coordinator, job=args.job,
-                               costs=lengths, batch_tokens=args.batch_tokens,
-                               **common)
+                               costs=costs, batch_tokens=budget, **common)
     elif args.sampler == "distributed_length_grouped":
         trainer = DistributedLengthGroupedTrainer(lengths=lengths.tolist(),
                                                   **common)
     else:
         trainer = transformers.Trainer(**common)
-    began = time.perf_counter()
     trainer.train()
-    out.write(json.dumps({"seconds": time.perf_counter() - began}) + "\n")
+    out.write(json.dumps({"seconds": timer.seconds}) + "\n")
     out.close()
 
 

@@ -12,19 +12,24 @@ For each length distribution (--distributions, of):
 1. Real training, W = 2 (torchrun --rdzv-backend shard, 2 CPU processes
    of one thread), one epoch of --samples samples (text: every paragraph)
    with hf_trainer_bench_worker.py: `shard` (shard.hf.ShardTrainer, at most
-   --batch-size x --context padded tokens per micro-batch), and
+   --batch-size x the longest length padded tokens per micro-batch: the
+   largest micro-batch the others make), and
    `group_by_length`, `distributed_length_grouped` and `random`
    (micro-batches of --batch-size). Per sampler: steps per rank, real
-   (non-pad) tokens per second (both ranks' real tokens over train()'s
-   wall time), padding, step imbalance p50 / p99 (the largest rank's
+   (non-pad) tokens per second (both ranks' real tokens over the epoch's
+   training time from its first step, the slower rank's), padding, step imbalance p50 / p99 (the largest rank's
    count x longest over the ranks' mean), samples trained more than once.
-2. Simulated W = --simulate (8,16,64): the same samplers' plans for W
-   ranks (shard: shard-batch-plan, the coordinator's code; the others:
+2. Simulated W = --simulate (8,16,64), --simulate-samples lengths drawn
+   from the same distribution (text: its lengths drawn with replacement):
+   the same samplers' plans for W ranks (shard: shard-batch-plan, the coordinator's code; the others:
    transformers' own LengthGroupedSampler / DistributedLengthGroupedSampler
    / a random permutation, batches dealt to ranks as accelerate does),
    with steps, padding, imbalance and "tokens per cost": real tokens over
    the sum of each step's largest padded cost x W, relative to
    group_by_length's.
+--samplers may also name shard_attention: the project's batches with costs
+L + L^2/d, d measured on the same model (shard.costs, shard.hf.
+lm_step_seconds), trained at W = 2 only.
 One run; no figure is asserted.
 """
 import argparse
@@ -41,6 +46,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "hf_trainer_bench_worker.py")
 SAMPLERS = ["shard", "group_by_length", "distributed_length_grouped",
             "random"]
+# Trained only (the simulated worlds count padded tokens, not time).
+ATTENTION = "shard_attention"
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 from shardd_process import ShardDaemon  # noqa: E402
 
@@ -56,33 +63,54 @@ def arguments():
     parser.add_argument("--distributions", default="heavy,clipped,text")
     parser.add_argument("--samplers", default=",".join(SAMPLERS))
     parser.add_argument("--simulate", default="8,16,64")
+    parser.add_argument("--simulate-samples", type=int, default=20000)
     parser.add_argument("--no-training", action="store_true",
                         help="only the simulated worlds")
     return parser.parse_args()
 
 
-def lengths_of(name, args):
+def lengths_of(name, args, samples):
+    """`samples` lengths of the distribution (text: every paragraph when
+    samples is None, else drawn with replacement)."""
     rng = np.random.default_rng(0)
     if name == "heavy":
-        raw = rng.lognormal(5, 1.6, args.samples)
+        raw = rng.lognormal(5, 1.6, samples or args.samples)
         return np.clip(np.rint(raw), 16, args.context).astype(np.int64)
     if name == "clipped":
-        raw = rng.lognormal(6, 1, args.samples)
+        raw = rng.lognormal(6, 1, samples or args.samples)
         return np.clip(np.rint(raw), 16, args.clip).astype(np.int64)
     if name == "text":
         sys.path.insert(0, os.path.join(HERE, "..", "..", "client", "python",
                                         "examples"))
         from hf_trainer import paragraphs
-        return np.array([len(p) for p in paragraphs(
+        text = np.array([len(p) for p in paragraphs(
             "/usr/share/common-licenses", 512)], dtype=np.int64)
+        return text if samples is None else rng.choice(text, samples)
     raise ValueError(f"unknown distribution {name}")
 
 
-def train(args, address, sampler, lengths_file, work):
+def attention_length(args):
+    """d of L + L^2/d for the workers' model, measured here."""
+    import torch
+    import transformers
+    from shard.costs import fit_attention_length
+    from shard.hf import lm_step_seconds
+    torch.set_num_threads(1)
+    config = transformers.GPT2Config(vocab_size=257, n_positions=args.context,
+                                     n_embd=64, n_layer=2, n_head=2)
+    model = transformers.GPT2LMHeadModel(config)
+    lengths = [n for n in (64, 128, 256, 512, 1024) if n <= args.context]
+    return fit_attention_length(lm_step_seconds(model), lengths=lengths)
+
+
+def train(args, address, sampler, lengths_file, work, attention_d=None):
     """Per rank: [(count, longest, real, indices)], and the seconds."""
     env = dict(os.environ, PYTHONPATH=os.path.abspath(args.python_dir),
                USE_LIBUV="0", OMP_NUM_THREADS="1")
     out = os.path.join(work, f"{sampler}-{{rank}}.jsonl")
+    extra = []
+    if sampler == ATTENTION:
+        sampler, extra = "shard", ["--attention-d", str(attention_d)]
     subprocess.run(
         ["torchrun", "--rdzv-backend", "shard", "--nnodes", "1",
          "--nproc-per-node", "2", "--rdzv-endpoint", address, "--rdzv-id",
@@ -90,9 +118,10 @@ def train(args, address, sampler, lengths_file, work):
          sampler, "--lengths", lengths_file, "--coordinator", address,
          "--job", f"{os.path.basename(work)}-{sampler}", "--batch-size",
          str(args.batch_size), "--batch-tokens",
-         str(args.batch_size * args.context), "--context",
+         str(args.batch_size * int(np.load(lengths_file).max())),
+         "--context",
          str(args.context), "--out", out, "--work",
-         os.path.join(work, sampler)],
+         os.path.join(work, sampler), *extra],
         env=env, check=True, capture_output=True, text=True, timeout=3600)
     ranks, seconds = [], 0.0
     for path in sorted(glob.glob(out.replace("{rank}", "*"))):
@@ -132,7 +161,8 @@ def simulated(sampler, lengths, world, args, work):
         lengths.astype("<u4").tofile(path)
         plan = subprocess.run(
             [os.path.join(args.bin_dir, "shard-batch-plan"), "--costs", path,
-             "--batch-tokens", str(b * args.context), "--world", str(world)],
+             "--batch-tokens", str(b * int(lengths.max())), "--world",
+             str(world)],
             capture_output=True, text=True, check=True).stdout.splitlines()
         per_rank = [[] for _ in range(world)]
         for line in plan:
@@ -171,7 +201,12 @@ def print_row(distribution, world, sampler, found, extra):
 
 def main():
     args = arguments()
+    sys.path.insert(0, args.python_dir)
     samplers = args.samplers.split(",")
+    attention_d = None
+    if ATTENTION in samplers and not args.no_training:
+        attention_d = attention_length(args)
+        print(f"{ATTENTION}: measured d = {attention_d:.0f}", flush=True)
     print("| lengths | W | sampler | steps/rank | padding | imbalance p50 | "
           "imbalance p99 | repeated | real tokens/s (W=2) or tokens per "
           "cost vs group_by_length |")
@@ -179,7 +214,9 @@ def main():
     with ShardDaemon(args.bin_dir) as daemon, \
             tempfile.TemporaryDirectory() as work:
         for distribution in args.distributions.split(","):
-            lengths = lengths_of(distribution, args)
+            lengths = lengths_of(distribution, args,
+                                 None if distribution == "text" else
+                                 args.samples)
             path = os.path.join(work, f"{distribution}.npy")
             np.save(path, lengths)
             if not args.no_training:
@@ -187,13 +224,15 @@ def main():
                     run_dir = os.path.join(work, f"{distribution}-{sampler}")
                     os.makedirs(run_dir)
                     ranks, seconds = train(args, daemon.address, sampler,
-                                           path, run_dir)
+                                           path, run_dir, attention_d)
                     found = figures(ranks)
                     print_row(distribution, 2, sampler, found,
                               f"{found['real'] / seconds:,.0f}")
-            for world in map(int, args.simulate.split(",")):
-                rows = {s: figures(simulated(s, lengths, world, args, work))
-                        for s in samplers}
+            many = (lengths_of(distribution, args, args.simulate_samples)
+                    if args.simulate else None)
+            for world in map(int, filter(None, args.simulate.split(","))):
+                rows = {s: figures(simulated(s, many, world, args, work))
+                        for s in samplers if s != ATTENTION}
                 anchor = rows.get("group_by_length")
                 for sampler, found in rows.items():
                     ratio = (found["real"] / found["largest"]) / (
