@@ -9,8 +9,9 @@ sampler, and writes what it trained.
                          (shard.costs) and the budget --batch-size x the
                          cost of the longest sample
 --sampler group_by_length   Trainer(train_sampling_strategy=
-                         "group_by_length"): transformers' LengthGroupedSampler,
-                         batches sharded across ranks by accelerate
+                         "group_by_length"): transformers'
+                         LengthGroupedSampler, batches sharded across ranks
+                         by accelerate
 --sampler distributed_length_grouped   transformers'
                          DistributedLengthGroupedSampler (each rank its own
                          share), in a DataLoader of --batch-size
@@ -97,7 +98,8 @@ class DistributedLengthGroupedTrainer(transformers.Trainer):
             self.args.per_device_train_batch_size, lengths=self.lengths,
             num_replicas=self.args.world_size, rank=self.args.process_index)
         return torch.utils.data.DataLoader(
-            self.train_dataset, batch_size=self.args.per_device_train_batch_size,
+            self.train_dataset,
+            batch_size=self.args.per_device_train_batch_size,
             sampler=sampler, collate_fn=self.data_collator)
 
 

@@ -149,7 +149,7 @@ def compare(args, env):
         r["seconds"] for r in ref_epochs)
     print(f"| all | {s_total:.0f} | {r_total:.0f} | {s_total / r_total:.2f} "
           f"| |")
-    print(f"\n| | shard-train | reference | difference |")
+    print("\n| | shard-train | reference | difference |")
     print("| --- | --- | --- | --- |")
     print(f"| test accuracy ({args.eval_size:,} images) | {shard_accuracy:.4f} | "
           f"{ref_accuracy:.4f} | {100 * (shard_accuracy - ref_accuracy):+.2f}"

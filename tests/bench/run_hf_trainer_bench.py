@@ -17,11 +17,13 @@ For each length distribution (--distributions, of):
    `group_by_length`, `distributed_length_grouped` and `random`
    (micro-batches of --batch-size). Per sampler: steps per rank, real
    (non-pad) tokens per second (both ranks' real tokens over the epoch's
-   training time from its first step, the slower rank's), padding, step imbalance p50 / p99 (the largest rank's
-   count x longest over the ranks' mean), samples trained more than once.
+   training time from its first step, the slower rank's), padding, step
+   imbalance p50 / p99 (the largest rank's count x longest over the ranks'
+   mean), samples trained more than once.
 2. Simulated W = --simulate (8,16,64), --simulate-samples lengths drawn
    from the same distribution (text: its lengths drawn with replacement):
-   the same samplers' plans for W ranks (shard: shard-batch-plan, the coordinator's code; the others:
+   the same samplers' plans for W ranks (shard: shard-batch-plan, the
+   coordinator's code; the others:
    transformers' own LengthGroupedSampler / DistributedLengthGroupedSampler
    / a random permutation, batches dealt to ranks as accelerate does),
    with steps, padding, imbalance and "tokens per cost": real tokens over

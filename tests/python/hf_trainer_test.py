@@ -98,7 +98,8 @@ def check_history(work, out, size):
     for epoch, _, index in history:
         by_epoch[epoch].append(index)
     last = max(by_epoch)
-    check(last >= 1, f"the run went past one epoch (epochs {sorted(by_epoch)})")
+    check(last >= 1,
+          f"the run went past one epoch (epochs {sorted(by_epoch)})")
     for epoch, indices in sorted(by_epoch.items()):
         if epoch < last:
             check(sorted(indices) == list(range(size)),

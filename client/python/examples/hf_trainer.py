@@ -82,9 +82,9 @@ class RecordingTrainer(ShardTrainer):
     def compute_loss(self, model, inputs, *args, **kwargs):
         indices = inputs.pop("sample_index")
         if self.record is not None:
-            self.record.writelines(
-                f"{self.shard_sampler.epoch} {self.state.global_step} {int(i)}\n"
-                for i in indices)
+            epoch, step = self.shard_sampler.epoch, self.state.global_step
+            self.record.writelines(f"{epoch} {step} {int(i)}\n"
+                                   for i in indices)
             self.record.flush()
         return super().compute_loss(model, inputs, *args, **kwargs)
 
@@ -105,8 +105,9 @@ def main():
 
     texts = paragraphs(args.text_dir, args.max_length)
     dataset = ByteText(texts)
-    config = transformers.GPT2Config(vocab_size=257, n_positions=args.max_length,
-                                     n_embd=64, n_layer=2, n_head=2)
+    config = transformers.GPT2Config(vocab_size=257,
+                                     n_positions=args.max_length, n_embd=64,
+                                     n_layer=2, n_head=2)
     torch.manual_seed(0)
     model = transformers.GPT2LMHeadModel(config)
     training_args = transformers.TrainingArguments(
@@ -130,7 +131,8 @@ def main():
     # shard: resumes from the committed checkpoint (none at the start)
     trainer.train(resume_from_checkpoint=True)
     sampler = trainer.shard_sampler
-    checksum = sum(float(p.detach().double().sum()) for p in model.parameters())
+    checksum = sum(float(p.detach().double().sum())
+                   for p in model.parameters())
     print(f"rank {sampler.rank} of {sampler.num_replicas} (Trainer's world "
           f"{training_args.world_size}): trained to step "
           f"{trainer.state.global_step}, epoch {sampler.epoch}, params "

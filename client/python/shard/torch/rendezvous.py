@@ -5,8 +5,8 @@
 
 Each node's torchrun agent joins the coordinator job `RUN_ID-nodes` (created
 by the first agent, one rank per node) as member $HOSTNAME (else the host
-name; or `--rdzv-conf member=ID`); the world it forms numbers the nodes, and its
-key-value space is the store of that rendezvous round. No etcd, no c10d
+name; or `--rdzv-conf member=ID`); the world it forms numbers the nodes,
+and its key-value space is the store of that rendezvous round. No etcd, no c10d
 host, and no TCPStore in the agents: torch builds without libuv (Debian's
 torch 2.14) start too, as long as a script that forms its own process group
 from MASTER_ADDR/MASTER_PORT (env://) sets USE_LIBUV=0 there.
