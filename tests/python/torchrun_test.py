@@ -6,7 +6,7 @@ through the coordinator (--rdzv-backend shard: plain torchrun where torch
 loads the package's entry point, `python3 -m shard.torchrun` on torch 1.13,
 which also needs --redirects 2 --tee 2), with no MASTER_ADDR/MASTER_PORT of
 the user's:
-1. Two workers (--standalone --nproc_per_node 2): each sampler's rank is
+1. Two workers (--nnodes 1 --nproc_per_node 2): each sampler's rank is
    torchrun's RANK (the coordinator granted the requested rank), nobody is
    warned about a rank mismatch, torchrun exits 0, the ranks end with
    identical parameters and each trained exactly DistributedSampler's

@@ -4,11 +4,12 @@
 
 Start it with torchrun (the processes know only the coordinator):
 
-    torchrun --standalone --nproc_per_node 2 variable_length_ddp.py \\
-        --coordinator 127.0.0.1:7070 --job lm
+    torchrun --nnodes 1 --nproc_per_node 2 --rdzv_backend shard \\
+        --rdzv_endpoint 127.0.0.1:7070 --rdzv_id lm \\
+        variable_length_ddp.py --coordinator 127.0.0.1:7070 --job lm
 
-(Debian's torch 1.13 also needs --redirects 2 --tee 2, see
-docs/user-guide.md "torchrun").
+(torch 1.13: `python3 -m shard.torchrun` with the same arguments plus
+--redirects 2 --tee 2, see docs/user-guide.md "torchrun").
 
 Each process builds the same synthetic corpus (token sequences whose
 lengths follow a lognormal distribution, mu 5, sigma 1, clamped to
