@@ -13,6 +13,8 @@ process group of 2 and end with identical parameters; the trained history
 (the first attempt's steps before that checkpoint, then the restarted
 attempt) holds every sample of each whole epoch exactly once and no sample
 twice in the last, partial one; the run trained to the last step.
+Before that, settings that cannot be exact are refused (ValueError) before
+any join: save_total_limit=1, and balanced batches without max_steps.
 Exits 77 (skipped) where transformers is not installed (Debian bookworm:
 tests/current-torch/run.sh runs it on forky).
 """
@@ -27,7 +29,7 @@ import tempfile
 import time
 
 from harness import (ShardDaemon, check, communicate_or_report,  # noqa: E402
-                     exit_code, parse_args, torchrun_command)
+                     exit_code, expect_error, parse_args, torchrun_command)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
@@ -112,6 +114,25 @@ def check_history(work, out, size):
                   f"({len(indices)} trained)")
 
 
+def refusals(work):
+    import transformers
+    from shard.hf import ShardTrainer
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=257, n_positions=64, n_embd=16, n_layer=1, n_head=1))
+
+    def trainer(**settings):
+        arguments = transformers.TrainingArguments(
+            output_dir=os.path.join(work, "refused"), use_cpu=True,
+            report_to="none", **settings)
+        return ShardTrainer(model=model, args=arguments, train_dataset=[],
+                            coordinator="127.0.0.1:1", job="never",
+                            costs=[1], batch_tokens=8)
+    expect_error("save_total_limit=1", ValueError,
+                 lambda: trainer(max_steps=5, save_total_limit=1))
+    expect_error("balanced batches without max_steps", ValueError,
+                 lambda: trainer(num_train_epochs=1))
+
+
 def main():
     args = parse_args(__doc__.splitlines()[0])
     try:
@@ -122,6 +143,7 @@ def main():
     size = samples_in_epoch()
     steps = 60
     work = tempfile.mkdtemp(prefix="shard-hf-trainer-")
+    refusals(work)
     with ShardDaemon(args.bin_dir) as daemon:
         proc = start(args.python_dir, daemon.address, work, steps)
         kill_a_worker_after_the_first_commit(proc, work)

@@ -11,6 +11,7 @@ torch (Debian forky: Python 3.14, torch 2.14, numpy 2).
   torch.load's map_location, a location torch does not know ("don't know
   how to restore data location ... (tagged with cpu:0)").
 """
+import functools
 import multiprocessing
 import sys
 
@@ -47,14 +48,9 @@ def _indexed_cpu(storage, location):
     return None
 
 
-_INDEXED_CPU_ACCEPTED = []
-
-
+@functools.lru_cache(maxsize=None)
 def accept_indexed_cpu_locations():
     """Lets torch.load restore tensors to "cpu:N" (once per process)."""
-    if _INDEXED_CPU_ACCEPTED:
-        return
     import torch.serialization
     torch.serialization.register_package(100, lambda storage: None,
                                          _indexed_cpu)
-    _INDEXED_CPU_ACCEPTED.append(True)

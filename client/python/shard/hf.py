@@ -24,7 +24,8 @@ names the position), and train(resume_from_checkpoint=True) resumes from
 the checkpoint whose position the coordinator holds (a process killed
 between the save and the commit resumes from the one before), with the data
 continuing right after the last committed step: no sample twice, none
-skipped, also when the world's size changed (an elastic job). Keep
+skipped (checked with a killed worker; a resume into a world of another
+size, an elastic job's, is the sampler's rule but not checked yet). Keep
 save_total_limit at 2 or more (or None): 1 would delete the committed
 checkpoint before the next commit. A job with committed progress refuses
 train() without resume_from_checkpoint (the model would start over while
@@ -166,13 +167,11 @@ class ShardTrainer(transformers.Trainer):
     def _join(self):
         if self.shard_sampler is not None:
             return
-        settings = dict(self._sampler_settings)
-        if "costs" in settings:
-            self.shard_sampler = shard.torch.DistributedBatchSampler(
-                self.train_dataset, **settings)
-        else:
-            self.shard_sampler = shard.torch.DistributedShardSampler(
-                self.train_dataset, **settings)
+        sampler_class = (shard.torch.DistributedBatchSampler
+                         if "costs" in self._sampler_settings else
+                         shard.torch.DistributedShardSampler)
+        self.shard_sampler = sampler_class(self.train_dataset,
+                                           **self._sampler_settings)
 
     def _checkpoint_for(self, committed, resume):
         """The checkpoint to resume from for the committed (epoch,

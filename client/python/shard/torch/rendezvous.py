@@ -6,10 +6,10 @@
 Each node's torchrun agent joins the coordinator job `RUN_ID-nodes` (created
 by the first agent, one rank per node) as member $HOSTNAME (else the host
 name; or `--rdzv-conf member=ID`); the world it forms numbers the nodes,
-and its key-value space is the store of that rendezvous round. No etcd, no c10d
-host, and no TCPStore in the agents: torch builds without libuv (Debian's
-torch 2.14) start too, as long as a script that forms its own process group
-from MASTER_ADDR/MASTER_PORT (env://) sets USE_LIBUV=0 there.
+and its key-value space is the store of that rendezvous round. No etcd, no
+c10d host, and no TCPStore in the agents: torch builds without libuv
+(Debian's torch 2.14) start too, as long as a script that forms its own
+process group from MASTER_ADDR/MASTER_PORT (env://) sets USE_LIBUV=0 there.
 
 Each round (the start, and every restart of a node's workers) joins as a new
 process would: a new Client, so a new incarnation, which ends the previous
@@ -111,20 +111,24 @@ class CoordinatorRendezvousHandler(RendezvousHandler):
 
     def shutdown(self):
         """Leaves the nodes' job (the agent is done); True."""
-        if self._membership is not None:
-            self._heartbeat.stop()
-            self._client.leave(self._membership)
-            self._membership = None
-        self._end_round()
+        membership, self._membership = self._membership, None
+        client = self._client
+        self._end_round(close=False)
+        if membership is not None:
+            client.leave(membership)
+        if client is not None:
+            client.close()
         return True
 
-    def _end_round(self):
+    def _end_round(self, close=True):
+        """Stops the round's heartbeat and (unless `close` is False: the
+        caller still needs it) closes its client."""
         if self._heartbeat is not None:
             self._heartbeat.stop()
             self._heartbeat = None
-        if self._client is not None:
+        if close and self._client is not None:
             self._client.close()
-            self._client = None
+        self._client = None
 
 
 def _rendezvous_info(store, rank, world_size, local_addr):
