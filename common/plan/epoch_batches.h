@@ -61,8 +61,8 @@ class EpochBatches {
   }
   // One past the largest order position window `window` reads: its
   // entries of the order must be final before it is arranged (capped at
-  // the order's size by the caller, server/batch_walk.h's LastOrderEntryOf;
-  // padding reads the order's start).
+  // the order's size by the caller, server/plans/batch_walk.h's
+  // LastOrderEntryOf; padding reads the order's start).
   uint64_t OrderEndOf(uint64_t window) const {
     return rest_.At(WindowEnd(window) - base_ - 1) + 1;
   }

@@ -18,8 +18,8 @@
 #include "prometheus/collectable.h"
 #include "prometheus/gauge.h"
 #include "prometheus/metric_family.h"
-#include "server/bound_address.h"
 #include "server/metrics/process_collector.h"
+#include "server/runtime/bound_address.h"
 #include "shard/version.h"
 
 namespace shard::metrics {
@@ -251,10 +251,9 @@ class CoordinatorGauges : public prometheus::Collectable {
         "Bytes of balanced-batch costs held: uploads in progress and the "
         "costs of jobs (or uploaded for jobs not created yet).",
         static_cast<double>(view.cost_bytes)));
-    families.push_back(
-        SingleGauge("shard_cost_bytes_limit",
-                    "Costs budget (shardd --max-cost-bytes).",
-                    static_cast<double>(view.cost_bytes_limit)));
+    families.push_back(SingleGauge("shard_cost_bytes_limit",
+                                   "Costs budget (shardd --max-cost-bytes).",
+                                   static_cast<double>(view.cost_bytes_limit)));
     families.push_back(SingleCounter(
         "shard_order_cache_evictions_total",
         "Cached epoch orders nobody read that were evicted to make room.",

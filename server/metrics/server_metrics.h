@@ -28,7 +28,7 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
-#include "server/job_figures.h"
+#include "server/metrics/job_figures.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::metrics {

@@ -14,10 +14,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/leader_hint.h"
-#include "server/event_log.h"
 #include "server/replication/etcd_cost_blobs.h"
 #include "server/replication/etcd_state_store.h"
 #include "server/replication/leader_watch.h"
+#include "server/runtime/event_log.h"
 
 namespace shard::server::replication {
 namespace {

@@ -59,13 +59,13 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/coordinator_server.h"
-#include "server/coordinator_service.h"
 #include "server/metrics/server_metrics.h"
 #include "server/replication/answer_log.h"
 #include "server/replication/etcd_follower.h"
 #include "server/replication/etcd_session.h"
 #include "server/replication/etcd_state_store.h"
+#include "server/rpc/coordinator_server.h"
+#include "server/services/coordinator_service.h"
 
 namespace shard::server::replication {
 

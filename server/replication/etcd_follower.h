@@ -20,9 +20,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/coordinator_state.h"
 #include "server/replication/etcd_session.h"
 #include "server/replication/etcd_state_store.h"
+#include "server/state/coordinator_state.h"
 
 namespace shard::server::replication {
 

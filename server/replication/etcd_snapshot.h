@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/coordinator_state.h"
+#include "server/state/coordinator_state.h"
 
 namespace shard::server::replication {
 

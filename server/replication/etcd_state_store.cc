@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "server/event_log.h"
+#include "server/runtime/event_log.h"
 #include "server/storage/record_codec.h"
 
 namespace shard::server::replication {

@@ -47,9 +47,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/sync/watermark.h"
-#include "server/coordinator_state.h"
 #include "server/replication/etcd_session.h"
 #include "server/replication/etcd_snapshot.h"
+#include "server/state/coordinator_state.h"
 #include "server/storage/state_store.h"
 
 namespace shard::server::replication {

@@ -51,7 +51,7 @@
 #include "absl/time/time.h"
 #include "common/storage/file_system.h"
 #include "common/sync/watermark.h"
-#include "server/coordinator_state.h"
+#include "server/state/coordinator_state.h"
 #include "server/storage/state_store.h"
 #include "shard/state/v1/updates.pb.h"
 

@@ -18,7 +18,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/coordinator_state.h"
+#include "server/state/coordinator_state.h"
 #include "shard/state/v1/updates.pb.h"
 
 namespace shard::storage {

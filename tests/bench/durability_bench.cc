@@ -19,7 +19,7 @@
 #include "common/plan/job_spec.h"
 #include "common/storage/file_system.h"
 #include "grpcpp/grpcpp.h"
-#include "server/coordinator_server.h"
+#include "server/rpc/coordinator_server.h"
 #include "server/storage/record_codec.h"
 #include "server/storage/state_log.h"
 #include "tests/support/blocking_coordinator.h"

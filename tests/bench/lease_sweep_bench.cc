@@ -1,5 +1,6 @@
-// The coordinator's lease bookkeeping at cluster scale (server/lease_table.h),
-// for one job of W members (W = 16,000, 32,000, 100,000):
+// The coordinator's lease bookkeeping at cluster scale
+// (server/core/lease_table.h), for one job of W members (W = 16,000, 32,000,
+// 100,000):
 //   BM_Sweep       - one lease sweep: whether each of the W members expired
 //                    (what MembershipService::ExpireLeases does under the
 //                    core's lock every lease / 4; nobody expires here);
@@ -11,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "benchmark/benchmark.h"
-#include "server/lease_table.h"
+#include "server/core/lease_table.h"
 
 namespace {
 

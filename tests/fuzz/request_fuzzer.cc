@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "absl/time/clock.h"
-#include "server/shard_cursor.h"
+#include "server/plans/shard_cursor.h"
 #include "shard/v1/shard.pb.h"
 #include "tests/support/blocking_coordinator.h"
 

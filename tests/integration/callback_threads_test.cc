@@ -4,7 +4,7 @@
 // server's sockets; each sleeps 100 ms without polling after a quiet
 // second, and when all of them sleep together a request waits for the
 // sleep to end (the warm-epoch stalls of run_warm_epoch_bench.py).
-// server/callback_queue_waker.h keeps one of them awake.
+// server/rpc/callback_queue_waker.h keeps one of them awake.
 //
 // The check reads each nexting thread's current system call from
 // /proc/self/task/*/syscall every few milliseconds after the server has

@@ -2,7 +2,7 @@
 // queue's thread takes them run from one queue event, in order, once each;
 // the handover arms again after a batch ran; events sent from many threads
 // all run once, on the queue's thread.
-#include "server/queue_handover.h"
+#include "server/rpc/queue_handover.h"
 
 #include <atomic>
 #include <memory>

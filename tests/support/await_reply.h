@@ -1,5 +1,5 @@
-// Runs `start` with a Reply (server/reply.h) and blocks until that reply was
-// called; for tests that drive the coordinator's asynchronous calls.
+// Runs `start` with a Reply (server/waiting/reply.h) and blocks until that
+// reply was called; for tests that drive the coordinator's asynchronous calls.
 #ifndef TESTS_SUPPORT_AWAIT_REPLY_H_
 #define TESTS_SUPPORT_AWAIT_REPLY_H_
 
@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
-#include "server/reply.h"
+#include "server/waiting/reply.h"
 
 namespace shard::testing {
 

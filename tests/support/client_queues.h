@@ -7,7 +7,7 @@
 // at each completion. The callback client API puts all of a process's
 // calls on one queue, which made 100,000 calls in flight from one
 // benchmark process cost O(N) per completion (see
-// server/waiting_call_queues.h for the server's side of it).
+// server/rpc/waiting_call_queues.h for the server's side of it).
 //
 // Thread-safe. The destructor shuts the queues down and joins their
 // threads: every call started on them must have ended.

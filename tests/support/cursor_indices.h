@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "server/shard_cursor.h"
+#include "server/plans/shard_cursor.h"
 
 namespace shard::testing {
 

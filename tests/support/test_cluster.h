@@ -7,7 +7,7 @@
 #include <string>
 
 #include "grpcpp/grpcpp.h"
-#include "server/coordinator_server.h"
+#include "server/rpc/coordinator_server.h"
 #include "shard/client/coordinator_client.h"
 #include "tests/support/blocking_coordinator.h"
 

@@ -1,4 +1,4 @@
-#include "server/coordinator_state.h"
+#include "server/state/coordinator_state.h"
 
 #include <string>
 #include <vector>

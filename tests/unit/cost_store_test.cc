@@ -1,4 +1,4 @@
-#include "server/cost_store.h"
+#include "server/plans/cost_store.h"
 
 #include <unistd.h>
 

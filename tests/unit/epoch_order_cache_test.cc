@@ -1,4 +1,4 @@
-#include "server/epoch_order_cache.h"
+#include "server/plans/epoch_order_cache.h"
 
 #include <thread>
 #include <vector>

@@ -1,6 +1,6 @@
 // JoinOrder: join order kept across removals anywhere, no duplicates, and
 // copies (a JobState copied for a snapshot) independent of the original.
-#include "server/join_order.h"
+#include "server/state/join_order.h"
 
 #include <memory>
 #include <string>

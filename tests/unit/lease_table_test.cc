@@ -1,6 +1,6 @@
 // LeaseTable on a fake clock: leases, paced leases, waiting joins, stalls
 // and idle jobs.
-#include "server/lease_table.h"
+#include "server/core/lease_table.h"
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"

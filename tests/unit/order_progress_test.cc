@@ -20,7 +20,7 @@
 #include "common/plan/shard_layout.h"
 #include "common/plan/torch_randperm.h"
 #include "gtest/gtest.h"
-#include "server/shard_cursor.h"
+#include "server/plans/shard_cursor.h"
 #include "tests/support/cursor_indices.h"
 
 namespace shard::plan {

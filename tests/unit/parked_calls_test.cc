@@ -4,7 +4,7 @@
 // owner's lock. Wakes and deadlines decide at most kBatch calls per hold of
 // the owner's lock, never in the waker's own hold, and every hold
 // ParkedCalls takes is reported.
-#include "server/parked_calls.h"
+#include "server/waiting/parked_calls.h"
 
 #include <algorithm>
 #include <map>

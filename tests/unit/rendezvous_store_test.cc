@@ -1,6 +1,6 @@
 // RendezvousStore: every operation against open, ended, never-opened and
 // draining spaces; limits; waits woken by keys and by the generation's end.
-#include "server/rendezvous_store.h"
+#include "server/core/rendezvous_store.h"
 
 #include <atomic>
 #include <functional>

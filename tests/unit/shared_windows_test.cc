@@ -4,7 +4,7 @@
 // every rank took it or the bytes kept pass their bound (then arranged
 // again for a rank that asks), and SharedWindowTable giving the streams of
 // one world the same windows, a pinned world's until its first stream.
-#include "server/shared_windows.h"
+#include "server/plans/shared_windows.h"
 
 #include <atomic>
 #include <memory>
@@ -17,7 +17,7 @@
 #include "absl/time/clock.h"
 #include "common/plan/epoch_worlds.h"
 #include "gtest/gtest.h"
-#include "server/shared_window_table.h"
+#include "server/plans/shared_window_table.h"
 
 namespace shard::server {
 namespace {

@@ -1,7 +1,7 @@
 // SourceCounters: indices counted by source with bounded labels;
 // SourceCounterTable: one set of counters per mixture job, dropped with
 // the job.
-#include "server/source_counters.h"
+#include "server/plans/source_counters.h"
 
 #include <set>
 #include <string>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/plan/job_spec.h"
 #include "gtest/gtest.h"
-#include "server/source_counter_table.h"
+#include "server/plans/source_counter_table.h"
 
 namespace shard::server {
 namespace {

@@ -1,6 +1,6 @@
 // WorkPool: every task runs exactly once, in order on one thread, and the
 // destructor runs what was queued before it joins.
-#include "server/work_pool.h"
+#include "server/runtime/work_pool.h"
 
 #include <sys/resource.h>
 #include <sys/syscall.h>

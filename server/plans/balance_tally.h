@@ -1,0 +1,48 @@
+// The balance figures of one balanced-batch job (plan::BalanceFigures) for
+// the latest epoch its streams read, over the windows their ranks took
+// (SharedWindows reports a window's first take, again after it was
+// arranged again): each window counted once, and none before a stream
+// took it. The figures are those of the latest world of that epoch: a
+// window of a world that began later in the epoch (a resize) starts them
+// anew from its base, so no step is counted twice; one of an earlier
+// world, or of an earlier epoch, is ignored.
+//
+// Thread-safe.
+#ifndef SERVER_PLANS_BALANCE_TALLY_H_
+#define SERVER_PLANS_BALANCE_TALLY_H_
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "common/plan/balance_figures.h"
+#include "common/plan/window_batches.h"
+#include "shard/v1/shard.pb.h"
+
+namespace shard::server {
+
+class BalanceTally {
+ public:
+  // Window `window` of the world that began at position `world_base` of
+  // `epoch`, arranged as `batches`, was taken by a rank.
+  void Add(uint64_t epoch, uint64_t world_base, uint64_t window,
+           const plan::WindowBatches& batches) ABSL_LOCKS_EXCLUDED(mu_);
+  // The figures so far; nullopt before the first window.
+  std::optional<shard::v1::BatchBalance> Figures() const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  mutable absl::Mutex mu_;
+  // The epoch and world base counted.
+  std::optional<std::pair<uint64_t, uint64_t>> world_ ABSL_GUARDED_BY(mu_);
+  // The windows counted in world_.
+  absl::flat_hash_set<uint64_t> counted_ ABSL_GUARDED_BY(mu_);
+  plan::BalanceFigures figures_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace shard::server
+
+#endif  // SERVER_PLANS_BALANCE_TALLY_H_
