@@ -6,6 +6,13 @@ server -> common -> proto. In particular no file under client/ or trainer/
 may include a server/ header, so the client builds and ships without the
 coordinator.
 
+Inside server/, each folder (rpc/, services/, core/, ...) states in its
+README.md the other server folders it may include, on one line:
+"May include: `server/state`, `server/runtime`." (or "May include: no
+other folder of server/."). A file in a folder may include its own folder
+and those; the files at the top of server/ (shardd_main, its flags) may
+include any. A folder without such a README fails the test.
+
 Usage: layering_test.py --source-dir DIR
 """
 import argparse
@@ -33,6 +40,10 @@ INSTALLED_PREFIXES = {
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 SOURCE_SUFFIXES = {".h", ".cc", ".hpp", ".cpp"}
+# "May include: ..." in a server folder's README.md, possibly wrapped.
+MAY_INCLUDE = re.compile(r"^May include:(.*?)(?:\n\n|\Z)",
+                         re.MULTILINE | re.DOTALL)
+NOTHING_ELSE = "no other folder of server/."
 
 
 def layer_of(include: str):
@@ -61,6 +72,62 @@ def violations(source_dir: pathlib.Path):
                            f"(allowed: {', '.join(sorted(allowed))})")
 
 
+def server_folder_rules(source_dir: pathlib.Path):
+    """{folder: folders it may include} for each folder of server/ holding
+    sources, read from its README.md; the errors for folders whose README
+    does not say."""
+    rules, errors = {}, []
+    server = source_dir / "server"
+    for folder in sorted(p for p in server.iterdir() if p.is_dir()):
+        if not any(f.suffix in SOURCE_SUFFIXES for f in folder.rglob("*")):
+            continue
+        readme = folder / "README.md"
+        text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
+        match = MAY_INCLUDE.search(text)
+        if match is None:
+            errors.append(f"{readme.relative_to(source_dir)}: missing, or "
+                          "without a 'May include:' line")
+            continue
+        said = " ".join(match.group(1).split())
+        named = re.findall(r"`server/([a-z_]+)`", said)
+        if not named and said != NOTHING_ELSE:
+            errors.append(f"{readme.relative_to(source_dir)}: 'May include:' "
+                          f"names no `server/FOLDER` and is not "
+                          f"'{NOTHING_ELSE}'")
+            continue
+        unknown = [n for n in named if not (server / n).is_dir()]
+        if unknown:
+            errors.append(f"{readme.relative_to(source_dir)}: no folder "
+                          f"server/{', server/'.join(unknown)}")
+        rules[folder.name] = set(named)
+    return rules, errors
+
+
+def server_violations(source_dir: pathlib.Path, rules):
+    """Includes of a server/ folder its including folder may not include."""
+    server = source_dir / "server"
+    for path in sorted(server.rglob("*")):
+        if path.suffix not in SOURCE_SUFFIXES or not path.is_file():
+            continue
+        parts = path.relative_to(server).parts
+        if len(parts) == 1:
+            continue  # shardd_main and its flags wire everything
+        own = parts[0]
+        allowed = rules.get(own, set()) | {own}
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for match in INCLUDE.finditer(text):
+            include = match.group(1).split("/")
+            if include[0] != "server":
+                continue
+            target = include[1] if len(include) > 2 else "the top of server/"
+            if target not in allowed:
+                line = text.count("\n", 0, match.start()) + 1
+                named = ", ".join(sorted(rules.get(own, ()))) or "none"
+                yield (f"{path.relative_to(source_dir)}:{line}: server/{own}/ "
+                       f"must not include {match.group(1)} (its README "
+                       f"allows: {named})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source-dir", required=True, type=pathlib.Path)
@@ -71,10 +138,13 @@ def main() -> int:
     if checked == 0:
         print(f"no sources found under {args.source_dir}", file=sys.stderr)
         return 1
-    found = list(violations(args.source_dir))
+    rules, found = server_folder_rules(args.source_dir)
+    found += list(violations(args.source_dir))
+    found += list(server_violations(args.source_dir, rules))
     for line in found:
         print(line, file=sys.stderr)
-    print(f"layering: {checked} files checked, {len(found)} violations")
+    print(f"layering: {checked} files checked, {len(rules)} server folders' "
+          f"rules, {len(found)} violations")
     return 1 if found else 0
 
 
