@@ -15,6 +15,7 @@
 #include "prometheus/metric_family.h"
 #include "server/metrics/server_metrics.h"
 #include "tests/support/test_cluster.h"
+#include "tests/support/work_scale.h"
 
 namespace shard::testing {
 namespace {
@@ -54,7 +55,8 @@ TEST(StreamOpenTest, ASmallJobDoesNotWaitForOtherJobsOrders) {
   TestCluster cluster;
   auto stub = cluster.NewStub();
   constexpr int kLargeJobs = 10;
-  constexpr uint64_t kLargeSize = 20000000;  // 80 MB orders, shuffled.
+  // 80 MB orders, shuffled (a tenth in a sanitized build).
+  constexpr uint64_t kLargeSize = LargeOrderSize(20000000);
   std::vector<uint64_t> generations;
   for (int i = 0; i < kLargeJobs; ++i) {
     generations.push_back(
@@ -87,7 +89,8 @@ TEST(StreamOpenTest, ASmallJobDoesNotWaitForOtherJobsOrders) {
 TEST(StreamOpenTest, AStreamStartsBeforeItsOrderIsFinished) {
   TestCluster cluster;
   auto stub = cluster.NewStub();
-  constexpr uint64_t kSize = 50000000;  // 200 MB, shuffled: about 0.5 s.
+  // 200 MB, shuffled: about 0.5 s (a tenth in a sanitized build).
+  constexpr uint64_t kSize = LargeOrderSize(50000000);
   const uint64_t generation = OneRankJob(stub.get(), "job", kSize);
   std::atomic<bool> end_read{false};
   std::thread end([&] {

@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "common/plan/job_spec.h"
 #include "gtest/gtest.h"
+#include "tests/support/work_scale.h"
 
 namespace shard::server {
 namespace {
@@ -100,7 +101,8 @@ TEST(EpochOrderCacheTest, HoldsAtMostThePreviousTheCurrentAndTheNextOrder) {
 // job never waits for a large job's shuffle.
 TEST(EpochOrderCacheTest, ASmallPreparationDoesNotWaitForALargeOnesRest) {
   EpochOrderCache cache;
-  const shard::v1::JobSpec large = ShuffledSpec(50000000);  // About 0.5 s.
+  const uint64_t size = testing::LargeOrderSize(50000000);  // About 0.5 s.
+  const shard::v1::JobSpec large = ShuffledSpec(size);
   cache.Prepare({"large", 1}, large, 0);
   cache.Prepare({"small", 2}, ShuffledSpec(1000), 0);
   AwaitSize(cache, 2);  // Both started.
@@ -114,8 +116,8 @@ TEST(EpochOrderCacheTest, ASmallPreparationDoesNotWaitForALargeOnesRest) {
                     published.Notify();
                   });
   published.WaitForNotification();
-  EXPECT_LT(large_final, 50000000u) << "the small order waited for the "
-                                       "large one's shuffle";
+  EXPECT_LT(large_final, size) << "the small order waited for the "
+                                  "large one's shuffle";
 }
 
 // The order a claim publishes, once allocated (its shuffle may go on).
@@ -138,13 +140,14 @@ EpochOrderCache::Order ClaimedOrder(EpochOrderCache& cache,
 // every compute thread shuffles another order's rest does not wait for it.
 TEST(EpochOrderCacheTest, AClaimedFrontDoesNotWaitForARunningRest) {
   EpochOrderCache cache(/*compute_threads=*/1);
-  const shard::v1::JobSpec large = ShuffledSpec(50000000);  // About 0.5 s.
+  const uint64_t size = testing::LargeOrderSize(50000000);  // About 0.5 s.
+  const shard::v1::JobSpec large = ShuffledSpec(size);
   EpochOrderCache::Order first = ClaimedOrder(cache, {"first", 1}, large);
   // Past its front (131,072 entries): its rest has the only compute thread.
   ASSERT_TRUE(first->progress()->AwaitFinal(1 << 18, Soon()).ok());
   EpochOrderCache::Order second = ClaimedOrder(cache, {"second", 2}, large);
   ASSERT_TRUE(second->progress()->AwaitFinal(0, Soon()).ok());
-  EXPECT_LT(first->FinalPrefix(), 50000000u)
+  EXPECT_LT(first->FinalPrefix(), size)
       << "the second order's front waited for the first one's rest";
 }
 
@@ -180,7 +183,8 @@ TEST(EpochOrderCacheTest, ReCreatedJobNeverSeesTheDeletedJobsOrder) {
 // forgotten.
 TEST(EpochOrderCacheTest, ForgetDropsQueuedPreparations) {
   EpochOrderCache cache;
-  const shard::v1::JobSpec large = ShuffledSpec(20000000);
+  const shard::v1::JobSpec large =
+      ShuffledSpec(testing::LargeOrderSize(20000000));
   ASSERT_TRUE(cache.Get({"large", 1}, large, 0, Soon()).ok());
   ASSERT_TRUE(cache.Get({"x", 2}, ShuffledSpec(1000), 0, Soon()).ok());
   cache.Forget(2);

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/blocking_coordinator.h"
 #include "tests/support/cursor_indices.h"
+#include "tests/support/work_scale.h"
 
 namespace shard::server {
 namespace {
@@ -153,7 +154,7 @@ TEST_F(JobIncarnationTest, CallsOfTheDeletedJobNeverReachTheNewOne) {
 // next epoch was still queued for preparation behind a large job's order
 // when it was deleted.
 TEST_F(JobIncarnationTest, ReCreatedJobStreamsItsOwnOrder) {
-  ASSERT_TRUE(Create("large", 20000000, 1).ok());
+  ASSERT_TRUE(Create("large", testing::LargeOrderSize(20000000), 1).ok());
   ASSERT_TRUE(Preview("large", 0).ok());  // The prefetch thread takes 1.
   ASSERT_TRUE(Create("x", 100000, 1).ok());
   const uint64_t old_generation = Join("x", "a")->generation();
