@@ -7,7 +7,7 @@
 # docs/development.md "The current torch".
 #
 #   tests/current-torch/run.sh [--root DIR] [--build-dir DIR] [--jobs N]
-#                              [--quick]
+#                              [--quick | --ci] [--build-only]
 #
 # --root DIR     the cached root (default /var/cache/shard/forky-root, or
 #                $SHARD_FORKY_ROOT); made when missing or when the package
@@ -15,6 +15,13 @@
 # --build-dir    build directory inside the checkout (build-current-torch).
 # --quick        the binaries, the torch adapters' and the Python client's
 #                checks, not the C++ unit and integration suites.
+# --ci           what .ci/run runs within CI's time: --quick, with the
+#                randperm check at N = 214,748,364 only.
+# --build-only   makes (or finds) the root, configures and builds, then
+#                exits: .ci/run runs this in the background at the lowest
+#                CPU priority while its main job builds and tests, so that
+#                the build uses the cores that job leaves idle; the checks
+#                then find it built.
 # Needs root (debootstrap, chroot, bind mounts). Each check's output is in
 # BUILD/current-torch/NAME.log.
 set -uo pipefail
@@ -22,13 +29,15 @@ cd "$(dirname "$0")/../.."
 source tests/support/check_lines.sh
 
 root="${SHARD_FORKY_ROOT:-/var/cache/shard/forky-root}"
-build_dir=build-current-torch jobs="$(nproc)" quick=0
+build_dir=build-current-torch jobs="$(nproc)" quick=0 ci=0 build_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --root) root="$(value_of "$@")" || exit 2; shift ;;
     --build-dir) build_dir="$(value_of "$@")" || exit 2; shift ;;
     --jobs) jobs="$(value_of "$@")" || exit 2; shift ;;
     --quick) quick=1 ;;
+    --ci) quick=1 ci=1 ;;
+    --build-only) build_only=1 ;;
     -h|--help) print_header "$0"; exit 0 ;;
     *) usage_error "unknown option $1" ;;
   esac
@@ -144,6 +153,7 @@ check versions versions
 sed 's/^/      /' "$logs/versions.log"
 check build configure_and_build
 [[ ${#failed[@]} -eq 0 ]] || { summary; exit 1; }
+[[ $build_only == 1 ]] && { summary; exit 0; }
 
 ctest_in_root() { in_src "ctest --test-dir $build_dir --output-on-failure $*"; }
 if [[ $quick == 0 ]]; then
@@ -161,6 +171,8 @@ check trainer-e2e ctest_in_root -R "'^e2e_trainer$'"
 check python-client ctest_in_root -j "$jobs" -R "'^(python|clients)_'" \
   -E "'torchrun|failover'"
 check torchrun-killed-worker ctest_in_root -R "'^python_torchrun$'"
+randperm_sizes=214748363,214748364
+[[ $ci == 1 ]] && randperm_sizes=214748364
 check randperm-switch in_src "python3 tests/conformance/large_randperm_check.py \
-  --bin-dir $build_dir/bin"
+  --bin-dir $build_dir/bin --sizes $randperm_sizes"
 summary
