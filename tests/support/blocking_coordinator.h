@@ -9,8 +9,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/services/coordinator_service.h"
 #include "server/plans/shard_cursor.h"
+#include "server/services/coordinator_service.h"
 #include "shard/v1/shard.pb.h"
 #include "tests/support/await_reply.h"
 
