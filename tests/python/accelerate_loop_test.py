@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 from harness import (ShardDaemon, check, communicate_or_report,  # noqa: E402
-                     exit_code, parse_args, torchrun_command)
+                     exit_code, parse_args, torchrun_command, torchrun_env)
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       "accelerate_loop_script.py")
@@ -30,9 +30,7 @@ def main():
         print("accelerate is not installed: skipped")
         return 77
     work = tempfile.mkdtemp(prefix="shard-accelerate-")
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")}
-    env.update(PYTHONPATH=os.path.abspath(args.python_dir), USE_LIBUV="0")
+    env = torchrun_env(args.python_dir)
     with ShardDaemon(args.bin_dir) as daemon:
         proc = subprocess.Popen(
             [*torchrun_command(), "--nnodes=1", "--nproc_per_node=2",

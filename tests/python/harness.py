@@ -104,6 +104,18 @@ def torchrun_command():
     return [sys.executable, "-m", "shard.torchrun"]
 
 
+def torchrun_env(python_dir):
+    """This process's environment for a torchrun it starts: no inherited
+    process-group variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE),
+    the client package from `python_dir`, and USE_LIBUV=0 for a script that
+    forms its group from MASTER_ADDR/MASTER_PORT on a torch built without
+    libuv (Debian's 2.14; torch 1.13 does not read it)."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")}
+    env.update(PYTHONPATH=os.path.abspath(python_dir), USE_LIBUV="0")
+    return env
+
+
 def descendants_of(pid):
     listed = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)],
                             capture_output=True, text=True).stdout

@@ -29,7 +29,8 @@ import tempfile
 import time
 
 from harness import (ShardDaemon, check, communicate_or_report,  # noqa: E402
-                     exit_code, expect_error, parse_args, torchrun_command)
+                     exit_code, expect_error, parse_args, torchrun_command,
+                     torchrun_env)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
@@ -39,9 +40,7 @@ SAVE_STEPS = 10
 
 
 def start(python_dir, address, work, steps):
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")}
-    env.update(PYTHONPATH=os.path.abspath(python_dir), USE_LIBUV="0")
+    env = torchrun_env(python_dir)
     return subprocess.Popen(
         [*torchrun_command(), "--nnodes=1", f"--nproc_per_node={WORLD}",
          f"--rdzv_endpoint={address}", "--rdzv_id=lm", "--max_restarts=1",

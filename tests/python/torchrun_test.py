@@ -44,7 +44,7 @@ EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
                        "train_ddp.py")
 PLAIN_SCRIPT = os.path.join(HERE, "plain_migration_script.py")
 from harness import (ShardDaemon, check, communicate_or_report,  # noqa: E402
-                     exit_code, parse_args, torchrun_command)
+                     exit_code, parse_args, torchrun_command, torchrun_env)
 from training_records import (check_committed_histories,  # noqa: E402
                               check_planned, planned, read_records)
 
@@ -53,12 +53,7 @@ WORLD = 2
 
 def start_torchrun(python_dir, address, run_id, max_restarts,
                    script_and_args, nodes=1, hostname=None):
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")}
-    env["PYTHONPATH"] = python_dir
-    # A script forming its group from MASTER_ADDR/MASTER_PORT on a torch
-    # built without libuv (Debian's 2.14); torch 1.13 does not read it.
-    env["USE_LIBUV"] = "0"
+    env = torchrun_env(python_dir)
     if hostname:
         env["HOSTNAME"] = hostname
     per_node = WORLD // nodes
