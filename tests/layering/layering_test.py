@@ -56,17 +56,25 @@ def layer_of(include: str):
     return folder if "/" in include and folder in PROJECT_FOLDERS else None
 
 
+def sources_under(root: pathlib.Path):
+    """The source files under `root`, sorted."""
+    return [path for path in sorted(root.rglob("*"))
+            if path.suffix in SOURCE_SUFFIXES and path.is_file()]
+
+
+def includes_in(path: pathlib.Path):
+    """(line number, included path) of each #include "..." of `path`."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for match in INCLUDE.finditer(text):
+        yield text.count("\n", 0, match.start()) + 1, match.group(1)
+
+
 def violations(source_dir: pathlib.Path):
     for layer, allowed in sorted(ALLOWED.items()):
-        root = source_dir / layer
-        for path in sorted(root.rglob("*")):
-            if path.suffix not in SOURCE_SUFFIXES or not path.is_file():
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-            for match in INCLUDE.finditer(text):
-                folder = layer_of(match.group(1))
+        for path in sources_under(source_dir / layer):
+            for line, include in includes_in(path):
+                folder = layer_of(include)
                 if folder is not None and folder not in allowed:
-                    line = text.count("\n", 0, match.start()) + 1
                     yield (f"{path.relative_to(source_dir)}:{line}: {layer}/ "
                            f"must not include {folder}/ "
                            f"(allowed: {', '.join(sorted(allowed))})")
@@ -106,25 +114,21 @@ def server_folder_rules(source_dir: pathlib.Path):
 def server_violations(source_dir: pathlib.Path, rules):
     """Includes of a server/ folder its including folder may not include."""
     server = source_dir / "server"
-    for path in sorted(server.rglob("*")):
-        if path.suffix not in SOURCE_SUFFIXES or not path.is_file():
-            continue
+    for path in sources_under(server):
         parts = path.relative_to(server).parts
         if len(parts) == 1:
             continue  # shardd_main and its flags wire everything
         own = parts[0]
         allowed = rules.get(own, set()) | {own}
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for match in INCLUDE.finditer(text):
-            include = match.group(1).split("/")
-            if include[0] != "server":
+        for line, include in includes_in(path):
+            steps = include.split("/")
+            if steps[0] != "server":
                 continue
-            target = include[1] if len(include) > 2 else "the top of server/"
+            target = steps[1] if len(steps) > 2 else "the top of server/"
             if target not in allowed:
-                line = text.count("\n", 0, match.start()) + 1
                 named = ", ".join(sorted(rules.get(own, ()))) or "none"
                 yield (f"{path.relative_to(source_dir)}:{line}: server/{own}/ "
-                       f"must not include {match.group(1)} (its README "
+                       f"must not include {include} (its README "
                        f"allows: {named})")
 
 
@@ -132,9 +136,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source-dir", required=True, type=pathlib.Path)
     args = parser.parse_args()
-    checked = sum(1 for layer in ALLOWED
-                  for p in (args.source_dir / layer).rglob("*")
-                  if p.suffix in SOURCE_SUFFIXES)
+    checked = sum(len(sources_under(args.source_dir / layer))
+                  for layer in ALLOWED)
     if checked == 0:
         print(f"no sources found under {args.source_dir}", file=sys.stderr)
         return 1
