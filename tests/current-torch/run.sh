@@ -29,14 +29,15 @@ cd "$(dirname "$0")/../.."
 source tests/support/check_lines.sh
 
 root="${SHARD_FORKY_ROOT:-/var/cache/shard/forky-root}"
-build_dir=build-current-torch jobs="$(nproc)" quick=0 ci=0 build_only=0
+build_dir=build-current-torch jobs="$(nproc)" quick=0 build_only=0
+randperm_sizes=214748363,214748364
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --root) root="$(value_of "$@")" || exit 2; shift ;;
     --build-dir) build_dir="$(value_of "$@")" || exit 2; shift ;;
     --jobs) jobs="$(value_of "$@")" || exit 2; shift ;;
     --quick) quick=1 ;;
-    --ci) quick=1 ci=1 ;;
+    --ci) quick=1 randperm_sizes=214748364 ;;
     --build-only) build_only=1 ;;
     -h|--help) print_header "$0"; exit 0 ;;
     *) usage_error "unknown option $1" ;;
@@ -171,8 +172,6 @@ check trainer-e2e ctest_in_root -R "'^e2e_trainer$'"
 check python-client ctest_in_root -j "$jobs" -R "'^(python|clients)_'" \
   -E "'torchrun|failover'"
 check torchrun-killed-worker ctest_in_root -R "'^python_torchrun$'"
-randperm_sizes=214748363,214748364
-[[ $ci == 1 ]] && randperm_sizes=214748364
 check randperm-switch in_src "python3 tests/conformance/large_randperm_check.py \
   --bin-dir $build_dir/bin --sizes $randperm_sizes"
 summary
