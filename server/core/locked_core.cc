@@ -113,12 +113,30 @@ bool LockedCore::LostRendezvousOf(const JobState& job,
          job.RankOf(member_id).has_value();
 }
 
+namespace {
+
+// `requested` as it compares with the existing job's `stored` spec: for an
+// elastic job, a world size within its bounds names the launch's world
+// (JobState::WorldSizeAwaited), not another job.
+shard::v1::JobSpec AsLaunchOf(const shard::v1::JobSpec& stored,
+                              const shard::v1::JobSpec& requested) {
+  shard::v1::JobSpec compared = requested;
+  if (stored.min_world_size() < stored.max_world_size() &&
+      stored.min_world_size() <= requested.world_size() &&
+      requested.world_size() <= stored.max_world_size()) {
+    compared.set_world_size(stored.world_size());
+  }
+  return compared;
+}
+
+}  // namespace
+
 absl::StatusOr<const JobState*> LockedCore::CreateOrMatchJob(
     const std::string& job_id, const shard::v1::JobSpec& spec,
     absl::StatusCode conflict_code) {
   if (const JobState* existing = state().FindJob(job_id)) {
-    if (const std::string difference =
-            plan::JobSpecDifference(existing->spec, spec);
+    if (const std::string difference = plan::JobSpecDifference(
+            existing->spec, AsLaunchOf(existing->spec, spec));
         !difference.empty()) {
       const std::string stored = plan::DescribeJobSpec(existing->spec);
       const std::string requested = plan::DescribeJobSpec(spec);
@@ -168,7 +186,8 @@ absl::Status LockedCore::EraseJob(const std::string& job_id,
 absl::Status LockedCore::JoinMember(const std::string& job_id,
                                     const std::string& member_id,
                                     uint64_t incarnation,
-                                    std::optional<uint32_t> requested_rank) {
+                                    std::optional<uint32_t> requested_rank,
+                                    uint32_t launch_world_size) {
   const uint64_t known = state().FindJob(job_id)->IncarnationOf(member_id);
   if (incarnation != 0 && known != 0 && known != incarnation) {
     if (absl::Status s =
@@ -186,11 +205,13 @@ absl::Status LockedCore::JoinMember(const std::string& job_id,
     joined->set_member_id(member_id);
     joined->set_incarnation(incarnation);
     if (requested_rank) joined->set_requested_rank(*requested_rank);
+    joined->set_launch_world_size(launch_world_size);
     if (absl::Status s = writes().Persist(update); !s.ok()) return s;
     job = state().FindJob(job_id);
-    LogEvent(absl::StrCat("member joined job=", job_id, " member=", member_id,
-                          " members=", job->members.size(), "/",
-                          job->spec.world_size()));
+    LogEvent(absl::StrCat(
+        "member joined job=", job_id, " member=", member_id,
+        " members=", job->members.size(), "/",
+        job->world_formed() ? job->world_size() : job->WorldSizeAwaited()));
   }
   // Also for a repeated join: a crash between journaling a membership change
   // and the GenerationFormed it allows must not leave the world unformed.
@@ -241,7 +262,7 @@ absl::Status LockedCore::MaybeFormWorld(const std::string& job_id,
   const size_t eligible = job->members.size() - job->awaiting_rejoin.size();
   const size_t size = std::min<size_t>(eligible, job->spec.max_world_size());
   if (!job->world_formed()) {
-    if (!job->awaiting_rejoin.empty() || eligible < job->MinWorldSize()) {
+    if (!job->awaiting_rejoin.empty() || eligible < job->WorldSizeAwaited()) {
       return absl::OkStatus();
     }
   } else if (formed_world == FormedWorld::kKeep ||

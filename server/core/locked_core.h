@@ -73,7 +73,9 @@ class LockedCore {
   absl::Status CheckStoreScope(const shard::v1::StoreScope& scope);
 
   // Creates the job or checks that the stored spec equals `spec`
-  // (normalised); `conflict_code` is the error for a different stored spec.
+  // (normalised; for an elastic job, but for a world size within its
+  // bounds: a launch's size); `conflict_code` is the error for a different
+  // stored spec.
   // A created job has its epoch 0 prepared and is told to the core's
   // JobCreatedObserver.
   absl::StatusOr<const JobState*> CreateOrMatchJob(
@@ -85,11 +87,14 @@ class LockedCore {
   // Adds the member to the existing job (or counts a member awaiting
   // re-join again); a member joining from a restarted process (another
   // `incarnation` than the one it joined with) is removed first, ending its
-  // generation. Then forms the world if the members allow it, renewing it
-  // if the member's world lost its rendezvous keys, and renews the lease.
+  // generation. `launch_world_size` (0: not said) is the world its launcher
+  // started it in, which a world forming afresh waits for. Then forms the
+  // world if the members allow it, renewing it if the member's world lost
+  // its rendezvous keys, and renews the lease.
   absl::Status JoinMember(const std::string& job_id,
                           const std::string& member_id, uint64_t incarnation,
-                          std::optional<uint32_t> requested_rank);
+                          std::optional<uint32_t> requested_rank,
+                          uint32_t launch_world_size = 0);
   // Journals MemberRemoved (ending the generation if the member was in
   // it), then re-forms the world if the remaining members allow it. OK if
   // it is no member.
@@ -97,7 +102,7 @@ class LockedCore {
                             const std::string& member_id,
                             absl::string_view reason);
   // Forms a new generation when the job's members allow it: no world and
-  // enough members (world_size for the first one, min_world_size after),
+  // enough members (JobState::WorldSizeAwaited),
   // or a formed world as `formed` allows. The new world's layout starts at
   // the committed progress.
   absl::Status MaybeFormWorld(const std::string& job_id, FormedWorld formed);

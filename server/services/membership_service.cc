@@ -97,7 +97,8 @@ absl::Status AddMember(LockedCore& core,
   return core.JoinMember(job_id, request.member_id(), request.incarnation(),
                          request.has_requested_rank()
                              ? std::optional<uint32_t>(request.requested_rank())
-                             : std::nullopt);
+                             : std::nullopt,
+                         spec ? spec->world_size() : 0);
 }
 
 // The ranks a join of `member_id` would add to those the core holds
@@ -111,9 +112,11 @@ uint64_t IncomingRanks(const CoordinatorState& state, const std::string& job_id,
   }
   if (job->IsMember(member_id)) return 0;
   const uint64_t members = job->members.size() + 1;
-  const uint64_t after = job->world_formed()
-                             ? members
-                             : std::max<uint64_t>(members, job->MinWorldSize());
+  const uint64_t launch = spec ? spec->world_size() : 0;
+  const uint64_t after =
+      job->world_formed()
+          ? members
+          : std::max<uint64_t>({members, job->WorldSizeAwaited(), launch});
   return after - job->RanksCounted();
 }
 

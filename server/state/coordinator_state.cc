@@ -133,9 +133,23 @@ absl::Status CheckProgress(const JobState& job, uint64_t epoch,
   return absl::OkStatus();
 }
 
-// Adds the record's members in join order with their incarnations and
-// requested ranks; FAILED_PRECONDITION for either recorded for a
-// non-member.
+// OK if `member` was launched in a world the job's size bounds allow (0:
+// not said).
+absl::Status CheckLaunchWorldSize(const shard::v1::JobSpec& spec,
+                                  const std::string& member, uint32_t launch) {
+  if (launch == 0 ||
+      (spec.min_world_size() <= launch && launch <= spec.max_world_size())) {
+    return absl::OkStatus();
+  }
+  return Unfit(absl::StrCat("member \"", member,
+                            "\" was launched in a world of ", launch,
+                            ", outside the job's ", spec.min_world_size(), "..",
+                            spec.max_world_size()));
+}
+
+// Adds the record's members in join order with their incarnations,
+// requested ranks and launch world sizes; FAILED_PRECONDITION for any of
+// them recorded for a non-member, or a launch size out of the job's bounds.
 absl::Status AddRecordedMembers(const shard::state::v1::JobRecord& record,
                                 JobState& job) {
   if (absl::Status s =
@@ -147,18 +161,30 @@ absl::Status AddRecordedMembers(const shard::state::v1::JobRecord& record,
   for (const std::string& member : record.members()) {
     auto incarnation = record.member_incarnations().find(member);
     auto requested = record.member_requested_ranks().find(member);
-    job.AddMember(member,
-                  incarnation == record.member_incarnations().end()
-                      ? 0
-                      : incarnation->second,
-                  requested == record.member_requested_ranks().end()
-                      ? std::nullopt
-                      : std::optional<uint32_t>(requested->second));
+    auto launch = record.member_launch_world_sizes().find(member);
+    if (launch != record.member_launch_world_sizes().end()) {
+      if (absl::Status s =
+              CheckLaunchWorldSize(job.spec, member, launch->second);
+          !s.ok()) {
+        return s;
+      }
+    }
+    job.AddMember(
+        member,
+        incarnation == record.member_incarnations().end() ? 0
+                                                          : incarnation->second,
+        requested == record.member_requested_ranks().end()
+            ? std::nullopt
+            : std::optional<uint32_t>(requested->second),
+        launch == record.member_launch_world_sizes().end() ? 0
+                                                           : launch->second);
   }
   if (job.incarnations.size() != record.member_incarnations().size() ||
-      job.requested_ranks.size() != record.member_requested_ranks().size()) {
+      job.requested_ranks.size() != record.member_requested_ranks().size() ||
+      job.launch_sizes.size() != record.member_launch_world_sizes().size()) {
     return Unfit(
-        "an incarnation or requested rank is recorded for a non-member");
+        "an incarnation, requested rank or launch world size is recorded for "
+        "a non-member (or is 0)");
   }
   return absl::OkStatus();
 }
@@ -321,6 +347,11 @@ absl::Status CoordinatorState::CheckMemberJoined(
   if (absl::Status s = plan::ValidateMemberId(joined.member_id()); !s.ok()) {
     return s;
   }
+  if (absl::Status s = CheckLaunchWorldSize((*job)->spec, joined.member_id(),
+                                            joined.launch_world_size());
+      !s.ok()) {
+    return s;
+  }
   if ((*job)->IsMember(joined.member_id())) {
     // Joining again is an update only for a member awaiting re-join.
     if ((*job)->AwaitsRejoin(joined.member_id())) return absl::OkStatus();
@@ -463,7 +494,8 @@ void CoordinatorState::ApplyMemberJoined(
   if (job.IsMember(joined.member_id())) {
     job.Rejoin(joined.member_id(), requested_rank);
   } else {
-    job.AddMember(joined.member_id(), joined.incarnation(), requested_rank);
+    job.AddMember(joined.member_id(), joined.incarnation(), requested_rank,
+                  joined.launch_world_size());
   }
 }
 
@@ -507,6 +539,9 @@ shard::state::v1::StateSnapshot CoordinatorState::ToSnapshot(
                                                   job.incarnations.end());
     record->mutable_member_requested_ranks()->insert(
         job.requested_ranks.begin(), job.requested_ranks.end());
+    record->mutable_member_launch_world_sizes()->insert(
+        job.launch_sizes.by_member().begin(),
+        job.launch_sizes.by_member().end());
     for (const std::string& member : job.world) record->add_world(member);
     for (const std::string& member : job.members) {
       if (job.AwaitsRejoin(member)) record->add_awaiting_rejoin(member);

@@ -18,10 +18,12 @@ std::optional<uint32_t> JobState::RankOf(absl::string_view member_id) const {
 }
 
 void JobState::AddMember(const std::string& member_id, uint64_t incarnation,
-                         std::optional<uint32_t> requested_rank) {
+                         std::optional<uint32_t> requested_rank,
+                         uint32_t launch_world_size) {
   members.Add(member_id);
   if (incarnation != 0) incarnations[member_id] = incarnation;
   if (requested_rank) requested_ranks[member_id] = *requested_rank;
+  launch_sizes.Set(member_id, launch_world_size);
 }
 
 std::vector<std::string> JobState::EligibleMembers() const {
@@ -71,6 +73,7 @@ void JobState::RemoveMember(const std::string& member_id) {
   incarnations.erase(member_id);
   requested_ranks.erase(member_id);
   awaiting_rejoin.erase(member_id);
+  launch_sizes.Erase(member_id);
   if (!RankOf(member_id)) return;
   for (const std::string& survivor : world) {
     if (survivor != member_id) awaiting_rejoin.insert(survivor);
@@ -137,6 +140,8 @@ void JobState::SetWorld(std::vector<std::string> new_world) {
     // Journals written before re-joins were recorded may form a world with
     // members still awaiting re-join: being in a world settles it.
     awaiting_rejoin.erase(world[rank]);
+    // Its launch formed a world: from now on it is a survivor or not.
+    launch_sizes.Erase(world[rank]);
   }
 }
 

@@ -19,6 +19,7 @@
 #include "common/plan/epoch_worlds.h"
 #include "common/plan/shard_layout.h"
 #include "server/state/join_order.h"
+#include "server/state/launch_sizes.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {
@@ -72,10 +73,15 @@ struct JobState {
   // A member leaves this set by joining again or by being removed (left,
   // lease expired, restarted).
   std::unordered_set<std::string> awaiting_rejoin;
+  // The size each member's launcher started it in, for members not in a
+  // world since they joined (a world's survivors re-join without one).
+  LaunchSizes launch_sizes;
 
   void AddMember(const std::string& member_id, uint64_t incarnation = 0,
-                 std::optional<uint32_t> requested_rank = std::nullopt);
-  // A member awaiting re-join joined again: it counts for worlds again.
+                 std::optional<uint32_t> requested_rank = std::nullopt,
+                 uint32_t launch_world_size = 0);
+  // A member awaiting re-join joined again: it counts for worlds again
+  // (by the elastic rule: a survivor carries no launch size).
   void Rejoin(const std::string& member_id,
               std::optional<uint32_t> requested_rank);
   // Removes the member; if it was part of the world, the world ends and
@@ -108,10 +114,21 @@ struct JobState {
   // NOT_FOUND if PredatesJob(generation): the caller belongs to a deleted
   // job that had the same id and must stop, not re-join.
   absl::Status CheckNotFromEarlierJob(uint64_t generation) const;
-  // Members the next world needs at least: world_size for the job's first
-  // world, min_world_size after.
+  // Members any world needs at least: world_size for the job's first
+  // world unless a launch said its size, min_world_size after.
   uint32_t MinWorldSize() const {
-    return generation == 0 ? spec.world_size() : spec.min_world_size();
+    return generation == 0 && launch_sizes.empty() ? spec.world_size()
+                                                   : spec.min_world_size();
+  }
+  // Members a world forming where none is formed waits for: the largest
+  // size a launcher started a member in that was in no world since (a job
+  // started or restarted as a whole by torchrun forms at the launch's
+  // size, which an elastic job may change between runs), else
+  // MinWorldSize() (survivors of an elastic world re-form with as few as
+  // min_world_size).
+  uint32_t WorldSizeAwaited() const {
+    const uint32_t launch = launch_sizes.Largest();
+    return launch != 0 ? launch : MinWorldSize();
   }
   // The ranks the job counts for the heartbeat pace and the waiting-call
   // limit: none without members; its members, or the members its next
@@ -119,7 +136,7 @@ struct JobState {
   uint64_t RanksCounted() const {
     if (members.size() == 0) return 0;
     const uint64_t held = members.size();
-    return world_formed() ? held : std::max<uint64_t>(held, MinWorldSize());
+    return world_formed() ? held : std::max<uint64_t>(held, WorldSizeAwaited());
   }
   // The current generation's layout of `epoch`: FAILED_PRECONDITION for an
   // epoch completed before the generation formed.

@@ -1,18 +1,22 @@
 #!/usr/bin/python3
 """client/python/examples/hf_trainer.py (Hugging Face Trainer, shard.hf)
 under torchrun --rdzv-backend shard, over a real shardd, with a worker
-killed:
+killed and then a resume at another world size:
 
-Two workers train a small causal LM on balanced batches (token budget per
-micro-batch) for --steps optimizer steps, checkpointing every 10; after the
-first checkpoint was committed, one worker is SIGKILLed mid-step.
-torchrun (--max-restarts 1) restarts both; they resume from the committed
-checkpoint. Checked: torchrun exits 0; both restarted workers name the same
-checkpoint, at the coordinator's committed position; both ranks are one
-process group of 2 and end with identical parameters; the trained history
-(the first attempt's steps before that checkpoint, then the restarted
-attempt) holds every sample of each whole epoch exactly once and no sample
-twice in the last, partial one; the run trained to the last step.
+1. Two workers train a small causal LM on balanced batches (token budget
+   per micro-batch) of an elastic job (1..3 ranks) to step 30,
+   checkpointing every 10; after the first checkpoint was committed, one
+   worker is SIGKILLed mid-step. torchrun (--max-restarts 1) restarts
+   both; they resume from the committed checkpoint.
+2. The same command with three workers resumes from the checkpoint of
+   step 30 and trains to step 60: the world forms at 3 (the launch's
+   size), and the rest of the epoch is re-split over 3.
+Checked for each run: torchrun exits 0; every worker names the same
+checkpoint, at the coordinator's committed position; all ranks are one
+process group of the launch's size and end with identical parameters.
+Then the trained history (each attempt's steps before the checkpoint the
+next one resumed from, then the last attempt) holds every sample of each
+whole epoch exactly once and no sample twice in the last, partial one.
 Before that, settings that cannot be exact are refused (ValueError) before
 any join: save_total_limit=1, and balanced batches without max_steps.
 Exits 77 (skipped) where transformers is not installed (Debian bookworm:
@@ -35,20 +39,23 @@ from harness import (ShardDaemon, check, communicate_or_report,  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
                        "hf_trainer.py")
-WORLD = 2
 SAVE_STEPS = 10
+# (workers, the step the run trains to) of each torchrun run.
+RUNS = ((2, 30), (3, 60))
 
 
-def start(python_dir, address, work, steps):
+def start(python_dir, address, work, run, world, steps):
     env = torchrun_env(python_dir)
     return subprocess.Popen(
-        [*torchrun_command(), "--nnodes=1", f"--nproc_per_node={WORLD}",
-         f"--rdzv_endpoint={address}", "--rdzv_id=lm", "--max_restarts=1",
-         EXAMPLE, "--coordinator", address, "--job", "lm", "--output-dir",
-         os.path.join(work, "out"), "--max-length", "128",
-         "--batch-tokens", "4096", "--max-steps", str(steps),
-         "--save-steps", str(SAVE_STEPS),
-         "--record", os.path.join(work, "record-{restart}-{rank}.txt")],
+        [*torchrun_command(), "--nnodes=1", f"--nproc_per_node={world}",
+         f"--rdzv_endpoint={address}", f"--rdzv_id=lm-{run}",
+         "--max_restarts=1", EXAMPLE, "--coordinator", address, "--job",
+         "lm", "--output-dir", os.path.join(work, "out"),
+         "--max-length", "128", "--batch-tokens", "4096",
+         "--max-steps", str(steps), "--save-steps", str(SAVE_STEPS),
+         "--min-world-size", "1", "--max-world-size", "3",
+         "--record",
+         os.path.join(work, f"record-{run}-{{restart}}-{{rank}}.txt")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True, cwd=work)
 
@@ -78,29 +85,39 @@ def kill_a_worker_after_the_first_commit(proc, work):
     time.sleep(1.0)  # Train past the commit: that work must be redone.
     workers = subprocess.run(["pgrep", "-P", str(proc.pid)],
                              capture_output=True, text=True).stdout.split()
-    check(len(workers) == WORLD, f"torchrun runs {WORLD} workers {workers}")
+    check(len(workers) == RUNS[0][0],
+          f"torchrun runs {RUNS[0][0]} workers {workers}")
     if workers:
         os.kill(int(workers[-1]), signal.SIGKILL)
 
 
-def check_history(work, out, size):
+def resumed_step(out, world):
+    """The step all `world` workers of a run resumed from (None where they
+    did not agree), checked."""
     resumed = re.findall(r"resuming from \S*checkpoint-(\d+) \(epoch (\d+) "
                          r"position (\d+)\)", out)
-    check(len(resumed) == WORLD and len(set(resumed)) == 1,
-          f"both restarted workers resume from one checkpoint {resumed}")
-    if not resumed:
-        return
+    check(len(resumed) == world and len(set(resumed)) == 1,
+          f"all {world} workers resume from one checkpoint {resumed}")
+    if len(resumed) != world or len(set(resumed)) != 1:
+        return None
     step = int(resumed[0][0])
     check(step >= SAVE_STEPS, f"resumed at a committed step ({step})")
-    history = [row for row in read(os.path.join(work, "record-0-*.txt"))
-               if row[1] < step]
-    history += read(os.path.join(work, "record-1-*.txt"))
+    return step
+
+
+def check_history(attempts, size):
+    """attempts: (record pattern, step the next attempt resumed from, or
+    None for the last) in order."""
+    history = []
+    for pattern, next_step in attempts:
+        history += [row for row in read(pattern)
+                    if next_step is None or row[1] < next_step]
     by_epoch = collections.defaultdict(list)
     for epoch, _, index in history:
         by_epoch[epoch].append(index)
     last = max(by_epoch)
     check(last >= 1,
-          f"the run went past one epoch (epochs {sorted(by_epoch)})")
+          f"the runs went past one epoch (epochs {sorted(by_epoch)})")
     for epoch, indices in sorted(by_epoch.items()):
         if epoch < last:
             check(sorted(indices) == list(range(size)),
@@ -111,6 +128,23 @@ def check_history(work, out, size):
             check(len(indices) == len(set(indices)),
                   f"epoch {epoch} (partial): no sample twice "
                   f"({len(indices)} trained)")
+
+
+def run_to_the_end(proc, world, steps):
+    """torchrun's output once it exited, after the checks of its end."""
+    out, _ = communicate_or_report(proc, 600)
+    check(proc.returncode == 0,
+          f"torchrun ({world} workers) exits 0 (exit {proc.returncode}) "
+          f"{out[-1500:]}")
+    finished = re.findall(rf"rank (\d) of {world} \(Trainer's world "
+                          rf"{world}\): trained to step (\d+)", out)
+    check(sorted(finished) == [(str(r), str(steps)) for r in range(world)],
+          f"all ranks of one process group of {world} trained to step "
+          f"{steps}: {finished}")
+    params = set(re.findall(r"params (-?\d+\.\d{10})", out))
+    check(len(params) == 1,
+          f"DDP kept the ranks' parameters identical {sorted(params)}")
+    return out
 
 
 def refusals(work):
@@ -140,25 +174,28 @@ def main():
         print("transformers is not installed: skipped")
         return 77
     size = samples_in_epoch()
-    steps = 60
     work = tempfile.mkdtemp(prefix="shard-hf-trainer-")
     refusals(work)
     with ShardDaemon(args.bin_dir) as daemon:
-        proc = start(args.python_dir, daemon.address, work, steps)
+        (first_world, first_steps), (second_world, second_steps) = RUNS
+        proc = start(args.python_dir, daemon.address, work, 1, first_world,
+                     first_steps)
         kill_a_worker_after_the_first_commit(proc, work)
-        out, _ = communicate_or_report(proc, 600)
-        check(proc.returncode == 0,
-              f"torchrun restarts the workers and exits 0 "
-              f"(exit {proc.returncode}) {out[-1500:]}")
-        finished = re.findall(r"rank (\d) of 2 \(Trainer's world 2\): "
-                              r"trained to step (\d+)", out)
-        check(sorted(finished) == [("0", str(steps)), ("1", str(steps))],
-              f"both ranks of one process group of 2 trained to step "
-              f"{steps}: {finished}")
-        params = set(re.findall(r"params (-?\d+\.\d{10})", out))
-        check(len(params) == 1,
-              f"DDP kept the ranks' parameters identical {sorted(params)}")
-        check_history(work, out, size)
+        first_out = run_to_the_end(proc, first_world, first_steps)
+        restarted_at = resumed_step(first_out, first_world)
+        proc = start(args.python_dir, daemon.address, work, 2, second_world,
+                     second_steps)
+        second_out = run_to_the_end(proc, second_world, second_steps)
+        resized_at = resumed_step(second_out, second_world)
+        check(resized_at == first_steps,
+              f"{second_world} workers resume at the first run's last "
+              f"checkpoint (step {resized_at}; the first run ended at "
+              f"{first_steps})")
+        if restarted_at is not None and resized_at is not None:
+            check_history(
+                [(os.path.join(work, "record-1-0-*.txt"), restarted_at),
+                 (os.path.join(work, "record-1-1-*.txt"), resized_at),
+                 (os.path.join(work, "record-2-0-*.txt"), None)], size)
     return exit_code()
 
 

@@ -81,6 +81,30 @@ TEST(CoordinatorStateTest, SurvivorsOfAnEndedWorldAwaitRejoin) {
             absl::StatusCode::kFailedPrecondition);  // Already joined.
 }
 
+// A member's launch world size decides the next world only until it is in
+// one; a survivor re-joining carries none.
+TEST(CoordinatorStateTest, LaunchSizesLastUntilTheMemberIsInAWorld) {
+  CoordinatorState state;
+  auto launched = [](const std::string& member, uint32_t world) {
+    StateUpdate joined = Joined("j", member);
+    joined.mutable_member_joined()->set_launch_world_size(world);
+    return joined;
+  };
+  ApplyAll(state, {Created("j", NormalSpec(100, 2, 1, 3)), launched("a", 3),
+                   launched("b", 2)});
+  const JobState* job = state.FindJob("j");
+  EXPECT_EQ(job->WorldSizeAwaited(), 3u);  // The largest launch.
+  EXPECT_EQ(job->MinWorldSize(), 1u);      // A launch said its size.
+  ApplyAll(state, {Formed("j", 1, {"a", "b"})});
+  job = state.FindJob("j");
+  EXPECT_TRUE(job->launch_sizes.empty());
+  EXPECT_EQ(job->WorldSizeAwaited(), 1u);                  // min_world_size.
+  ApplyAll(state, {Removed("j", "b"), launched("a", 3)});  // a survives.
+  EXPECT_TRUE(state.FindJob("j")->launch_sizes.empty());
+  EXPECT_EQ(state.Check(launched("c", 4)).code(),
+            absl::StatusCode::kFailedPrecondition);  // Past 1..3.
+}
+
 TEST(CoordinatorStateTest, SnapshotRoundTripsEveryField) {
   CoordinatorState state;
   ApplyAll(state, {Created("gone", NormalSpec(10, 1)), Joined("gone", "z"),
@@ -90,6 +114,7 @@ TEST(CoordinatorStateTest, SnapshotRoundTripsEveryField) {
                    Committed("j", 1, 6)});
   StateUpdate requesting = Joined("j", "c");
   requesting.mutable_member_joined()->set_requested_rank(1);
+  requesting.mutable_member_joined()->set_launch_world_size(3);
   ApplyAll(state, {requesting});
   absl::StatusOr<CoordinatorState> copy =
       CoordinatorState::FromSnapshot(state.ToSnapshot(4));
@@ -99,6 +124,8 @@ TEST(CoordinatorStateTest, SnapshotRoundTripsEveryField) {
   EXPECT_EQ(std::vector<std::string>(job.members.begin(), job.members.end()),
             (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(job.requested_ranks.at("c"), 1u);
+  EXPECT_EQ(job.launch_sizes.by_member().at("c"), 3u);
+  EXPECT_EQ(job.WorldSizeAwaited(), 3u);
   EXPECT_EQ(job.world, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(job.generation, 2u);
   EXPECT_EQ(job.incarnation, 2u);
@@ -371,6 +398,14 @@ TEST(CoordinatorStateTest, RefusesInconsistentSnapshots) {
       {"non-member awaiting re-join",
        [](StateSnapshot& s) {
          s.mutable_jobs(0)->add_awaiting_rejoin("ghost");
+       }},
+      {"launch world size of a non-member",
+       [](StateSnapshot& s) {
+         (*s.mutable_jobs(0)->mutable_member_launch_world_sizes())["ghost"] = 2;
+       }},
+      {"launch world size past the job's maximum",
+       [](StateSnapshot& s) {
+         (*s.mutable_jobs(0)->mutable_member_launch_world_sizes())["a"] = 99;
        }},
   };
   for (const Damage& damage : damages) {

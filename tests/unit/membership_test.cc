@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/support/blocking_coordinator.h"
 #include "tests/support/cursor_indices.h"
@@ -296,6 +297,114 @@ TEST_F(MembershipTest, GrowthIsAdmittedAtTheNextCommit) {
   }
   ASSERT_EQ(seen.size(), kN);
   for (const auto& [index, count] : seen) EXPECT_EQ(count, 1) << index;
+}
+
+// A whole job launched again (torchrun: every worker a new process) at
+// another size within an elastic job's bounds: each join names the
+// launch's world size in its spec, and the world forms at that size, not
+// at min_world_size with the first joiners nor at the spec's first size.
+class RelaunchTest : public MembershipTest {
+ protected:
+  // A launched worker's join: its spec is the job's but for the world
+  // size its launcher started it in.
+  absl::StatusOr<shard::v1::JoinJobResponse> Launched(const std::string& member,
+                                                      uint64_t incarnation,
+                                                      uint32_t world,
+                                                      uint32_t max_world = 3) {
+    shard::v1::JoinJobRequest request;
+    request.set_job_id("job");
+    request.set_member_id(member);
+    request.set_incarnation(incarnation);
+    shard::v1::JobSpec* spec = request.mutable_spec();
+    spec->set_dataset_size(kN);
+    spec->set_world_size(world);
+    spec->set_min_world_size(1);
+    spec->set_max_world_size(max_world);
+    spec->set_tail(shard::v1::TAIL_POLICY_UNEVEN);
+    return service_.JoinJob(request, absl::InfiniteFuture());
+  }
+
+  // Launches `world` workers (incarnations from `incarnation`) and
+  // returns the generation they formed.
+  uint64_t Launch(uint32_t world, uint64_t incarnation) {
+    for (uint32_t rank = 0; rank < world; ++rank) {
+      auto joined =
+          Launched(absl::StrCat("worker-", rank), incarnation + rank, world);
+      EXPECT_TRUE(joined.ok()) << joined.status();
+      EXPECT_EQ(Job().current_world_size(), rank + 1 == world ? world : 0)
+          << "after worker-" << rank << " of " << world << " joined";
+    }
+    return Job().generation();
+  }
+
+  // Adds the indices of positions [from, to) of epoch 0 in `generation`'s
+  // world of `world` ranks to `seen`.
+  void Train(uint64_t generation, uint32_t world, uint64_t from, uint64_t to,
+             std::map<uint64_t, int>& seen) {
+    for (uint32_t rank = 0; rank < world; ++rank) {
+      const std::vector<uint64_t> shard = *Stream(generation, rank, from);
+      for (uint64_t k = 0; from + rank + k * world < to; ++k) {
+        ++seen[shard[k]];
+      }
+    }
+    ASSERT_TRUE(Commit(generation, 0, to).ok());
+  }
+
+  static constexpr uint64_t kN = 101;
+};
+
+TEST_F(RelaunchTest, ALaunchAtAnotherSizeFormsItsWorldAtThatSize) {
+  std::map<uint64_t, int> seen;
+  const uint64_t two = Launch(2, 10);
+  Train(two, 2, 0, 40, seen);
+  // Every worker killed; relaunched with 3 (the two old ones' leases still
+  // run: each new process replaces its predecessor).
+  const uint64_t three = Launch(3, 20);
+  EXPECT_GT(three, two);
+  Train(three, 3, 40, 70, seen);
+  // Relaunched with 1: worker-1 and worker-2's dead predecessors hold the
+  // next world until their leases expire, then it forms with 1.
+  auto alone = Launched("worker-0", 30, 1);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_FALSE(alone->world_formed());
+  now_ += absl::Seconds(6);
+  ASSERT_FALSE(Launched("worker-0", 30, 1)->world_formed());  // Renews.
+  now_ += absl::Seconds(6);
+  service_.ExpireLeases();
+  EXPECT_EQ(Job().current_world_size(), 1u);
+  Train(Job().generation(), 1, 70, kN, seen);
+  ASSERT_EQ(seen.size(), kN);
+  for (const auto& [index, count] : seen) EXPECT_EQ(count, 1) << index;
+}
+
+// The survivors of a launched world that lost a rank re-join (as they do
+// on ABORTED, naming their launch's size again) and re-form by the elastic
+// rule, with as few as min_world_size: a survivor is no new launch.
+TEST_F(RelaunchTest, SurvivorsOfALaunchReformWithoutTheLostRank) {
+  const uint64_t three = Launch(3, 10);
+  now_ += absl::Seconds(6);
+  ASSERT_TRUE(Heartbeat("worker-0", three).ok());
+  ASSERT_TRUE(Heartbeat("worker-1", three).ok());
+  now_ += absl::Seconds(6);
+  service_.ExpireLeases();  // worker-2 is lost.
+  ASSERT_TRUE(Launched("worker-0", 10, 3).ok());
+  auto second = Launched("worker-1", 11, 3);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->world_formed());
+  EXPECT_EQ(Job().current_world_size(), 2u);
+}
+
+TEST_F(RelaunchTest, ALaunchOutsideTheJobsBoundsIsRefused) {
+  Launch(2, 10);
+  // Past the bounds the launch names itself: not a valid spec.
+  EXPECT_EQ(Launched("worker-0", 20, 4).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Past the job's: another job's spec.
+  auto four = Launched("worker-0", 20, 4, 4);
+  EXPECT_EQ(four.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(four.status().message().find("max_world_size"), std::string::npos)
+      << four.status();
+  EXPECT_EQ(Job().current_world_size(), 2u);
 }
 
 }  // namespace

@@ -16,6 +16,9 @@ Each sample's cost is its length in tokens; every micro-batch holds at most
 the same. Checkpoints every --save-steps steps are committed to the
 coordinator; a restarted run (torchrun --max-restarts, or the same command
 again) resumes from the committed checkpoint with the data right after it.
+With --min-world-size / --max-world-size the job is elastic: the same
+command with another --nproc-per-node within those bounds resumes there,
+the rest of the epoch re-split over the new world.
 
 The lines that make a Trainer script use the coordinator are marked
 "shard:". --record FILE writes "epoch step index" per trained sample (tests;
@@ -100,6 +103,8 @@ def main():
     parser.add_argument("--max-steps", type=int, default=60)
     parser.add_argument("--save-steps", type=int, default=10)
     parser.add_argument("--loader-workers", type=int, default=0)
+    parser.add_argument("--min-world-size", type=int, default=None)
+    parser.add_argument("--max-world-size", type=int, default=None)
     parser.add_argument("--record", default=None)
     args = parser.parse_args()
 
@@ -127,7 +132,9 @@ def main():
         data_collator=pad_to_longest, record=record,
         coordinator=args.coordinator, job=args.job,  # shard: the job
         costs=[len(text) for text in texts],  # shard: tokens per sample
-        batch_tokens=args.batch_tokens)  # shard: padded tokens per step
+        batch_tokens=args.batch_tokens,  # shard: padded tokens per step
+        min_replicas=args.min_world_size,  # shard: the sizes it may resume
+        max_replicas=args.max_world_size)  # at (None: torchrun's only)
     # shard: resumes from the committed checkpoint (none at the start)
     trainer.train(resume_from_checkpoint=True)
     sampler = trainer.shard_sampler

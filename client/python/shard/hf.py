@@ -24,8 +24,9 @@ names the position), and train(resume_from_checkpoint=True) resumes from
 the checkpoint whose position the coordinator holds (a process killed
 between the save and the commit resumes from the one before), with the data
 continuing right after the last committed step: no sample twice, none
-skipped (checked with a killed worker; a resume into a world of another
-size, an elastic job's, is the sampler's rule but not checked yet). Keep
+skipped (checked with a killed worker, and with a resume at another world
+size: give `min_replicas` / `max_replicas`, and the same script started
+with another number of processes within them resumes there). Keep
 save_total_limit at 2 or more (or None): 1 would delete the committed
 checkpoint before the next commit. A job with committed progress refuses
 train() without resume_from_checkpoint (the model would start over while
