@@ -8,6 +8,7 @@ trained sample to --record, commits at the end of each epoch and prints
 "rank R of W: params CHECKSUM".
 """
 import argparse
+import time
 
 import torch
 from accelerate import Accelerator, PartialState
@@ -40,6 +41,9 @@ def main():
     parser.add_argument("--job", required=True)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--record", required=True)
+    # Tests: the main process waits this long before each commit, so that
+    # the other rank reaches the end first.
+    parser.add_argument("--commit-delay", type=float, default=0.0)
     args = parser.parse_args()
     # Gloo on CPU: accelerate would pick MPI on a torch built with it.
     PartialState(cpu=True, backend="gloo")
@@ -66,9 +70,13 @@ def main():
             optimizer.zero_grad()
             accelerator.backward(loss)
             optimizer.step()
-        accelerator.wait_for_everyone()
         if accelerator.is_main_process:
+            time.sleep(args.commit_delay)
             batches.commit()
+        # No rank leaves the job (batches.close(), or the process's end)
+        # before the epoch's commit: a member leaving ends the generation,
+        # and the commit would be refused (ABORTED).
+        accelerator.wait_for_everyone()
     checksum = sum(float(p.detach().double().sum())
                    for p in model.parameters())
     print(f"rank {batches.rank} of {batches.num_replicas} (accelerate "

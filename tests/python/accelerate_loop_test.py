@@ -1,9 +1,19 @@
 #!/usr/bin/python3
 """accelerate_loop_script.py (a plain accelerate loop on balanced batches,
-the loader not prepared by accelerate) under torchrun --rdzv-backend shard
-with 2 workers over a real shardd: torchrun exits 0, accelerate's world is
-the job's (2), the ranks end with identical parameters, and every sample of
-each of the 2 epochs was trained exactly once across the ranks.
+the loader not prepared by accelerate) with 2 workers over a real shardd,
+started by each of the two launchers a user has:
+1. torchrun --rdzv-backend shard;
+2. accelerate launch --multi_gpu --num_processes 2 --rdzv_backend shard
+   (the coordinator's address and the run id given to torchrun through
+   PET_RDZV_ENDPOINT and PET_RDZV_ID: accelerate passes no rendezvous
+   endpoint for one machine; --multi_gpu is accelerate's torchrun launcher,
+   the script trains on CPU).
+For each: the launcher exits 0, accelerate's world is the job's (2), the
+ranks end with identical parameters, every sample of each of the 2 epochs
+was trained exactly once across the ranks, and the job's committed
+progress is the end of the last epoch, although the main process makes
+each commit 1 s after the other rank finished the epoch (the loop's
+barrier after the commit keeps that rank from leaving the job first).
 Exits 77 (skipped) where accelerate is not installed (Debian bookworm).
 """
 import collections
@@ -22,6 +32,53 @@ SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 SAMPLES = 997
 
 
+def launchers(address):
+    """(name, the command before the script, extra environment) of each
+    launcher; each run trains the job of its name."""
+    return [
+        ("torchrun", [*torchrun_command(), "--nnodes=1", "--nproc_per_node=2",
+                      f"--rdzv_endpoint={address}", "--rdzv_id=torchrun"],
+         {}),
+        ("accelerate", ["accelerate", "launch", "--multi_gpu",
+                        "--num_machines", "1", "--num_processes", "2",
+                        "--rdzv_backend", "shard", "--main_process_port",
+                        "0"],
+         {"PET_RDZV_ENDPOINT": address, "PET_RDZV_ID": "accelerate"}),
+    ]
+
+
+def check_run(name, proc, work, coordinator):
+    out, _ = communicate_or_report(proc, 600)
+    check(proc.returncode == 0,
+          f"{name}: the launcher exits 0 (exit {proc.returncode})")
+    if proc.returncode != 0:
+        print(f"--- {name}'s output:\n{out[-8000:]}", flush=True)
+    ranks = re.findall(r"rank (\d) of (\d) \(accelerate (\d)\): params "
+                       r"(-?\d+\.\d{10})", out)
+    check(sorted((r, w, a) for r, w, a, _ in ranks) ==
+          [("0", "2", "2"), ("1", "2", "2")],
+          f"{name}: accelerate's world is the job's on both ranks {ranks}")
+    check(len({params for *_, params in ranks}) == 1,
+          f"{name}: identical parameters on both ranks {ranks}")
+    by_epoch = collections.defaultdict(list)
+    for path in glob.glob(os.path.join(work, f"{name}-*.txt")):
+        for line in open(path):
+            epoch, index = map(int, line.split())
+            by_epoch[epoch].append(index)
+    for epoch in range(2):
+        trained = by_epoch.get(epoch, [])
+        check(sorted(trained) == list(range(SAMPLES)),
+              f"{name}: epoch {epoch}: every one of {SAMPLES} samples "
+              f"trained exactly once ({len(trained)} trained, "
+              f"{len(set(trained))} distinct)")
+    import shard
+    with shard.Client(coordinator) as client:
+        job = client.get_job(name)
+    check((job.committed_epoch, job.committed_position) == (2, 0),
+          f"{name}: the last epoch's commit landed (committed epoch "
+          f"{job.committed_epoch} position {job.committed_position})")
+
+
 def main():
     args = parse_args(__doc__.splitlines()[0])
     try:
@@ -30,36 +87,18 @@ def main():
         print("accelerate is not installed: skipped")
         return 77
     work = tempfile.mkdtemp(prefix="shard-accelerate-")
-    env = torchrun_env(args.python_dir)
     with ShardDaemon(args.bin_dir) as daemon:
-        proc = subprocess.Popen(
-            [*torchrun_command(), "--nnodes=1", "--nproc_per_node=2",
-             f"--rdzv_endpoint={daemon.address}", "--rdzv_id=loop", SCRIPT,
-             "--coordinator", daemon.address, "--job", "loop",
-             "--record", os.path.join(work, "record-{rank}.txt")],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, start_new_session=True)
-        out, _ = communicate_or_report(proc, 600)
-    check(proc.returncode == 0,
-          f"torchrun exits 0 (exit {proc.returncode}) {out[-1500:]}")
-    ranks = re.findall(r"rank (\d) of (\d) \(accelerate (\d)\): params "
-                       r"(-?\d+\.\d{10})", out)
-    check(sorted((r, w, a) for r, w, a, _ in ranks) ==
-          [("0", "2", "2"), ("1", "2", "2")],
-          f"accelerate's world is the job's on both ranks {ranks}")
-    check(len({params for *_, params in ranks}) == 1,
-          f"identical parameters on both ranks {ranks}")
-    by_epoch = collections.defaultdict(list)
-    for path in glob.glob(os.path.join(work, "record-*.txt")):
-        for line in open(path):
-            epoch, index = map(int, line.split())
-            by_epoch[epoch].append(index)
-    for epoch in range(2):
-        trained = by_epoch.get(epoch, [])
-        check(sorted(trained) == list(range(SAMPLES)),
-              f"epoch {epoch}: every one of {SAMPLES} samples trained "
-              f"exactly once ({len(trained)} trained, {len(set(trained))} "
-              f"distinct)")
+        for name, launcher, extra_env in launchers(daemon.address):
+            env = torchrun_env(args.python_dir)
+            env.update(extra_env)
+            proc = subprocess.Popen(
+                [*launcher, SCRIPT, "--coordinator", daemon.address,
+                 "--job", name,
+                 "--record", os.path.join(work, name + "-{rank}.txt"),
+                 "--commit-delay", "1"],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True, start_new_session=True, cwd=work)
+            check_run(name, proc, work, daemon.address)
     return exit_code()
 
 
