@@ -4,10 +4,11 @@ under torchrun --rdzv-backend shard, over a real shardd, with a worker
 killed and then a resume at another world size:
 
 1. Two workers train a small causal LM on balanced batches (token budget
-   per micro-batch) of an elastic job (1..3 ranks) to step 30,
-   checkpointing every 10; after the first checkpoint was committed, one
-   worker is SIGKILLed mid-step. torchrun (--max-restarts 1) restarts
-   both; they resume from the committed checkpoint.
+   per micro-batch) of an elastic job (1..3 ranks) to step 30, each with
+   a DataLoader worker process (dataloader_num_workers=1), checkpointing
+   every 10; after the first checkpoint was committed, one worker is
+   SIGKILLed mid-step. torchrun (--max-restarts 1) restarts both; they
+   resume from the committed checkpoint.
 2. The same command with three workers resumes from the checkpoint of
    step 30 and trains to step 60: the world forms at 3 (the launch's
    size), and the rest of the epoch is re-split over 3.
@@ -40,11 +41,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
                        "hf_trainer.py")
 SAVE_STEPS = 10
-# (workers, the step the run trains to) of each torchrun run.
-RUNS = ((2, 30), (3, 60))
+# (workers, the step the run trains to, DataLoader worker processes per
+# worker) of each torchrun run.
+RUNS = ((2, 30, 1), (3, 60, 0))
 
 
-def start(python_dir, address, work, run, world, steps):
+def start(python_dir, address, work, run, world, steps, loader_workers):
     env = torchrun_env(python_dir)
     return subprocess.Popen(
         [*torchrun_command(), "--nnodes=1", f"--nproc_per_node={world}",
@@ -54,6 +56,7 @@ def start(python_dir, address, work, run, world, steps):
          "--max-length", "128", "--batch-tokens", "4096",
          "--max-steps", str(steps), "--save-steps", str(SAVE_STEPS),
          "--min-world-size", "1", "--max-world-size", "3",
+         "--loader-workers", str(loader_workers),
          "--record",
          os.path.join(work, f"record-{run}-{{restart}}-{{rank}}.txt")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -177,14 +180,15 @@ def main():
     work = tempfile.mkdtemp(prefix="shard-hf-trainer-")
     refusals(work)
     with ShardDaemon(args.bin_dir) as daemon:
-        (first_world, first_steps), (second_world, second_steps) = RUNS
+        (first_world, first_steps, first_loaders), \
+            (second_world, second_steps, second_loaders) = RUNS
         proc = start(args.python_dir, daemon.address, work, 1, first_world,
-                     first_steps)
+                     first_steps, first_loaders)
         kill_a_worker_after_the_first_commit(proc, work)
         first_out = run_to_the_end(proc, first_world, first_steps)
         restarted_at = resumed_step(first_out, first_world)
         proc = start(args.python_dir, daemon.address, work, 2, second_world,
-                     second_steps)
+                     second_steps, second_loaders)
         second_out = run_to_the_end(proc, second_world, second_steps)
         resized_at = resumed_step(second_out, second_world)
         check(resized_at == first_steps,
