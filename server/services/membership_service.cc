@@ -112,7 +112,9 @@ uint64_t IncomingRanks(const CoordinatorState& state, const std::string& job_id,
   }
   if (job->IsMember(member_id)) return 0;
   const uint64_t members = job->members.size() + 1;
-  const uint64_t launch = spec ? spec->world_size() : 0;
+  // A launch past the job's bounds is refused later, by its spec.
+  const uint64_t launch =
+      spec ? std::min(spec->world_size(), job->spec.max_world_size()) : 0;
   const uint64_t after =
       job->world_formed()
           ? members
