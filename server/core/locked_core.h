@@ -94,7 +94,7 @@ class LockedCore {
   absl::Status JoinMember(const std::string& job_id,
                           const std::string& member_id, uint64_t incarnation,
                           std::optional<uint32_t> requested_rank,
-                          uint32_t launch_world_size = 0);
+                          uint32_t launch_world_size);
   // Journals MemberRemoved (ending the generation if the member was in
   // it), then re-forms the world if the remaining members allow it. OK if
   // it is no member.

@@ -25,7 +25,8 @@ import sys
 import tempfile
 
 from harness import (ShardDaemon, check, communicate_or_report,  # noqa: E402
-                     exit_code, parse_args, torchrun_command, torchrun_env)
+                     exit_code, installed, parse_args, torchrun_command,
+                     torchrun_env)
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       "accelerate_loop_script.py")
@@ -81,10 +82,7 @@ def check_run(name, proc, work, coordinator):
 
 def main():
     args = parse_args(__doc__.splitlines()[0])
-    try:
-        import accelerate  # noqa: F401
-    except ImportError:
-        print("accelerate is not installed: skipped")
+    if not installed("accelerate"):
         return 77
     work = tempfile.mkdtemp(prefix="shard-accelerate-")
     with ShardDaemon(args.bin_dir) as daemon:

@@ -3,6 +3,7 @@ shardd, --python-dir with the built package, which goes on sys.path), the
 real shardd (ShardDaemon), pass/fail bookkeeping and what a hung process
 leaves behind for its diagnosis (communicate_or_report)."""
 import argparse
+import importlib
 import os
 import shutil
 import subprocess
@@ -30,6 +31,17 @@ def parse_args(description, add_arguments=None, bin_dir_required=True):
     args = parser.parse_args()
     sys.path.insert(0, args.python_dir)
     return args
+
+
+def installed(module):
+    """Whether `module` imports; prints that the test is skipped (it then
+    exits 77) when it does not."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        print(f"{module} is not installed: skipped")
+        return False
+    return True
 
 
 def check(condition, what, quiet=False):

@@ -34,8 +34,8 @@ import tempfile
 import time
 
 from harness import (ShardDaemon, check, communicate_or_report,  # noqa: E402
-                     exit_code, expect_error, parse_args, torchrun_command,
-                     torchrun_env)
+                     exit_code, expect_error, installed, parse_args,
+                     torchrun_command, torchrun_env)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "client", "python", "examples",
@@ -171,10 +171,7 @@ def refusals(work):
 
 def main():
     args = parse_args(__doc__.splitlines()[0])
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        print("transformers is not installed: skipped")
+    if not installed("transformers"):
         return 77
     size = samples_in_epoch()
     work = tempfile.mkdtemp(prefix="shard-hf-trainer-")
