@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/awaited_world.h"
 #include "client/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 #include "shard/client/coordinator_channel.h"
@@ -192,6 +193,14 @@ Membership CoordinatorClient::Joined(
   return membership;
 }
 
+namespace {
+
+// How long a round of a waiting join lasts at least, if it asked for as
+// long.
+constexpr absl::Duration kShortestJoinRound = absl::Seconds(1);
+
+}  // namespace
+
 absl::StatusOr<Membership> CoordinatorClient::Join(
     const std::string& job_id, const std::string& member_id,
     const std::optional<shard::v1::JobSpec>& spec, absl::Duration wait,
@@ -214,6 +223,7 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
             : left;
     request.set_wait_for_world_ms(static_cast<uint32_t>(
         std::min<int64_t>(absl::ToInt64Milliseconds(round), UINT32_MAX)));
+    const absl::Time round_began = absl::Now();
     response =
         Call(&Stub::JoinJob, "JoinJob", request, Attempts::kRetried, round);
     // A round the coordinator answered without waiting (its wait was 0
@@ -222,6 +232,12 @@ absl::StatusOr<Membership> CoordinatorClient::Join(
         response.ok() ? !response->world_formed()
                       : absl::IsDeadlineExceeded(response.status());
     if (!waiting_goes_on || absl::Now() >= until) break;
+    // A coordinator that bounds waits far below the round asked (an older
+    // shardd's --max-wait 0) answers at once: the round still lasts what it
+    // asked, up to a second, before the next join.
+    absl::SleepFor(
+        std::min(round_began + std::min(round, kShortestJoinRound), until) -
+        absl::Now());
     if (options_.on_waiting) ReportWaiting(job_id, until);
   }
   if (!response.ok()) return response.status();
@@ -241,11 +257,6 @@ void CoordinatorClient::ReportWaiting(const std::string& job_id,
   absl::StatusOr<shard::v1::Job> job =
       Call(&Stub::GetJob, "GetJob", request, Attempts::kOnce);
   if (!job.ok()) return;  // The next round's JoinJob reports what matters.
-  const uint64_t needed = job->spec().min_world_size() > 0
-                              ? job->spec().min_world_size()
-                              : job->spec().world_size();
-  const uint64_t joined = job->joined_members();
-  const uint64_t missing = needed > joined ? needed - joined : 0;
   const int64_t rejoining = std::count_if(
       job->members().begin(), job->members().end(),
       [](const shard::v1::JobMember& m) { return m.awaiting_rejoin(); });
@@ -260,10 +271,9 @@ void CoordinatorClient::ReportWaiting(const std::string& job_id,
                      " to re-join (or its lease to expire), ", left, " left"));
     return;
   }
-  options_.on_waiting(absl::StrCat(
-      "job ", job_id, ": waiting for ", missing, " more member",
-      missing == 1 ? "" : "s", " (", joined, " of ", needed,
-      " joined), generation ", job->generation(), ", ", left, " left"));
+  options_.on_waiting(absl::StrCat("job ", job_id, ": waiting for ",
+                                   MissingMembersText(*job), ", generation ",
+                                   job->generation(), ", ", left, " left"));
 }
 
 absl::StatusOr<shard::v1::PreviewShardResponse> CoordinatorClient::Preview(

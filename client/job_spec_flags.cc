@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/cli/command_line.h"
+#include "common/plan/job_spec.h"
 
 namespace shard::client {
 namespace {
@@ -64,11 +65,13 @@ void AddJobSpecOptions(CLI::App& app, JobSpecFlags* flags) {
           ->group(group),
       cli::AddOption(app, "--min-world-size", flags->min_world_size,
                      "elastic: fewest members a generation may start with "
-                     "(0: the world size)")
+                     "(0: the world size)",
+                     plan::kMaxWorldSize)
           ->group(group),
       cli::AddOption(app, "--max-world-size", flags->max_world_size,
                      "elastic: most members a generation may take (0: the "
-                     "world size)")
+                     "world size)",
+                     plan::kMaxWorldSize)
           ->group(group),
   };
 }
@@ -76,9 +79,10 @@ void AddJobSpecOptions(CLI::App& app, JobSpecFlags* flags) {
 absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const JobSpecFlags& flags,
                                                     uint64_t dataset_size,
                                                     uint64_t world_size) {
-  if (world_size > UINT32_MAX) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--world-size must fit in 32 bits, got ", world_size));
+  if (world_size > plan::kMaxWorldSize) {
+    return absl::InvalidArgumentError(absl::StrCat("--world-size ", world_size,
+                                                   " is above the largest, ",
+                                                   plan::kMaxWorldSize));
   }
   shard::v1::JobSpec spec;
   spec.set_dataset_size(dataset_size);
@@ -99,19 +103,28 @@ absl::StatusOr<shard::v1::JobSpec> JobSpecFromFlags(const JobSpecFlags& flags,
 
 namespace {
 
-// Sets the share of `source` from "weight=W", "repeat=R" or "choose=C".
+// Sets the share of `source` from "weight=W", "repeat=R" or "choose=C",
+// each number decimal (cli::ParseDecimal, cli::ParseDecimalFraction).
 absl::Status ParseSourceShare(absl::string_view text,
                               shard::v1::Source* source) {
   const std::pair<absl::string_view, absl::string_view> kv =
       absl::StrSplit(text, absl::MaxSplits('=', 1));
-  double fraction = 0;
-  uint64_t count = 0;
-  if (kv.first == "weight" && absl::SimpleAtod(kv.second, &fraction)) {
-    source->set_weight(fraction);
-  } else if (kv.first == "repeat" && absl::SimpleAtod(kv.second, &fraction)) {
-    source->set_repeat(fraction);
-  } else if (kv.first == "choose" && absl::SimpleAtoi(kv.second, &count)) {
-    source->set_choose(count);
+  const auto refused = [&](const absl::Status& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("source \"", source->name(), "\": ", kv.first, "=",
+                     why.message(), "; give weight=W, repeat=R or choose=C"));
+  };
+  if (kv.first == "weight" || kv.first == "repeat") {
+    const absl::StatusOr<double> fraction =
+        cli::ParseDecimalFraction(kv.second);
+    if (!fraction.ok()) return refused(fraction.status());
+    kv.first == "weight" ? source->set_weight(*fraction)
+                         : source->set_repeat(*fraction);
+  } else if (kv.first == "choose") {
+    const absl::StatusOr<uint64_t> count =
+        cli::ParseDecimal(kv.second, UINT64_MAX);
+    if (!count.ok()) return refused(count.status());
+    source->set_choose(*count);
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "source \"", source->name(),
@@ -162,12 +175,14 @@ absl::StatusOr<shard::v1::Source> ParseSizedSource(absl::string_view text) {
       "NAME:SIZE[:weight=W|repeat=R|choose=C]";
   absl::StatusOr<SourceOption> option = ParseSourceOption(text, kSyntax);
   if (!option.ok()) return option.status();
-  uint64_t size = 0;
-  if (!absl::SimpleAtoi(option->value, &size)) {
+  const absl::StatusOr<uint64_t> size =
+      cli::ParseDecimal(option->value, UINT64_MAX);
+  if (!size.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--source takes ", kSyntax, ", got \"", text, "\""));
+        absl::StrCat("--source takes ", kSyntax, ", got \"", text, "\": SIZE ",
+                     size.status().message()));
   }
-  option->source.set_size(size);
+  option->source.set_size(*size);
   return std::move(option->source);
 }
 

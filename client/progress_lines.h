@@ -7,8 +7,8 @@
 //     connect ...: Connection refused); retrying for 40s more
 //     (--retry-deadline)
 // - waiting for a job's world to form (ClientOptions::on_waiting):
-//     shard-train: job j: waiting for 1 more member (2 of 3 joined),
-//     generation 7, 9m50s left
+//     shard-train: job j: waiting for 1 more member (2 of 3 joined; 3: the
+//     job's world size), generation 7, 9m50s left
 #ifndef CLIENT_PROGRESS_LINES_H_
 #define CLIENT_PROGRESS_LINES_H_
 

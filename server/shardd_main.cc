@@ -223,6 +223,10 @@ shard::metrics::CoordinatorView ViewOf(
   return view;
 }
 
+// The shortest --max-wait: a round of a waiting join (clients ask for
+// rounds of at least this long).
+constexpr absl::Duration kShortestMaxWait = absl::Seconds(1);
+
 // The coordinator's options from the flags; nullopt (reported) when they
 // do not fit.
 std::optional<shard::server::CoordinatorOptions> CoordinatorOptionsFromFlags(
@@ -250,6 +254,14 @@ std::optional<shard::server::CoordinatorOptions> CoordinatorOptionsFromFlags(
   // Durations are never negative (the command line refuses them).
   if (options.lease <= absl::ZeroDuration()) {
     std::cerr << "shardd: --lease must be positive\n";
+    return std::nullopt;
+  }
+  // A shorter bound answers every waiting join at once, and its client
+  // joins again at once: a busy loop per waiting rank.
+  if (options.max_wait < kShortestMaxWait) {
+    std::cerr << "shardd: --max-wait " << absl::FormatDuration(options.max_wait)
+              << " is below " << absl::FormatDuration(kShortestMaxWait)
+              << ", the shortest wait a join's round needs\n";
     return std::nullopt;
   }
   return options;

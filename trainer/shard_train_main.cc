@@ -13,6 +13,7 @@
 #include "client/progress_lines.h"
 #include "client/security_flags.h"
 #include "common/cli/command_line.h"
+#include "common/plan/job_spec.h"
 #include "common/plan/mixture.h"
 #include "shard/version.h"
 #include "trainer/heap_reuse.h"
@@ -20,12 +21,19 @@
 
 namespace {
 
-// Hostname plus the local rank ($LOCAL_RANK, else 0).
+// Hostname plus the local rank ($LOCAL_RANK, else 0); under torchrun also
+// the agent's process id.
 std::string DefaultMember() {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   const char* local_rank = std::getenv("LOCAL_RANK");
-  return absl::StrCat(host, "-", local_rank != nullptr ? local_rank : "0");
+  const std::string local = local_rank != nullptr ? local_rank : "0";
+  // A torchrun worker: its agent's process id tells the workers of two
+  // agents on one host apart (their LOCAL_RANKs are the same).
+  if (std::getenv("TORCHELASTIC_RUN_ID") != nullptr) {
+    return absl::StrCat(host, "-", getppid(), "-", local);
+  }
+  return absl::StrCat(host, "-", local);
 }
 
 // The command line's values, before they are checked and turned into
@@ -139,7 +147,8 @@ void AddOptions(CLI::App& app, Flags& flags,
   shard::cli::AddOption(
       app, "--world-size", flags.world_size,
       "ranks; with it shard-train creates the job (or checks that "
-      "the existing one has this spec)")
+      "the existing one has this spec)",
+      shard::plan::kMaxWorldSize)
       ->group("Job spec");
   AddMixtureOptions(app, flags);
   shard::client::AddJobSpecOptions(app, &flags.spec);
@@ -220,6 +229,12 @@ absl::Status FinishOptions(Flags& flags,
       shard::trainer::ParseBackend(flags.backend);
   if (!backend.ok()) return backend.status();
   options.process_group.backend = *backend;
+  // Shorter, every collective times out and each re-join fails again.
+  if (flags.pg_timeout < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pg-timeout ", absl::FormatDuration(flags.pg_timeout),
+                     " is below 1s: every collective would time out"));
+  }
   options.process_group.timeout =
       std::chrono::milliseconds(absl::ToInt64Milliseconds(flags.pg_timeout));
   if (options.heartbeat_interval <= absl::ZeroDuration()) {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "client/awaited_world.h"
 #include "client/shardctl/batch_plan.h"
 #include "client/shardctl/job_warnings.h"
 #include "common/cli/command_line.h"
@@ -201,6 +202,13 @@ void PrintJobDetails(const shard::v1::Job& job) {
           {"generation:", absl::StrCat(job.generation())},
           {"members:", absl::StrCat(job.joined_members())},
       });
+  if (job.current_world_size() == 0) {
+    const client::AwaitedWorld awaited = client::AwaitedWorldOf(job);
+    fields.push_back(
+        {"world awaits:",
+         absl::StrCat(awaited.size, " members",
+                      awaited.rule.empty() ? "" : " (" + awaited.rule + ")")});
+  }
   PrintTable(fields);
   PrintJobWarnings(job);
   if (spec.sources_size() > 0) PrintSources(job);

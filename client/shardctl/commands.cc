@@ -208,7 +208,8 @@ Command AddCreateJob(CLI::App& shardctl) {
   cli::AddOption(*app, "--epoch-size", flags->epoch_size,
                  "samples per epoch of a mixture whose sources have weights")
       ->needs(sources);
-  cli::AddOption(*app, "--world-size", flags->world_size, "ranks (members)")
+  cli::AddOption(*app, "--world-size", flags->world_size, "ranks (members)",
+                 plan::kMaxWorldSize)
       ->required();
   client::AddJobSpecOptions(*app, &flags->spec);
   AddBatchOptions(*app, *flags);

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "shard/version.h"
 
 namespace shard::cli {
@@ -23,29 +24,63 @@ void Configure(CLI::App& app, const std::string& program) {
   app.get_formatter()->column_width(34);
 }
 
+absl::StatusOr<uint64_t> ParseDecimal(absl::string_view text, uint64_t max) {
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+  if (absl::StartsWith(trimmed, "-")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", text, "\" is negative; give a whole number, 0 or more"));
+  }
+  const bool digits =
+      !trimmed.empty() &&
+      std::all_of(trimmed.begin(), trimmed.end(), absl::ascii_isdigit);
+  // A leading 0 would read as octal, 0x as hex: decimal only.
+  if (!digits || (trimmed.size() > 1 && trimmed.front() == '0')) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text,
+                     "\" is not a decimal whole number (no leading zeros, "
+                     "no 0x)"));
+  }
+  uint64_t number;
+  if (!absl::SimpleAtoi(trimmed, &number) || number > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text, "\" is above the largest value, ", max));
+  }
+  return number;
+}
+
+absl::StatusOr<double> ParseDecimalFraction(absl::string_view text) {
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+  // Digits with at most one '.', then an optional exponent: no sign, no
+  // hex (SimpleAtod reads "0x10" as 16), no nan or infinity.
+  const size_t exponent = trimmed.find_first_of("eE");
+  const absl::string_view mantissa = trimmed.substr(0, exponent);
+  const bool mantissa_ok =
+      std::count(mantissa.begin(), mantissa.end(), '.') <= 1 &&
+      std::any_of(mantissa.begin(), mantissa.end(), absl::ascii_isdigit) &&
+      std::all_of(mantissa.begin(), mantissa.end(),
+                  [](char c) { return absl::ascii_isdigit(c) || c == '.'; });
+  absl::string_view power =
+      exponent == absl::string_view::npos ? "0" : trimmed.substr(exponent + 1);
+  absl::ConsumePrefix(&power, "-") || absl::ConsumePrefix(&power, "+");
+  const bool power_ok =
+      !power.empty() &&
+      std::all_of(power.begin(), power.end(), absl::ascii_isdigit);
+  double number;
+  if (!mantissa_ok || !power_ok || !absl::SimpleAtod(trimmed, &number) ||
+      !std::isfinite(number)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text,
+                     "\" is not a decimal number (e.g. 0.25, 3 or 1e-3; no "
+                     "sign, no 0x)"));
+  }
+  return number;
+}
+
 CLI::Validator DecimalNumber(uint64_t max) {
   return CLI::Validator(
       [max](std::string& text) -> std::string {
-        const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
-        if (absl::StartsWith(trimmed, "-")) {
-          return absl::StrCat("\"", text,
-                              "\" is negative; give a whole number, 0 or more");
-        }
-        const bool digits =
-            !trimmed.empty() &&
-            std::all_of(trimmed.begin(), trimmed.end(), absl::ascii_isdigit);
-        // A leading 0 would read as octal, 0x as hex: decimal only.
-        if (!digits || (trimmed.size() > 1 && trimmed.front() == '0')) {
-          return absl::StrCat("\"", text,
-                              "\" is not a decimal whole number (no leading "
-                              "zeros, no 0x)");
-        }
-        uint64_t number;
-        if (!absl::SimpleAtoi(trimmed, &number) || number > max) {
-          return absl::StrCat("\"", text, "\" is above the largest value, ",
-                              max);
-        }
-        return "";
+        const absl::StatusOr<uint64_t> number = ParseDecimal(text, max);
+        return number.ok() ? "" : std::string(number.status().message());
       },
       "");
 }

@@ -8,6 +8,7 @@
 #ifndef COMMON_CLI_COMMAND_LINE_H_
 #define COMMON_CLI_COMMAND_LINE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -18,6 +19,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/net/address.h"
 
@@ -37,6 +40,13 @@ void Configure(CLI::App& app, const std::string& program);
 // takes "nan" for a floating-point one. DecimalNumber takes only decimal
 // digits (no sign, no leading zero) up to `max`.
 CLI::Validator DecimalNumber(uint64_t max);
+// The rules of DecimalNumber for a number inside an option's value (e.g.
+// --source NAME:SIZE:choose=C): INVALID_ARGUMENT with the same message.
+absl::StatusOr<uint64_t> ParseDecimal(absl::string_view text, uint64_t max);
+// A fraction inside an option's value (weight=W): decimal digits with at
+// most one '.' and an optional exponent ("0.25", "3", "1e-3"); no sign, no
+// hex float ("0x10"), no nan or infinity. INVALID_ARGUMENT saying so.
+absl::StatusOr<double> ParseDecimalFraction(absl::string_view text);
 CLI::Validator FiniteNumber();
 // A whole number of at least `min`, saying so in those words (CLI11's
 // PositiveNumber says "not in range 0.000000 to 1.79e308").
@@ -69,17 +79,19 @@ struct OptionValue<std::vector<T>> {
 // "010", "0x10" and a number past its type's range instead of reading or
 // clamping them; a floating-point one refuses nan and infinities. Each refusal
 // is a usage error naming the option and the value typed. Every option with a
-// value is added through it.
+// value is added through it. `max` (0: the type's largest) bounds an integer
+// option, and the refusal names that bound.
 template <typename T>
 CLI::Option* AddOption(CLI::App& app, const std::string& name, T& value,
-                       const std::string& help = "") {
+                       const std::string& help = "", uint64_t max = 0) {
   CLI::Option* option = app.add_option(name, value, help);
   using Number = typename OptionValue<T>::type;
   if constexpr (std::is_floating_point_v<Number>) {
     option->check(FiniteNumber());
   } else if constexpr (std::is_integral_v<Number> &&
                        !std::is_same_v<Number, bool>) {
-    option->check(DecimalNumber(std::numeric_limits<Number>::max()));
+    const uint64_t largest = std::numeric_limits<Number>::max();
+    option->check(DecimalNumber(max == 0 ? largest : std::min(max, largest)));
   }
   return option;
 }

@@ -2,10 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 namespace shard::plan {
 
 BalanceFigures::BalanceFigures() : histogram_(kBuckets + 1, 0) {}
+
+size_t BalanceFigures::BucketOf(uint64_t most, uint64_t total, uint32_t world) {
+  if (total == 0) return 0;
+  // x - 1 = (W x most - total) / total, exactly: W x most < 2^84.
+  const unsigned __int128 excess =
+      static_cast<unsigned __int128>(most) * world - total;
+  if (excess >= total) return kBuckets;  // x >= 2
+  return static_cast<size_t>(excess * kBuckets / total);
+}
 
 void BalanceFigures::AddWindow(const WindowBatches& window) {
   const uint32_t world = window.world_size();
@@ -17,12 +27,10 @@ void BalanceFigures::AddWindow(const WindowBatches& window) {
       total += cost;
       most = std::max(most, cost);
     }
+    ++histogram_[BucketOf(most, total, world)];
     const double imbalance = total == 0 ? 1.0
                                         : static_cast<double>(most) * world /
                                               static_cast<double>(total);
-    const double bucket = std::floor((imbalance - 1.0) * kBuckets);
-    ++histogram_[static_cast<size_t>(
-        std::clamp(bucket, 0.0, static_cast<double>(kBuckets)))];
     max_ = std::max(max_, imbalance);
     ++steps_;
   }
@@ -39,7 +47,8 @@ double BalanceFigures::Imbalance(double q) const {
   for (int bucket = 0; bucket < kBuckets; ++bucket) {
     seen += histogram_[bucket];
     if (seen >= rank) {
-      return std::min(max_, 1.0 + static_cast<double>(bucket + 1) / kBuckets);
+      return std::min(max_,
+                      static_cast<double>(kBuckets + bucket + 1) / kBuckets);
     }
   }
   return max_;

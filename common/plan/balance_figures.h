@@ -2,14 +2,16 @@
 // imbalance of its micro-batches' costs (the largest over the mean of the
 // ranks'); over the steps, its percentiles and largest value, and the
 // padding (micro-batches padded to their longest sample). The percentiles
-// come from a histogram of steps of 1/10,000 between 1 and 2: p50 and p99
-// are the upper edge of their bucket (at most 0.0001 above the exact
-// value) or the largest value, whichever is smaller. What shardctl plan
+// come from a histogram of steps of 1/10,000 between 1 and 2, each step's
+// bucket computed in exact integer arithmetic: p50 and p99 are the upper
+// edge of their bucket (at most 0.0001 above the exact value) or the
+// largest value, whichever is smaller. What shardctl plan
 // --balance prints and the coordinator reports for the windows it
 // arranged (Job.batch_balance). Not thread-safe.
 #ifndef COMMON_PLAN_BALANCE_FIGURES_H_
 #define COMMON_PLAN_BALANCE_FIGURES_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -35,6 +37,10 @@ class BalanceFigures {
 
  private:
   static constexpr int kBuckets = 10000;  // [1, 2) in steps of 1/10,000
+
+  // floor((x - 1) x kBuckets) for x = world x most / total below 2,
+  // kBuckets from 2 on; 0 when total is 0 (x = 1).
+  static size_t BucketOf(uint64_t most, uint64_t total, uint32_t world);
 
   std::vector<uint64_t> histogram_;  // kBuckets, then one for >= 2
   uint64_t steps_ = 0;

@@ -26,9 +26,9 @@ struct BatchPolicy {
   uint64_t window = 0;
 
   // Samples per window for a world of `world_size` ranks (>= 1):
-  // max(window or 65,536, 16 x W) with batch_tokens; with batch_size the
-  // same rounded up to a multiple of W x batch_size, so that a full window
-  // makes whole steps of full micro-batches.
+  // max(window or 65,536, 16 x W) rounded up to a multiple of W (with
+  // batch_tokens), or of W x batch_size (with batch_size), so that a full
+  // window makes whole steps under the budget, or of full micro-batches.
   uint64_t WindowSamples(uint64_t world_size) const;
   // The model's cost of a micro-batch of `count` samples whose costs sum
   // to `sum` and whose largest is `longest`.

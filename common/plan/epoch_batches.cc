@@ -9,8 +9,9 @@ uint64_t EpochBatches::Served(uint64_t left, uint32_t world_size, Tail tail,
                               const BatchPolicy& policy) {
   if (left == 0) return 0;
   const uint64_t last = (left - 1) % policy.WindowSamples(world_size) + 1;
-  if (last >= world_size) return left;
-  return tail == Tail::kDrop ? left - last : left - last + world_size;
+  const uint64_t over = last % world_size;
+  if (over == 0) return left;
+  return tail == Tail::kDrop ? left - over : left - over + world_size;
 }
 
 EpochBatches::EpochBatches(uint64_t order_size, uint32_t world_size, Tail tail,

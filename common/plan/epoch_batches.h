@@ -3,10 +3,14 @@
 // (epoch_rest.h; the whole epoch for a world that starts it) from epoch
 // position `base` on. Window i holds the rest's samples i x S .. (i + 1) x
 // S - 1 (S = BatchPolicy::WindowSamples(W)), the last one what is left, and
-// serves epoch positions base + i x S on. A last window of fewer than W
-// samples cannot give every rank a micro-batch: the pad tail fills it to W
-// with positions after the order's end (which read its first entries
-// again, as ShardLayout's pad does), the drop tail leaves it out. Windows
+// serves epoch positions base + i x S on. S is a multiple of W; a last
+// window that is not (fewer than W samples could not give every rank a
+// micro-batch, and W k + j samples that each fill a token budget alone
+// could not make whole steps under it) is made one: the pad tail fills it
+// to the next multiple of W with positions after the order's end (which
+// read its first entries again, as ShardLayout's pad does), the drop tail
+// leaves out its last samples down to a multiple of W (at most W - 1
+// either way, as DistributedSampler's tails). Windows
 // are numbered across the epoch (their step order's key): a world that
 // starts the epoch numbers its windows from 0, a later one from one past
 // the window its predecessor stopped in (epoch_worlds.h).

@@ -172,51 +172,74 @@ void SortByCost(std::vector<MicroBatch>::iterator begin,
   });
 }
 
-// Where the final run begins: the index of its first consecutive batch
-// among `batches` (docs/balanced-batches.md, "A window's micro-batches",
-// step 3), or batches.size() when nothing is dealt again.
-size_t FinalRunStart(const std::vector<WindowEntry>& sorted,
-                     const std::vector<MicroBatch>& batches, uint64_t world,
-                     const BatchPolicy& policy) {
+// The final run (docs/balanced-batches.md, "A window's micro-batches",
+// step 3): the index of its first consecutive batch among the window's
+// `batches` (batches.size() when nothing is dealt again), and how many
+// micro-batches it is dealt into.
+struct FinalRun {
+  size_t first_batch;
+  uint64_t dealt;
+};
+
+uint64_t RoundUp(uint64_t value, uint64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+FinalRun ChooseFinalRun(const std::vector<WindowEntry>& sorted,
+                        const std::vector<MicroBatch>& batches, uint64_t world,
+                        const BatchPolicy& policy) {
   const size_t m = batches.size();
   const size_t k = m % world;
   if (k == 0 && policy.batch_size > 0 &&
       batches.back().samples.size() == policy.batch_size) {
-    return m;  // whole steps of full micro-batches
+    return {m, 0};  // whole steps of full micro-batches
   }
+  const auto samples_from = [&](size_t batch) {
+    return sorted.size() - batches[batch].samples.front();
+  };
   const size_t left_over = k != 0 ? k : world;
-  if (m > 2 * world) return m - left_over - world;
-  size_t kept = m - left_over;
-  if (sorted.size() - batches[kept].samples.front() < world && kept >= world) {
-    kept -= world;
+  size_t first = m - left_over;
+  if (m > 2 * world) {
+    first -= world;
+  } else if (samples_from(first) < world && first >= world) {
+    first -= world;
   }
-  return kept;
+  uint64_t dealt =
+      m > 2 * world && samples_from(first) >= 2 * world ? 2 * world : world;
+  if (policy.batch_tokens == 0) return {first, dealt};
+  // A token budget is a hard cap: the run is cut into no fewer
+  // micro-batches than its consecutive ones under the budget (m - first),
+  // and needs a sample for each; W more consecutive ones at a time join it
+  // until it has them. The whole window always has: it holds a multiple
+  // of W samples (EpochBatches).
+  while (true) {
+    dealt = std::max<uint64_t>(dealt, RoundUp(m - first, world));
+    if (samples_from(first) >= dealt || first == 0) return {first, dealt};
+    first = first > world ? first - world : 0;
+  }
 }
 
 // The window's micro-batches, a multiple of `world` of them, in step order:
 // the consecutive batches sorted by cost, except the final run's, which
-// are dealt again into W or 2W micro-batches (fixed counts:
-// DealByLeastCost; token budgets: CutByLeastLargest) that make the
-// window's last steps by themselves, sorted by cost among themselves.
+// are dealt again (fixed counts: DealByLeastCost; token budgets:
+// CutByLeastLargest) into micro-batches that make the window's last steps
+// by themselves, sorted by cost among themselves.
 std::vector<MicroBatch> GroupWindow(const std::vector<WindowEntry>& sorted,
                                     uint64_t world, const BatchPolicy& policy) {
   std::vector<MicroBatch> batches = ConsecutiveBatches(sorted, policy);
-  const size_t kept = FinalRunStart(sorted, batches, world, policy);
+  const FinalRun run = ChooseFinalRun(sorted, batches, world, policy);
+  const size_t kept = run.first_batch;
   if (kept == batches.size()) {
     SortByCost(batches.begin(), batches.end());
     return batches;
   }
   const uint64_t run_begin = batches[kept].samples.front();
-  const uint64_t dealt =
-      batches.size() > 2 * world && sorted.size() - run_begin >= 2 * world
-          ? 2 * world
-          : world;
   batches.resize(kept);
   SortByCost(batches.begin(), batches.end());
   for (MicroBatch& batch :
        policy.batch_size > 0
-           ? DealByLeastCost(sorted, run_begin, dealt, policy)
-           : CutByLeastLargest(sorted, run_begin, dealt, policy)) {
+           ? DealByLeastCost(sorted, run_begin, run.dealt, policy)
+           : CutByLeastLargest(sorted, run_begin, run.dealt, policy)) {
     batches.push_back(std::move(batch));
   }
   SortByCost(batches.begin() + kept, batches.end());

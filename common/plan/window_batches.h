@@ -76,8 +76,10 @@ class WindowBatches {
 // Arranges `entries` (in increasing position) for `world_size` ranks under
 // `policy`.
 // `step_key` keys the order of the steps (see StepOrderKey). Requires
-// entries.size() >= world_size >= 1: every rank gets at least one sample
-// in every step. Pure; O(S log S) for S entries.
+// entries.size() a multiple of world_size >= 1 (EpochBatches' windows
+// are): every rank gets at least one sample in every step, and with a
+// token budget no micro-batch costs more than it but a single sample that
+// does. Pure; O(S log S) for S entries.
 WindowBatches ArrangeWindow(std::vector<WindowEntry> entries,
                             uint32_t world_size, const BatchPolicy& policy,
                             uint64_t step_key);

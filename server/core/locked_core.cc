@@ -132,11 +132,13 @@ shard::v1::JobSpec AsLaunchOf(const shard::v1::JobSpec& stored,
 }  // namespace
 
 absl::StatusOr<const JobState*> LockedCore::CreateOrMatchJob(
-    const std::string& job_id, const shard::v1::JobSpec& spec,
+    const std::string& job_id, const shard::v1::JobSpec& spec, SpecMatch match,
     absl::StatusCode conflict_code) {
   if (const JobState* existing = state().FindJob(job_id)) {
     if (const std::string difference = plan::JobSpecDifference(
-            existing->spec, AsLaunchOf(existing->spec, spec));
+            existing->spec, match == SpecMatch::kLaunch
+                                ? AsLaunchOf(existing->spec, spec)
+                                : spec);
         !difference.empty()) {
       const std::string stored = plan::DescribeJobSpec(existing->spec);
       const std::string requested = plan::DescribeJobSpec(spec);

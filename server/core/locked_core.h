@@ -72,15 +72,19 @@ class LockedCore {
   // restart or failover lost).
   absl::Status CheckStoreScope(const shard::v1::StoreScope& scope);
 
-  // Creates the job or checks that the stored spec equals `spec`
-  // (normalised; for an elastic job, but for a world size within its
-  // bounds: a launch's size); `conflict_code` is the error for a different
-  // stored spec.
+  // How a request's spec must match an existing job's.
+  enum class SpecMatch {
+    kExact,   // CreateJob: equal (normalised)
+    kLaunch,  // JoinJob: equal, but for an elastic job's world size within
+              // its bounds (a launch's size)
+  };
+  // Creates the job or checks that the stored spec matches `spec` as
+  // `match` says; `conflict_code` is the error for a spec that does not.
   // A created job has its epoch 0 prepared and is told to the core's
   // JobCreatedObserver.
   absl::StatusOr<const JobState*> CreateOrMatchJob(
       const std::string& job_id, const shard::v1::JobSpec& spec,
-      absl::StatusCode conflict_code);
+      SpecMatch match, absl::StatusCode conflict_code);
   // Deletes the job (journaled), ends its parked calls, store and orders.
   absl::Status EraseJob(const std::string& job_id, absl::string_view reason);
 

@@ -72,6 +72,13 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Put(
     const absl::Time now = options_.now();
     if (auto table = tables_.find(request.sha256()); table != tables_.end()) {
       last_put_[request.sha256()] = now;
+      // Read back from the blobs while this upload was under way: what it
+      // staged is not needed any more.
+      if (auto staged = uploads_.find(request.sha256());
+          staged != uploads_.end()) {
+        bytes_ -= staged->second.le32.size();
+        uploads_.erase(staged);
+      }
       return Received(table->second->size(), true);
     }
     Upload& upload = uploads_[request.sha256()];
@@ -135,8 +142,12 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Complete(
   absl::MutexLock lock(&mu_);
   bytes_ -= upload.le32.size();
   if (!kept.ok()) return kept;
-  bytes_ += table->MemoryBytes();
-  tables_[sha256] = std::move(table);
+  // Costs read back from the blobs meanwhile (a create, join or stream
+  // asked for them) are the same costs: keep that table, counted once.
+  if (auto [resident, added] = tables_.try_emplace(sha256, std::move(table));
+      added) {
+    bytes_ += resident->second->MemoryBytes();
+  }
   last_put_[sha256] = options_.now();
   return Received(upload.count, true);
 }

@@ -19,6 +19,7 @@ std::shared_ptr<SharedWindows> SharedWindowTable::For(
     uint64_t incarnation, uint64_t epoch, const plan::EpochWorlds& worlds,
     std::shared_ptr<BalanceTally> balance) {
   const Key key = KeyOf(incarnation, epoch, worlds);
+  if (balance != nullptr) balance->BeginWorld(epoch, worlds.last().base);
   absl::MutexLock lock(&mu_);
   std::shared_ptr<SharedWindows> windows =
       FindOrMakeLocked(key, epoch, worlds, std::move(balance));

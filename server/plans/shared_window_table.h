@@ -36,7 +36,8 @@ class SharedWindowTable {
 
   // The windows of epoch `epoch` of the job of `incarnation` served by
   // the last world of `worlds`; made on first use, reporting the windows
-  // its ranks take to `balance` (may be null).
+  // its ranks take to `balance` (may be null), which begins counting that
+  // world (BalanceTally::BeginWorld).
   std::shared_ptr<SharedWindows> For(uint64_t incarnation, uint64_t epoch,
                                      const plan::EpochWorlds& worlds,
                                      std::shared_ptr<BalanceTally> balance)

@@ -10,6 +10,22 @@
 
 namespace shard::server {
 
+namespace {
+
+shard::v1::Job::AwaitedBy AwaitedByView(JobState::AwaitedBy by) {
+  switch (by) {
+    case JobState::AwaitedBy::kSpecWorldSize:
+      return shard::v1::Job::AWAITED_BY_SPEC_WORLD_SIZE;
+    case JobState::AwaitedBy::kLaunchSize:
+      return shard::v1::Job::AWAITED_BY_LAUNCH_SIZE;
+    case JobState::AwaitedBy::kMinWorldSize:
+      return shard::v1::Job::AWAITED_BY_MIN_WORLD_SIZE;
+  }
+  return shard::v1::Job::AWAITED_BY_UNSPECIFIED;
+}
+
+}  // namespace
+
 shard::v1::Job JobView(const JobState& job) {
   shard::v1::Job view;
   view.set_job_id(job.job_id);
@@ -24,6 +40,10 @@ shard::v1::Job JobView(const JobState& job) {
   view.set_committed_epoch(job.committed_epoch);
   view.set_committed_position(job.committed_position);
   view.set_current_world_size(job.world_size());
+  if (!job.world_formed()) {
+    view.set_world_size_awaited(job.WorldSizeAwaited());
+    view.set_world_size_awaited_by(AwaitedByView(job.WorldSizeAwaitedBy()));
+  }
   for (const std::string& member_id : job.members) {
     shard::v1::JobMember* member = view.add_members();
     member->set_member_id(member_id);
@@ -53,7 +73,8 @@ void JobService::StartCreateJob(const shard::v1::CreateJobRequest& request,
             std::move(reply),
             [&](LockedCore& core) -> absl::StatusOr<shard::v1::Job> {
               absl::StatusOr<const JobState*> job = core.CreateOrMatchJob(
-                  job_id, spec, absl::StatusCode::kAlreadyExists);
+                  job_id, spec, LockedCore::SpecMatch::kExact,
+                  absl::StatusCode::kAlreadyExists);
               if (!job.ok()) return job.status();
               return JobView(**job);
             });

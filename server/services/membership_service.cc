@@ -90,9 +90,10 @@ absl::Status AddMember(LockedCore& core,
     return s;
   }
   absl::StatusOr<const JobState*> job =
-      spec ? core.CreateOrMatchJob(job_id, *spec,
-                                   absl::StatusCode::kFailedPrecondition)
-           : core.FindJob(job_id);
+      spec
+          ? core.CreateOrMatchJob(job_id, *spec, LockedCore::SpecMatch::kLaunch,
+                                  absl::StatusCode::kFailedPrecondition)
+          : core.FindJob(job_id);
   if (!job.ok()) return job.status();
   return core.JoinMember(job_id, request.member_id(), request.incarnation(),
                          request.has_requested_rank()

@@ -120,15 +120,39 @@ struct JobState {
     return generation == 0 && launch_sizes.empty() ? spec.world_size()
                                                    : spec.min_world_size();
   }
-  // Members a world forming where none is formed waits for: the largest
-  // size a launcher started a member in that was in no world since (a job
-  // started or restarted as a whole by torchrun forms at the launch's
-  // size, which an elastic job may change between runs), else
-  // MinWorldSize() (survivors of an elastic world re-form with as few as
-  // min_world_size).
+  // Why a world forming where none is formed waits for as many members
+  // as it does (WorldSizeAwaited).
+  enum class AwaitedBy {
+    // The spec's world_size: the first world, no launch said a size.
+    kSpecWorldSize,
+    // The largest size a launcher started a member in that was in no world
+    // since: a job started or restarted as a whole (by torchrun) forms at
+    // the launch's size, which an elastic job may change between runs.
+    kLaunchSize,
+    // min_world_size: survivors of an elastic world re-form with as few as
+    // that, even beside a newcomer whose launch named a larger size (its
+    // launch's other processes may never come).
+    kMinWorldSize,
+  };
+  AwaitedBy WorldSizeAwaitedBy() const {
+    if (!launch_sizes.empty() && !HasSurvivors()) return AwaitedBy::kLaunchSize;
+    return generation == 0 && launch_sizes.empty() ? AwaitedBy::kSpecWorldSize
+                                                   : AwaitedBy::kMinWorldSize;
+  }
+  // Members a world forming where none is formed waits for, by
+  // WorldSizeAwaitedBy()'s rule. O(1).
   uint32_t WorldSizeAwaited() const {
-    const uint32_t launch = launch_sizes.Largest();
-    return launch != 0 ? launch : MinWorldSize();
+    return WorldSizeAwaitedBy() == AwaitedBy::kLaunchSize
+               ? launch_sizes.Largest()
+               : MinWorldSize();
+  }
+  // Whether a member that may be in the next world carries no launch size
+  // in a job that has had a world: a survivor that joined again (or a
+  // member that joined without a spec). A member with a launch size was in
+  // no world since it joined, so it never awaits re-join.
+  bool HasSurvivors() const {
+    return generation > 0 &&
+           members.size() - awaiting_rejoin.size() > launch_sizes.size();
   }
   // The ranks the job counts for the heartbeat pace and the waiting-call
   // limit: none without members; its members, or the members its next

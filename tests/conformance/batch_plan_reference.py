@@ -8,6 +8,7 @@ list of `world` micro-batches (rank 0 first) of sample indices, over the
 job's epoch order (by default the identity, as shard-batch-plan prints
 them); with resizes, the steps of the epoch's last world.
 """
+from fractions import Fraction
 import math
 import os
 import sys
@@ -21,27 +22,8 @@ STEPS_SALT = 0x7374657073  # "steps"
 
 def window_samples(world, batch_size, window):
     wanted = max(window or DEFAULT_WINDOW, 16 * world)
-    if not batch_size:
-        return wanted
-    step = world * batch_size
+    step = world * (batch_size or 1)
     return -(-wanted // step) * step
-
-
-def windows(n, world, tail, batch_size, window):
-    """The epoch's windows as (first position, end position)."""
-    size = window_samples(world, batch_size, window)
-    spans = []
-    start = 0
-    while n - start > size:
-        spans.append((start, start + size))
-        start += size
-    last = n - start
-    if last < world:
-        if tail == "drop":
-            return spans
-        last = world
-    spans.append((start, start + last))
-    return spans
 
 
 def batch_cost(costs, cost_model):
@@ -142,6 +124,12 @@ def arrange_window(entries, world, batch_size, batch_tokens, cost_model,
         run = [e for batch in batches[kept:] for e in batch]
         dealt = (2 * world if m > 2 * world and len(run) >= 2 * world
                  else world)
+        while batch_tokens:  # the budget is a hard cap
+            dealt = max(dealt, -(-(m - kept) // world) * world)
+            if len(run) >= dealt or kept == 0:
+                break
+            kept = max(0, kept - world)
+            run = [e for batch in batches[kept:] for e in batch]
         if batch_size:
             again = deal_by_least_cost(run, dealt, cost_model, batch_size)
         else:
@@ -161,17 +149,18 @@ def step_key(seed, epoch, window):
 
 
 def with_tail(rest, next_pad, world, size, tail):
-    """A world's rest after the tail rule: a last window of fewer than
-    `world` samples dropped, or padded with positions next_pad, ...
-    Returns the rest and the next padding position."""
+    """A world's rest after the tail rule: a last window of j samples past
+    a multiple of `world` loses its last j, or is padded with positions
+    next_pad, ... to the next multiple. Returns the rest and the next
+    padding position."""
     if not rest:
         return rest, next_pad
-    last = (len(rest) - 1) % size + 1
-    if last >= world:
+    over = ((len(rest) - 1) % size + 1) % world
+    if not over:
         return rest, next_pad
     if tail == "drop":
-        return rest[:len(rest) - last], next_pad
-    extra = world - last
+        return rest[:len(rest) - over], next_pad
+    extra = world - over
     return rest + list(range(next_pad, next_pad + extra)), next_pad + extra
 
 
@@ -224,22 +213,23 @@ def balance_figures(costs, steps, cost_model="padded"):
         step_costs = [batch_cost([costs[i] for i in b], cost_model)
                       for b in step]
         total = sum(step_costs)
-        imbalances.append(1.0 if total == 0 else
-                          max(step_costs) * len(step) / total)
+        imbalances.append(Fraction(1) if total == 0 else
+                          Fraction(max(step_costs) * len(step), total))
         for b in step:
             padded += len(b) * max(costs[i] for i in b)
             real += sum(costs[i] for i in b)
             samples += len(b)
     if not imbalances:
         return dict(steps=0, samples=0, p50=0, p99=0, max=0, padding=0)
-    ordered = sorted(imbalances)
-    largest = ordered[-1]
+    ordered = sorted(imbalances)  # exact: Fraction
+    largest = float(ordered[-1])
 
     def percentile(q):
         x = ordered[max(1, math.ceil(q * len(ordered))) - 1]
         if x >= 2:
             return largest
-        return min(largest, 1 + (math.floor((x - 1) * 10000) + 1) / 10000)
+        return min(largest,
+                   float(1 + Fraction(math.floor((x - 1) * 10000) + 1, 10000)))
 
     return dict(steps=len(steps), samples=samples, p50=percentile(0.5),
                 p99=percentile(0.99), max=largest,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/plan/cost_digest.h"
@@ -23,7 +24,9 @@
 namespace shard {
 namespace {
 
-constexpr uint64_t kSamples = 5000;
+// Whole windows for 3 ranks (windows of 1,002: 1,000 rounded up to a
+// multiple of W), so that no tail pads or drops a sample.
+constexpr uint64_t kSamples = 5010;
 constexpr uint32_t kWorld = 3;
 
 std::string Costs() { return testing::SpreadCosts(kSamples); }
@@ -68,6 +71,28 @@ std::vector<client::Membership> JoinAll(testing::TestCluster& cluster,
     if (m.ok()) by_rank[m->rank] = *m;
   }
   return by_rank;
+}
+
+// Members "m0", "m1", ... of `job` join at once, one through each of
+// `clients` (a client is one incarnation of its members); their
+// memberships in that order (fewer if a join failed, reported).
+std::vector<client::Membership> JoinTogether(
+    const std::vector<std::shared_ptr<client::CoordinatorClient>>& clients,
+    const std::string& job, const shard::v1::JobSpec& spec) {
+  std::vector<std::future<absl::StatusOr<client::Membership>>> joins;
+  for (size_t i = 0; i < clients.size(); ++i) {
+    joins.push_back(std::async(std::launch::async, [&, i] {
+      return clients[i]->Join(job, absl::StrCat("m", i), spec,
+                              absl::Seconds(20));
+    }));
+  }
+  std::vector<client::Membership> joined;
+  for (auto& join : joins) {
+    absl::StatusOr<client::Membership> membership = join.get();
+    EXPECT_TRUE(membership.ok()) << membership.status();
+    if (membership.ok()) joined.push_back(*membership);
+  }
+  return joined;
 }
 
 std::vector<client::MicroBatch> Drain(client::CoordinatorClient& client,
@@ -164,8 +189,10 @@ uint64_t DrainStepByStep(client::CoordinatorClient& client,
 // arranges it waits); a rank that re-reads windows every rank took
 // arranges them again. The job's balance figures count the epoch's steps.
 TEST(BatchStreamTest, TheRanksOfAWorldShareEachWindowsArrangement) {
-  constexpr uint64_t kLarge = 1000000;
-  constexpr uint64_t kWindows = (kLarge + 65535) / 65536;  // default window
+  // Windows of 65,538 (the default rounded up to a multiple of W); the
+  // last one of 16,929 samples, a multiple of W too.
+  constexpr uint64_t kLarge = 999999;
+  constexpr uint64_t kWindows = (kLarge + 65537) / 65538;
   testing::TestCluster cluster;
   auto client = cluster.NewClient();
   const std::vector<client::Membership> members =
@@ -190,8 +217,10 @@ TEST(BatchStreamTest, TheRanksOfAWorldShareEachWindowsArrangement) {
 // rank streams, and the first world's streams take that arrangement
 // instead of making their own.
 TEST(BatchStreamTest, ANewJobsFirstWindowIsArrangedBeforeAnyStream) {
-  constexpr uint64_t kLarge = 1000000;
-  constexpr uint64_t kWindows = (kLarge + 65535) / 65536;  // default window
+  // Windows of 65,538 (the default rounded up to a multiple of W); the
+  // last one of 16,929 samples, a multiple of W too.
+  constexpr uint64_t kLarge = 999999;
+  constexpr uint64_t kWindows = (kLarge + 65537) / 65538;
   testing::TestCluster cluster;
   auto client = cluster.NewClient();
   const shard::v1::JobSpec spec = UploadedLargeJob(*client, kLarge);
@@ -224,19 +253,9 @@ TEST(BatchStreamTest, AResizedEpochsFiguresCountEveryStepOnce) {
   // one incarnation of its members).
   const std::vector<std::shared_ptr<client::CoordinatorClient>> clients = {
       cluster.NewClient(), cluster.NewClient()};
-  std::vector<std::future<absl::StatusOr<client::Membership>>> joins;
-  for (int i = 0; i < 2; ++i) {
-    joins.push_back(std::async(std::launch::async, [&, i] {
-      return clients[i]->Join("elastic", i == 0 ? "a" : "b", spec,
-                              absl::Seconds(20));
-    }));
-  }
-  std::vector<client::Membership> two;
-  for (auto& join : joins) {
-    absl::StatusOr<client::Membership> joined = join.get();
-    ASSERT_TRUE(joined.ok()) << joined.status();
-    two.push_back(*joined);
-  }
+  const std::vector<client::Membership> two =
+      JoinTogether(clients, "elastic", spec);
+  ASSERT_EQ(two.size(), 2u);
   uint64_t base = 0;
   for (int i = 0; i < 2; ++i) {
     auto stream = clients[i]->OpenStream(two[i], 0, 0);
@@ -251,7 +270,7 @@ TEST(BatchStreamTest, AResizedEpochsFiguresCountEveryStepOnce) {
   absl::Status left = clients[1]->Leave(two[1]);
   ASSERT_TRUE(left.ok()) << left;
   absl::StatusOr<client::Membership> one =
-      clients[0]->Join("elastic", "a", spec, absl::Seconds(20));
+      clients[0]->Join("elastic", two[0].member_id, spec, absl::Seconds(20));
   ASSERT_TRUE(one.ok()) << one.status();
   ASSERT_EQ(one->world_size, 1u);
   Drain(*clients[0], *one, base, 1000);
@@ -259,6 +278,51 @@ TEST(BatchStreamTest, AResizedEpochsFiguresCountEveryStepOnce) {
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->batch_balance().from_position(), base);
   EXPECT_EQ(job->batch_balance().samples(), kSamples - base);
+}
+
+// A world of 2 commits 2 samples before the end (steps of one sample per
+// rank) and grows to 3 with the drop tail: the 2 left are dropped, the new
+// world serves nothing of the epoch, and the job shows no balance of it
+// (not the earlier world's figures).
+TEST(BatchStreamTest, AResizeThatLeavesNothingLeavesNoFigures) {
+  constexpr uint64_t kSmall = 200;
+  testing::TestCluster cluster;
+  std::string costs;
+  for (uint64_t i = 0; i < kSmall; ++i) costs += std::string("\x0a\0\0\0", 4);
+  const std::string sha256 = plan::Sha256Hex(costs);
+  ASSERT_TRUE(cluster.NewClient()->PutCosts(sha256, costs).ok());
+  shard::v1::JobSpec spec;
+  spec.set_dataset_size(kSmall);
+  spec.set_world_size(2);
+  spec.set_min_world_size(1);
+  spec.set_max_world_size(3);
+  spec.set_tail(shard::v1::TAIL_POLICY_DROP);
+  spec.mutable_batches()->set_batch_tokens(10);  // one sample a micro-batch
+  spec.mutable_batches()->set_costs_sha256(sha256);
+  const std::vector<std::shared_ptr<client::CoordinatorClient>> clients = {
+      cluster.NewClient(), cluster.NewClient(), cluster.NewClient()};
+  const std::vector<client::Membership> two =
+      JoinTogether({clients[0], clients[1]}, "grows", spec);
+  ASSERT_EQ(two.size(), 2u);
+  for (int i = 0; i < 2; ++i) Drain(*clients[i], two[i], 0, 0, kSmall);
+  ASSERT_TRUE(clients[0]->GetJob("grows")->has_batch_balance());
+  // The third member waits for the next commit, which admits it.
+  auto third = std::async(std::launch::async, [&] {
+    return clients[2]->Join("grows", "m2", spec, absl::Seconds(20));
+  });
+  while (clients[0]->GetJob("grows")->joined_members() < 3) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_TRUE(clients[0]->CommitProgress(two[0], 0, kSmall - 2).ok());
+  absl::StatusOr<client::Membership> grown = third.get();
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  ASSERT_EQ(grown->world_size, 3u);
+  std::vector<client::MicroBatch> served =
+      Drain(*clients[2], *grown, kSmall - 2, 0, kSmall - 2);
+  EXPECT_TRUE(served.empty());
+  absl::StatusOr<shard::v1::Job> job = clients[0]->GetJob("grows");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_FALSE(job->has_batch_balance()) << job->batch_balance().DebugString();
 }
 
 TEST(BatchStreamTest, RefusesAJobWithoutItsCostsAndNextOnBatches) {
@@ -287,7 +351,7 @@ TEST(BatchStreamTest, RefusesAJobWithoutItsCostsAndNextOnBatches) {
 TEST(BatchStreamTest, AMixtureServesItsEpochInSteps) {
   constexpr uint64_t kA = 1200;
   constexpr uint64_t kB = 3000;
-  constexpr uint64_t kEpoch = 2 * kA + 1000;
+  constexpr uint64_t kEpoch = 2 * kA + 1002;  // whole windows of 1,002
   testing::TestCluster cluster;
   auto client = cluster.NewClient();
   shard::v1::JobSpec spec = Spec("");
@@ -299,7 +363,7 @@ TEST(BatchStreamTest, AMixtureServesItsEpochInSteps) {
   shard::v1::Source* b = spec.add_sources();
   b->set_name("b");
   b->set_size(kB);
-  b->set_choose(1000);
+  b->set_choose(1002);
   // One cost per position of the epoch is not one per sample: refused.
   const std::string per_position = testing::SpreadCosts(kEpoch);
   spec.mutable_batches()->set_costs_sha256(plan::Sha256Hex(per_position));

@@ -91,6 +91,28 @@ TEST_F(StatusCodesTest, CreateJobIsIdempotentButRefusesAConflict) {
   ExpectCode(CreateJob("job", 11, 2), StatusCode::ALREADY_EXISTS, "N=10 W=2");
 }
 
+// A join may name a launch's size within an elastic job's bounds; a
+// CreateJob names the job itself, so another world size is a conflict.
+TEST_F(StatusCodesTest, CreateJobOfAnElasticJobRefusesAnotherWorldSize) {
+  shard::v1::CreateJobRequest request;
+  request.set_job_id("elastic");
+  request.mutable_spec()->set_dataset_size(10);
+  request.mutable_spec()->set_world_size(3);
+  request.mutable_spec()->set_min_world_size(2);
+  request.mutable_spec()->set_max_world_size(4);
+  shard::v1::Job job;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->CreateJob(&context, request, &job).ok());
+  }
+  request.mutable_spec()->set_world_size(4);
+  grpc::ClientContext context;
+  ExpectCode(stub_->CreateJob(&context, request, &job),
+             StatusCode::ALREADY_EXISTS, "world_size: 3 -> 4");
+  shard::v1::JoinJobResponse joined;
+  EXPECT_TRUE(Join("elastic", "a", 0, &joined, &request.spec()).ok());
+}
+
 TEST_F(StatusCodesTest, UnknownJobIsNotFound) {
   shard::v1::GetJobRequest request;
   request.set_job_id("missing");

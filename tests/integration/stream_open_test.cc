@@ -136,6 +136,16 @@ double ActiveStreams(const metrics::ServerMetrics& metrics) {
   return -1;
 }
 
+// The gauge once it reads `expected`, or after a minute (the server counts
+// a stream on its own threads, a moment after the client sees it).
+double AwaitActiveStreams(metrics::ServerMetrics& metrics, double expected) {
+  const absl::Time give_up = absl::Now() + absl::Minutes(1);
+  while (ActiveStreams(metrics) != expected && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return ActiveStreams(metrics);
+}
+
 TEST(StreamOpenTest, ActiveStreamsGaugeCountsOpenStreams) {
   metrics::ServerMetrics metrics;
   server::CoordinatorServerOptions options;
@@ -153,16 +163,12 @@ TEST(StreamOpenTest, ActiveStreamsGaugeCountsOpenStreams) {
     auto reader = stub->StreamShard(&context, request);
     shard::v1::IndexChunk chunk;
     ASSERT_TRUE(reader->Read(&chunk));
-    EXPECT_EQ(ActiveStreams(metrics), 1);
+    EXPECT_EQ(AwaitActiveStreams(metrics, 1), 1);
     context.TryCancel();
     while (reader->Read(&chunk)) {
     }
   }
-  const absl::Time give_up = absl::Now() + absl::Minutes(1);
-  while (ActiveStreams(metrics) != 0 && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  EXPECT_EQ(ActiveStreams(metrics), 0);
+  EXPECT_EQ(AwaitActiveStreams(metrics, 0), 0);
 }
 
 }  // namespace

@@ -64,6 +64,19 @@ def check_versions(bin_dir, version, names):
               done.stdout + done.stderr)
 
 
+def shown(help_text, entry):
+    """Whether --help shows `entry`: "--lease DURATION=10s" is one line
+    naming the option, its type and its default in either CLI11 layout
+    (2.1: "--lease DURATION=10s", 2.6: "--lease DURATION [10s]"); a word
+    without a space (a command, a variable) anywhere."""
+    if " " not in entry:
+        return entry in help_text
+    option, rest = entry.split(" ", 1)
+    parts = [option] + [part for part in re.split(r"[= ]", rest) if part]
+    return any(all(part in line for part in parts)
+               for line in help_text.splitlines())
+
+
 def check_help(bin_dir, names):
     expected = {
         "shardd": ["--listen HOST:PORT=127.0.0.1:7070", "--lease DURATION=10s",
@@ -78,7 +91,7 @@ def check_help(bin_dir, names):
         for flag in ("--help", "-h"):
             done = run([f"{bin_dir}/{name}", flag])
             missing = [text for text in expected.get(name, [])
-                       if text not in done.stdout]
+                       if not shown(done.stdout, text)]
             check(done.returncode == 0 and not missing,
                   f"{name} {flag} exits 0 and lists {expected.get(name)}",
                   f"missing {missing}: {done.stdout[:400]}{done.stderr}")
@@ -92,8 +105,8 @@ def check_help(bin_dir, names):
               f"shardctl {command} --help == shardctl help {command}",
               done.stdout[:200] + done.stderr + via_help.stderr)
     done = run([shardctl, "create-job", "--help"])
-    check("--tail TEXT:{pad,drop,uneven}=pad" in done.stdout and
-          "--job TEXT REQUIRED" in done.stdout,
+    check(shown(done.stdout, "--tail TEXT:{pad,drop,uneven}=pad") and
+          shown(done.stdout, "--job TEXT REQUIRED"),
           "create-job --help shows choices, defaults and required options",
           done.stdout)
 
@@ -126,6 +139,17 @@ def check_usage_errors(bin_dir):
         ([shardd, "--etcd-endpoints", "127.0.0.1:2379", "--listen",
           "127.0.0.1:0", "--answer-log", "/nonexistent-dir/answers.log"],
          ["--answer-log: cannot open /nonexistent-dir/answers.log"]),
+        ([shardd, "--in-memory", "--max-wait", "0"],
+         ["--max-wait 0 is below 1s"]),
+        ([shardd, "--in-memory", "--max-wait", "999ms"],
+         ["--max-wait 999ms is below 1s"]),
+        ([shardctl, "create-job", "--job", "j", "--source", "a:010",
+          "--world-size", "2"], ["SIZE \"010\" is not a decimal"]),
+        ([shardctl, "create-job", "--job", "j", "--source", "a:10:choose=+3",
+          "--world-size", "2"], ["choose=\"+3\" is not a decimal"]),
+        ([shardctl, "create-job", "--job", "j", "--size", "10",
+          "--world-size", "99999999999999999999"],
+         ["--world-size", "is above the largest value, 1048576"]),
         ([shardd, "--in-memory", "--snapshot-every", "0"],
          ["--snapshot-every", "\"0\" is below the minimum, 1"]),
         ([shardctl, "--retry-deadline", "0s", "--coordinator",
@@ -234,6 +258,12 @@ def check_exit_codes_keep_their_word(bin_dir, work):
                  "--job", "refused", "--world-size", "1"]
         for extra, text in (
                 (["--lr", "0"], "--lr"),
+                (["--pg-timeout", "0"], "--pg-timeout 0 is below 1s"),
+                (["--pg-timeout", "999ms"], "--pg-timeout 999ms is below 1s"),
+                (["--world-size", "1048577"],
+                 "is above the largest value, 1048576"),
+                (["--source", "a:/d/a:weight=0x10", "--source",
+                  "b:/d/b:weight=1"], "weight=\"0x10\" is not a decimal"),
                 (["--dataset", "records"], "--data-path"),
                 (["--source", "a:/d/a:weight=0", "--source",
                   "b:/d/b:weight=1"], "--source: source \"a\": weight"),
@@ -267,11 +297,17 @@ def check_environment_and_waiting(bin_dir, work):
                     "--wait", "12s"], env=env)
         waited = time.monotonic() - began
         lines = [line for line in done.stderr.splitlines()
-                 if "waiting for 1 more member (1 of 2 joined)" in line]
+                 if "waiting for 1 more member (1 of 2 joined; 2: the "
+                 "job's world size)" in line]
         check(done.returncode == 1 and "DEADLINE_EXCEEDED" in done.stderr and
               lines and lines[0].startswith("shardctl: job env: "),
               f"consume waiting for a world prints a waiting line "
               f"({len(lines)} in {waited:.0f} s)", done.stderr)
+        done = run([shardctl, "describe", "--job", "env"], env=env)
+        check(re.search(r"world awaits:\s+2 members \(the job's world "
+                        r"size\)", done.stdout) is not None,
+              "describe says the size a forming world awaits and its rule",
+              done.stdout + done.stderr)
 
 
 def check_listen_warning(bin_dir):

@@ -2,8 +2,9 @@
 """A plain accelerate training loop on the coordinator's balanced batches,
 as docs/user-guide.md "Hugging Face Trainer" shows it (run by
 accelerate_loop_test.py under torchrun --rdzv-backend shard): the model and
-optimizer go through accelerator.prepare, the loader does not (accelerate
-would take every W-th of this rank's batches). Writes "epoch index" per
+optimizer go through accelerator.prepare; with --prepare-loader the loader
+too (every accelerate tutorial's habit: a shard.torch.DataLoader comes back
+as it is, already sharded by the coordinator). Writes "epoch index" per
 trained sample to --record, commits at the end of each epoch and prints
 "rank R of W: params CHECKSUM".
 """
@@ -44,6 +45,7 @@ def main():
     # Tests: the main process waits this long before each commit, so that
     # the other rank reaches the end first.
     parser.add_argument("--commit-delay", type=float, default=0.0)
+    parser.add_argument("--prepare-loader", action="store_true")
     args = parser.parse_args()
     # Gloo on CPU: accelerate would pick MPI on a torch built with it.
     PartialState(cpu=True, backend="gloo")
@@ -58,7 +60,11 @@ def main():
     torch.manual_seed(0)
     model = torch.nn.Linear(200, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-5)
-    model, optimizer = accelerator.prepare(model, optimizer)
+    if args.prepare_loader:
+        model, optimizer, loader = accelerator.prepare(model, optimizer,
+                                                       loader)
+    else:
+        model, optimizer = accelerator.prepare(model, optimizer)
     record = open(args.record.format(rank=batches.rank), "a")
     for epoch in range(batches.epoch, args.epochs):
         loader.set_epoch(epoch)

@@ -8,6 +8,9 @@ started by each of the two launchers a user has:
    PET_RDZV_ENDPOINT and PET_RDZV_ID: accelerate passes no rendezvous
    endpoint for one machine; --multi_gpu is accelerate's torchrun launcher,
    the script trains on CPU).
+3. torchrun again, the script passing the loader to accelerator.prepare
+   too (the habit of accelerate's tutorials; it took every W-th of each
+   rank's batches, silently).
 For each: the launcher exits 0, accelerate's world is the job's (2), the
 ranks end with identical parameters, every sample of each of the 2 epochs
 was trained exactly once across the ranks, and the job's committed
@@ -34,17 +37,20 @@ SAMPLES = 997
 
 
 def launchers(address):
-    """(name, the command before the script, extra environment) of each
-    launcher; each run trains the job of its name."""
+    """(name, the command before the script, extra environment, the
+    script's extra arguments) of each run; each trains the job of its
+    name."""
+    def torchrun(run_id):
+        return [*torchrun_command(), "--nnodes=1", "--nproc_per_node=2",
+                f"--rdzv_endpoint={address}", f"--rdzv_id={run_id}"]
     return [
-        ("torchrun", [*torchrun_command(), "--nnodes=1", "--nproc_per_node=2",
-                      f"--rdzv_endpoint={address}", "--rdzv_id=torchrun"],
-         {}),
+        ("torchrun", torchrun("torchrun"), {}, []),
         ("accelerate", ["accelerate", "launch", "--multi_gpu",
                         "--num_machines", "1", "--num_processes", "2",
                         "--rdzv_backend", "shard", "--main_process_port",
                         "0"],
-         {"PET_RDZV_ENDPOINT": address, "PET_RDZV_ID": "accelerate"}),
+         {"PET_RDZV_ENDPOINT": address, "PET_RDZV_ID": "accelerate"}, []),
+        ("prepared", torchrun("prepared"), {}, ["--prepare-loader"]),
     ]
 
 
@@ -86,14 +92,15 @@ def main():
         return 77
     work = tempfile.mkdtemp(prefix="shard-accelerate-")
     with ShardDaemon(args.bin_dir) as daemon:
-        for name, launcher, extra_env in launchers(daemon.address):
+        for name, launcher, extra_env, extra_args in launchers(
+                daemon.address):
             env = torchrun_env(args.python_dir)
             env.update(extra_env)
             proc = subprocess.Popen(
                 [*launcher, SCRIPT, "--coordinator", daemon.address,
                  "--job", name,
                  "--record", os.path.join(work, name + "-{rank}.txt"),
-                 "--commit-delay", "1"],
+                 "--commit-delay", "1", *extra_args],
                 env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 text=True, start_new_session=True, cwd=work)
             check_run(name, proc, work, daemon.address)

@@ -211,8 +211,11 @@ def check_resize(daemon):
               f"steps of the rest, after a restart")
     served = sorted(i for steps in before + after for b, _ in steps
                     for i in b.tolist())
-    check(served == list(range(N)),
-          f"resize 4 -> 2: {len(served)} samples served, each once")
+    # The pad tail makes the 2's rest a multiple of 2: one repeat at most.
+    check(sorted(set(served)) == list(range(N)) and
+          0 <= len(served) - N < 2,
+          f"resize 4 -> 2: {len(served)} samples served, every one of {N} "
+          f"once (and at most 1 again, the world of 2's pad tail)")
     client.close()
 
 
@@ -296,7 +299,8 @@ def check_refusals(address):
                  ValueError,
                  lambda: shard.torch.DistributedBatchSampler(
                      range(10), costs=[6] * 10, batch_tokens=10,
-                     coordinator=client, job="inside", member="other"))
+                     coordinator=client, job="inside", member="other"),
+                 "every rank and every launch must give the same costs")
     member = client.join("inside", "solo")
     steps = list(client.stream_batches(member, 0))
     check([len(b) for b, _ in steps] == [2] * 5 and

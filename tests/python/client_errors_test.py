@@ -13,7 +13,8 @@
   key never comes;
 - store gets and waits last the caller's timeout although the coordinator
   cuts each call at its --max-wait; a missing key's error names the key and
-  how long was waited; store_add is never retried (not idempotent);
+  how long was waited; store_add is never retried (not idempotent); a call
+  that retries an unavailable coordinator says so in a line;
 - a stream continues across a coordinator restart (SIGKILL, same port and
   data directory) with exactly the indices it was still owed;
 - two processes form a Gloo process group through CoordinatorStore (no
@@ -119,10 +120,22 @@ def main():
                                          progress_every=0.3)) and
               len(lines) >= 2 and all(
                   line.startswith("job job: waiting for 1 more member (1 of "
-                                  "2 joined), generation 0, ")
+                                  "2 joined; 2: the job's world size), "
+                                  "generation 0, ")
                   for line in lines),
               f"a join waiting for its world says so every progress_every "
               f"seconds, then DEADLINE_EXCEEDED ({lines})")
+
+        # An elastic job (2..4) launched at 4 waits for 4, not for 2.
+        lines = []
+        launch = job_spec(10, 4, min_world_size=2, max_world_size=4)
+        check(raises(grpc.StatusCode.DEADLINE_EXCEEDED,
+                     lambda: client.join("launched", "m0", spec=launch,
+                                         wait=0.8, progress=lines.append,
+                                         progress_every=0.3)) and
+              lines and all("waiting for 3 more members (1 of 4 joined; 4: "
+                            "the launch's size)" in line for line in lines),
+              f"the waiting line counts to the launch's size ({lines})")
 
         members = [None, None]
 
@@ -191,6 +204,18 @@ def main():
                      lambda: unreachable.store_add(member, "n", 1)) and
               time.monotonic() - began < 30,
               "store_add is not retried on UNAVAILABLE")
+        # A retried call says so while it retries, as the C++ tools do.
+        lines = []
+        retried = shard.Client("127.0.0.1:1", retry_deadline=8,
+                               on_retrying=lines.append)
+        check(raises(grpc.StatusCode.UNAVAILABLE,
+                     lambda: retried.get_job("job")) and lines and
+              all(line.startswith("shard: coordinator 127.0.0.1:1 "
+                                  "unavailable (GetJob: ") and
+                  line.endswith(" s more (retry_deadline)")
+                  for line in lines),
+              f"a call retrying an unavailable coordinator prints a line "
+              f"({lines})")
 
     # A stream rides through a coordinator restart (UNAVAILABLE: reconnect
     # from the first index not yet received).

@@ -51,13 +51,14 @@ def check(condition, what, quiet=False):
         print(("ok      " if condition else "FAILED  ") + what, flush=True)
 
 
-def expect_error(what, error_type, action):
-    """Checks that action() raises error_type, reporting its message."""
+def expect_error(what, error_type, action, says=""):
+    """Checks that action() raises error_type whose message holds `says`,
+    reporting the message."""
     try:
         action()
         check(False, f"{what} raises {error_type.__name__}")
     except error_type as error:
-        check(True, f"{what} raises {error_type.__name__}: "
+        check(says in str(error), f"{what} raises {error_type.__name__}: "
               f"{str(error)[:160]}")
 
 

@@ -19,7 +19,9 @@ Then the trained history (each attempt's steps before the checkpoint the
 next one resumed from, then the last attempt) holds every sample of each
 whole epoch exactly once and no sample twice in the last, partial one.
 Before that, settings that cannot be exact are refused (ValueError) before
-any join: save_total_limit=1, and balanced batches without max_steps.
+any join: save_total_limit=1, and balanced batches without max_steps; and
+lm_step_seconds refuses lengths past the model's positions (ValueError
+naming them, not an IndexError inside the embedding).
 Exits 77 (skipped) where transformers is not installed (Debian bookworm:
 tests/current-torch/run.sh runs it on forky).
 """
@@ -167,6 +169,29 @@ def refusals(work):
                  lambda: trainer(max_steps=5, save_total_limit=1))
     expect_error("balanced batches without max_steps", ValueError,
                  lambda: trainer(num_train_epochs=1))
+    # The calibration's default lengths run to 1,024; this model takes 64.
+    from shard.costs import fit_attention_length
+    from shard.hf import lm_step_seconds
+    expect_error("lengths past the model's 64 positions", ValueError,
+                 lambda: fit_attention_length(lm_step_seconds(model)),
+                 "at most 64 tokens")
+    # d measured once and kept with the job's checkpoints: a later launch
+    # reads it instead of measuring again (which would give other costs).
+    from shard.hf import ATTENTION_LENGTH_FILE, shared_attention_length
+    steps = []
+
+    def step_seconds(count, length):
+        steps.append(length)
+        return 1e-6 * count * length * (1 + length / 500)
+    folder = os.path.join(work, "calibrated")
+    first = shared_attention_length(model, folder, step_seconds)
+    measured = len(steps)
+    again = shared_attention_length(model, folder, step_seconds)
+    check(abs(first - 500) < 1 and again == first and measured > 0 and
+          len(steps) == measured and
+          os.path.exists(os.path.join(folder, ATTENTION_LENGTH_FILE)),
+          f"shared_attention_length measures once (d {first}, then "
+          f"{again}; {measured} steps, then {len(steps) - measured})")
 
 
 def main():

@@ -24,6 +24,7 @@ the user's:
    processes only (never with the dead one's membership), torchrun exits 0
    and the restarted world trains exactly DistributedSampler's indices of
    every epoch from its snapshot on.
+4. Bad --rdzv-conf values are refused naming the setting.
 --nproc N runs N workers instead of 2 (1 on a machine with one GPU: NCCL
 refuses two ranks on one device); --only killed-worker runs part 2 alone
 (tests/gpu/run.sh). The example trains on CUDA with NCCL where torch sees
@@ -52,10 +53,8 @@ WORLD = 2
 
 
 def start_torchrun(python_dir, address, run_id, max_restarts,
-                   script_and_args, nodes=1, hostname=None):
+                   script_and_args, nodes=1):
     env = torchrun_env(python_dir)
-    if hostname:
-        env["HOSTNAME"] = hostname
     per_node = WORLD // nodes
     return subprocess.Popen(
         [*torchrun_command(), f"--nnodes={nodes}",
@@ -140,6 +139,8 @@ def main():
     global WORLD
     args = parse_args(__doc__.splitlines()[0], add_arguments)
     WORLD = args.nproc
+    if args.only is None:
+        rdzv_conf_refusals()
     with ShardDaemon(args.bin_dir) as daemon:
         if args.only is None:
             whole_run(args.python_dir, daemon.address)
@@ -169,7 +170,8 @@ def whole_run(python_dir, address):
 
 def two_nodes(python_dir, address):
     """2b. Two nodes of one worker, their rendezvous through the
-    coordinator."""
+    coordinator; both agents on this host, with the default member ids (the
+    host name alone made each agent's join evict the other's)."""
     size, epochs = 2000, 2
     work = tempfile.mkdtemp(prefix="shard-torchrun-nodes-")
     procs = [start_torchrun(python_dir, address, "nodes", 0, [
@@ -177,7 +179,7 @@ def two_nodes(python_dir, address):
         "--dataset-size", str(size), "--epochs", str(epochs),
         "--loader-workers", "0", "--checkpoint-dir", work,
         "--record", os.path.join(work, "record-{restart}-{member}.txt")],
-        nodes=WORLD, hostname=f"node-{name}") for name in "ab"]
+        nodes=WORLD) for name in "ab"]
     out = ""
     for proc in procs:
         text, _ = communicate_or_report(proc, 240)
@@ -185,10 +187,41 @@ def two_nodes(python_dir, address):
               f"(exit {proc.returncode}) {text[-600:]}")
         out += text
     check_ranks_follow_torchrun(out, restarts=0)
+    check("Error waiting on exit barrier" not in out,
+          "no agent fails torch's exit barrier after a run that succeeded "
+          "(no node leaves the round before every node is done)")
     params = set(re.findall(r"params (-?\d+\.\d{10})", out))
     check(len(params) == 1,
           f"identical parameters on both nodes {sorted(params)}")
     check_planned(check, records(work, 0), size, WORLD, epochs)
+
+
+def rdzv_conf_refusals():
+    """4. --rdzv-conf values are checked as the project's options are: a
+    bad join_timeout or an empty setting is a ValueError naming it."""
+    from torch.distributed.elastic.rendezvous import RendezvousParameters
+    from shard.torch.rendezvous import create_handler, default_agent_id
+    for conf, named in (({"join_timeout": "-5"}, "join_timeout=-5"),
+                        ({"join_timeout": "010"}, "join_timeout=010"),
+                        ({"join_timeout": "99999999999999999999"},
+                         "join_timeout=99999999999999999999"),
+                        ({"join_timeout": "0"}, "join_timeout=0"),
+                        ({"member": ""}, "member= is empty")):
+        params = RendezvousParameters("shard", "127.0.0.1:7070", "run", 1, 1,
+                                      **conf)
+        try:
+            create_handler(params)
+            refused = ""
+        except ValueError as error:
+            refused = str(error)
+        check(named in refused, f"--rdzv-conf {conf} is refused naming it "
+              f"({refused!r})")
+    params = RendezvousParameters("shard", "127.0.0.1:7070", "run", 1, 1,
+                                  join_timeout="30")
+    check(create_handler(params) is not None,
+          "--rdzv-conf join_timeout=30 is taken")
+    check(default_agent_id().endswith(f"-{os.getpid()}"),
+          f"an agent's default id names its process ({default_agent_id()})")
 
 
 def killed_worker(python_dir, address):

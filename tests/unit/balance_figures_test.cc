@@ -53,5 +53,15 @@ TEST(BalanceFiguresTest, ImbalanceOfTwoOrMoreIsTheLargest) {
   EXPECT_DOUBLE_EQ(even.padding(), 0.0);
 }
 
+// x = 1.0005 and 1.0003 exactly: floating point reads (x - 1) x 10,000 as
+// 4.99.. and 2.99.., a bucket too low; the figure is exact.
+TEST(BalanceFiguresTest, AnExactBucketEdgeRoundsUp) {
+  BalanceFigures figures;
+  figures.AddWindow(TwoRankWindow({10005, 9995, 10003, 9997, 30, 10}, 1, 1));
+  EXPECT_DOUBLE_EQ(figures.Imbalance(0.1), 1.0004);  // 1.0003 rounded up
+  EXPECT_DOUBLE_EQ(figures.Imbalance(0.5), 1.0006);  // 1.0005 rounded up
+  EXPECT_DOUBLE_EQ(figures.Imbalance(0.99), 1.5);
+}
+
 }  // namespace
 }  // namespace shard::plan

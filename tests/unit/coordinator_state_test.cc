@@ -81,17 +81,19 @@ TEST(CoordinatorStateTest, SurvivorsOfAnEndedWorldAwaitRejoin) {
             absl::StatusCode::kFailedPrecondition);  // Already joined.
 }
 
+// Member `member` of job "j" joins from a launch of `world` processes.
+StateUpdate Launched(const std::string& member, uint32_t world) {
+  StateUpdate joined = Joined("j", member);
+  joined.mutable_member_joined()->set_launch_world_size(world);
+  return joined;
+}
+
 // A member's launch world size decides the next world only until it is in
 // one; a survivor re-joining carries none.
 TEST(CoordinatorStateTest, LaunchSizesLastUntilTheMemberIsInAWorld) {
   CoordinatorState state;
-  auto launched = [](const std::string& member, uint32_t world) {
-    StateUpdate joined = Joined("j", member);
-    joined.mutable_member_joined()->set_launch_world_size(world);
-    return joined;
-  };
-  ApplyAll(state, {Created("j", NormalSpec(100, 2, 1, 3)), launched("a", 3),
-                   launched("b", 2)});
+  ApplyAll(state, {Created("j", NormalSpec(100, 2, 1, 3)), Launched("a", 3),
+                   Launched("b", 2)});
   const JobState* job = state.FindJob("j");
   EXPECT_EQ(job->WorldSizeAwaited(), 3u);  // The largest launch.
   EXPECT_EQ(job->MinWorldSize(), 1u);      // A launch said its size.
@@ -99,10 +101,44 @@ TEST(CoordinatorStateTest, LaunchSizesLastUntilTheMemberIsInAWorld) {
   job = state.FindJob("j");
   EXPECT_TRUE(job->launch_sizes.empty());
   EXPECT_EQ(job->WorldSizeAwaited(), 1u);                  // min_world_size.
-  ApplyAll(state, {Removed("j", "b"), launched("a", 3)});  // a survives.
+  ApplyAll(state, {Removed("j", "b"), Launched("a", 3)});  // a survives.
   EXPECT_TRUE(state.FindJob("j")->launch_sizes.empty());
-  EXPECT_EQ(state.Check(launched("c", 4)).code(),
+  EXPECT_EQ(state.Check(Launched("c", 4)).code(),
             absl::StatusCode::kFailedPrecondition);  // Past 1..3.
+}
+
+// A survivor of a world and a newcomer whose launch named a larger size:
+// the survivors' elastic rule wins, so neither waits for the rest of the
+// newcomer's launch, which may never come. Launched members alone (a job
+// relaunched as a whole) wait for their launch's size.
+TEST(CoordinatorStateTest, SurvivorsReFormByTheElasticRuleBesideALaunch) {
+  CoordinatorState state;
+  ApplyAll(state, {Created("j", NormalSpec(100, 2, 1, 4)), Launched("a", 2),
+                   Launched("b", 2)});
+  const JobState* job = state.FindJob("j");
+  EXPECT_EQ(job->WorldSizeAwaitedBy(), JobState::AwaitedBy::kLaunchSize);
+  ApplyAll(state, {Formed("j", 1, {"a", "b"}), Launched("c", 4)});
+  ApplyAll(state, {Removed("j", "a")});
+  job = state.FindJob("j");
+  EXPECT_EQ(job->WorldSizeAwaited(), 4u);  // b has not re-joined yet.
+  ApplyAll(state, {Launched("b", 2)});     // b survives: no launch size.
+  job = state.FindJob("j");
+  EXPECT_EQ(job->WorldSizeAwaitedBy(), JobState::AwaitedBy::kMinWorldSize);
+  EXPECT_EQ(job->WorldSizeAwaited(), 1u);
+  // The whole job relaunched: every member a launch's.
+  ApplyAll(state, {Removed("j", "b"), Removed("j", "c"), Launched("d", 3),
+                   Launched("e", 3)});
+  job = state.FindJob("j");
+  EXPECT_EQ(job->WorldSizeAwaitedBy(), JobState::AwaitedBy::kLaunchSize);
+  EXPECT_EQ(job->WorldSizeAwaited(), 3u);
+}
+
+TEST(CoordinatorStateTest, AFreshJobAwaitsItsSpecsWorldSize) {
+  CoordinatorState state;
+  ApplyAll(state, {Created("j", NormalSpec(100, 3, 2, 4)), Joined("j", "a")});
+  const JobState* job = state.FindJob("j");
+  EXPECT_EQ(job->WorldSizeAwaitedBy(), JobState::AwaitedBy::kSpecWorldSize);
+  EXPECT_EQ(job->WorldSizeAwaited(), 3u);
 }
 
 TEST(CoordinatorStateTest, SnapshotRoundTripsEveryField) {
@@ -125,7 +161,9 @@ TEST(CoordinatorStateTest, SnapshotRoundTripsEveryField) {
             (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(job.requested_ranks.at("c"), 1u);
   EXPECT_EQ(job.launch_sizes.by_member().at("c"), 3u);
-  EXPECT_EQ(job.WorldSizeAwaited(), 3u);
+  EXPECT_EQ(job.launch_sizes.Largest(), 3u);
+  // a and b, in the world, re-form by the elastic rule if it breaks.
+  EXPECT_EQ(job.WorldSizeAwaitedBy(), JobState::AwaitedBy::kMinWorldSize);
   EXPECT_EQ(job.world, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(job.generation, 2u);
   EXPECT_EQ(job.incarnation, 2u);

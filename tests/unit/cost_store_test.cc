@@ -54,6 +54,22 @@ class CountedReads : public storage::CostBlobs {
   std::shared_ptr<storage::CostBlobs> inner_;
 };
 
+// The real file blobs; while a completed upload is written, the costs are
+// read back for another caller (a create, join or stream after a restart).
+class ReadBackDuringWrite : public CountedReads {
+ public:
+  using CountedReads::CountedReads;
+  absl::Status Write(const std::string& sha256,
+                     const std::string& le32) override {
+    absl::Notification loaded;
+    store->WhenLoaded(sha256, [&](absl::StatusOr<Table>) { loaded.Notify(); });
+    loaded.WaitForNotification();
+    return CountedReads::Write(sha256, le32);
+  }
+
+  CostStore* store = nullptr;
+};
+
 class CostStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -177,6 +193,38 @@ TEST_F(CostStoreTest, ReadBackOnceHoweverManyAskAtOnce) {
   });
   EXPECT_EQ(answered_on, caller);
   EXPECT_EQ(counted->reads.load(), 1);
+}
+
+// The costs read back from the blobs while an upload of them completes
+// are counted once, and 100,000 costs of 2 bytes take 200,000 bytes.
+TEST_F(CostStoreTest, CostsReadBackWhileTheirUploadCompletesCountOnce) {
+  auto blobs = std::make_shared<ReadBackDuringWrite>(files_);
+  CostStore restarted(blobs, {.max_bytes = 1 << 30});
+  blobs->store = &restarted;
+  absl::StatusOr<shard::v1::PutCostsResponse> done =
+      Upload(restarted, le32_, 100000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_TRUE(done->complete());
+  EXPECT_EQ(blobs->reads.load(), 1);
+  EXPECT_EQ(restarted.MemoryBytes(), 200000u);
+}
+
+// An upload answered complete because its costs became resident meanwhile
+// gives back what it staged at once, not after the TTL.
+TEST_F(CostStoreTest, AnUploadOfResidentCostsGivesItsStagedBytesBack) {
+  CostStore restarted(files_, {.max_bytes = 1 << 30});
+  ASSERT_TRUE(Upload(restarted, le32_, 50000).ok());  // half staged
+  EXPECT_EQ(restarted.MemoryBytes(), 200000u);
+  absl::Notification loaded;
+  restarted.WhenLoaded(sha256_,
+                       [&](absl::StatusOr<Table>) { loaded.Notify(); });
+  loaded.WaitForNotification();
+  EXPECT_EQ(restarted.MemoryBytes(), 400000u);  // staged + the table
+  absl::StatusOr<shard::v1::PutCostsResponse> done =
+      Upload(restarted, le32_, 100000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_TRUE(done->complete());
+  EXPECT_EQ(restarted.MemoryBytes(), 200000u);
 }
 
 TEST_F(CostStoreTest, ChecksAJobsCostsAfterARestart) {

@@ -394,6 +394,23 @@ TEST_F(RelaunchTest, SurvivorsOfALaunchReformWithoutTheLostRank) {
   EXPECT_EQ(Job().current_world_size(), 2u);
 }
 
+// A newcomer launched at 3 waits beside a world of 2; that world breaks
+// and its survivor re-joins: survivor and newcomer form a world of 2 by the
+// elastic rule, without waiting for the rest of the newcomer's launch
+// (which may never come).
+TEST_F(RelaunchTest, ANewcomersLaunchSizeDoesNotHoldSurvivors) {
+  Launch(2, 10);
+  auto newcomer = Launched("worker-2", 30, 3);
+  ASSERT_TRUE(newcomer.ok()) << newcomer.status();
+  EXPECT_FALSE(newcomer->world_formed());
+  ASSERT_TRUE(Leave("worker-0").ok());
+  EXPECT_EQ(Job().world_size_awaited(), 3u);  // worker-1 has not re-joined
+  auto survivor = Launched("worker-1", 11, 2);
+  ASSERT_TRUE(survivor.ok()) << survivor.status();
+  EXPECT_TRUE(survivor->world_formed());
+  EXPECT_EQ(Job().current_world_size(), 2u);
+}
+
 TEST_F(RelaunchTest, ALaunchOutsideTheJobsBoundsIsRefused) {
   Launch(2, 10);
   // Past the bounds the launch names itself: not a valid spec.

@@ -74,7 +74,7 @@ std::vector<double> StepImbalances(const WindowBatches& batches,
 
 TEST(WindowBatchesTest, EveryStepGivesEveryRankSamplesAndEverySampleOnce) {
   std::vector<uint32_t> costs;
-  for (uint32_t i = 0; i < 1000; ++i) costs.push_back(16 + (i * 7919) % 1009);
+  for (uint32_t i = 0; i < 1002; ++i) costs.push_back(16 + (i * 7919) % 1009);
   const WindowBatches batches =
       ArrangeWindow(Entries(costs), 6, Tokens(4096), StepOrderKey(1, 0, 0));
   ASSERT_GT(batches.steps(), 1u);
@@ -123,7 +123,7 @@ TEST(WindowBatchesTest, TheLeftoverStepsAreAsEvenAsTheRest) {
                         Case{16, count32, 1.6}}) {
     for (uint64_t seed = 1; seed <= 3; ++seed) {
       const std::vector<uint32_t> costs =
-          LognormalCosts(20000, 5, c.sigma, seed);
+          LognormalCosts(20032, 5, c.sigma, seed);  // 313 x 64
       const WindowBatches batches = ArrangeWindow(
           Entries(costs), c.world, c.policy, StepOrderKey(seed, 0, 0));
       const std::vector<double> imbalances = StepImbalances(batches, c.world);
@@ -147,6 +147,79 @@ TEST(WindowBatchesTest, TheLeftoverStepsAreAsEvenAsTheRest) {
           << ": the leftover step is more uneven than the window's median "
           << median;
     }
+  }
+}
+
+// The largest cost of a micro-batch of `batches` over `costs` (under
+// `policy`'s model) among those of two or more samples; 0 without any.
+uint64_t LargestSharedBatch(const WindowBatches& batches,
+                            const std::vector<uint32_t>& costs,
+                            const BatchPolicy& policy) {
+  uint64_t largest = 0;
+  for (uint64_t step = 0; step < batches.steps(); ++step) {
+    for (uint32_t rank = 0; rank < batches.world_size(); ++rank) {
+      const uint64_t begin = batches.BatchBegin(step, rank);
+      const uint64_t end = batches.BatchEnd(step, rank);
+      if (end - begin < 2) continue;
+      uint64_t sum = 0;
+      uint64_t longest = 0;
+      for (uint64_t i = begin; i < end; ++i) {
+        const uint32_t cost = costs[batches.positions()[i] % costs.size()];
+        sum += cost;
+        longest = std::max<uint64_t>(longest, cost);
+      }
+      largest = std::max(largest, policy.CostOf(end - begin, sum, longest));
+    }
+  }
+  return largest;
+}
+
+// A token budget is a hard cap (T from the device's memory): no micro-batch
+// of two or more samples costs more, also where most samples take more
+// than half of it and the window's count leaves no room to spare (40
+// samples of 60, T = 100, W = 4 made a micro-batch of 120 when cut to 4
+// micro-batches from 5 samples), under both cost models.
+TEST(WindowBatchesTest, ATokenBudgetIsAHardCap) {
+  for (BatchCostModel model : {BatchCostModel::kPadded, BatchCostModel::kSum}) {
+    BatchPolicy policy = Tokens(100);
+    policy.cost_model = model;
+    const std::vector<uint32_t> sixties(40, 60);
+    const WindowBatches alone =
+        ArrangeWindow(Entries(sixties), 4, policy, StepOrderKey(0, 0, 0));
+    EXPECT_EQ(alone.steps(), 10u);
+    EXPECT_EQ(LargestSharedBatch(alone, sixties, policy), 0u);
+    // Random windows of costs around T / 2, some above T.
+    std::mt19937_64 random(7);
+    for (int trial = 0; trial < 300; ++trial) {
+      const uint32_t world = 1 + random() % 9;
+      std::vector<uint32_t> costs(world * (1 + random() % 12));
+      for (uint32_t& cost : costs) cost = 20 + random() % 110;
+      const WindowBatches batches = ArrangeWindow(Entries(costs), world, policy,
+                                                  StepOrderKey(trial, 0, 0));
+      ASSERT_EQ(batches.samples(), costs.size());
+      EXPECT_LE(LargestSharedBatch(batches, costs, policy), 100u)
+          << "trial " << trial << " W " << world << " samples " << costs.size();
+    }
+  }
+}
+
+// Through the epoch's windows: 37 samples of 60 with T = 100 at W = 4 are
+// padded to 40 (3 repeats) or dropped to 36, each a micro-batch alone.
+TEST(EpochBatchesTest,
+     ALastWindowOfSamplesThatFillTheBudgetAloneMakesWholeSteps) {
+  const std::vector<uint32_t> costs(37, 60);
+  const auto costs_of = [&](absl::Span<const uint64_t> positions,
+                            absl::Span<uint32_t> out) {
+    for (size_t i = 0; i < positions.size(); ++i) {
+      out[i] = costs[positions[i] % costs.size()];
+    }
+  };
+  for (Tail tail : {Tail::kPad, Tail::kDrop}) {
+    const EpochBatches epoch(37, 4, tail, Tokens(100));
+    EXPECT_EQ(epoch.total(), tail == Tail::kPad ? 40u : 36u);
+    const WindowBatches window = epoch.Arrange(0, costs_of, 1, 0);
+    EXPECT_EQ(window.steps(), tail == Tail::kPad ? 10u : 9u);
+    EXPECT_EQ(LargestSharedBatch(window, costs, Tokens(100)), 0u);
   }
 }
 
@@ -180,6 +253,7 @@ TEST(WindowBatchesTest, FixedCountMakesFullBatchesOnWholeWindows) {
 TEST(WindowBatchesTest, WindowSizes) {
   BatchPolicy tokens = Tokens(100);
   EXPECT_EQ(tokens.WindowSamples(8), kDefaultBatchWindow);
+  EXPECT_EQ(tokens.WindowSamples(6), 65538u);  // a multiple of W
   EXPECT_EQ(tokens.WindowSamples(100000), 1600000u);
   tokens.window = 10;
   EXPECT_EQ(tokens.WindowSamples(2), 32u);
@@ -198,6 +272,9 @@ TEST(EpochBatchesTest, TailsOfAShortLastWindow) {
   const EpochBatches drop(130, 4, Tail::kDrop, policy);
   EXPECT_EQ(drop.windows(), 2u);
   EXPECT_EQ(drop.total(), 128u);
+  // A last window of 7 is made a multiple of W: 8, or 4.
+  EXPECT_EQ(EpochBatches(135, 4, Tail::kPad, policy).total(), 136u);
+  EXPECT_EQ(EpochBatches(135, 4, Tail::kDrop, policy).total(), 132u);
   const EpochBatches whole(128, 4, Tail::kPad, policy);
   EXPECT_EQ(whole.windows(), 2u);
   EXPECT_EQ(whole.WindowEnd(1), 128u);

@@ -26,12 +26,37 @@ _COST_MODELS = {"padded": pb.BATCH_COST_MODEL_PADDED,
                 "sum": pb.BATCH_COST_MODEL_SUM}
 # Costs per PutCosts piece: 1 MiB of u32 values.
 _COSTS_PER_PIECE = 1 << 18
+# The least time between two lines of a call retrying an unavailable
+# coordinator (the C++ tools' RetryPolicy::report_every).
+_REPORT_RETRY_EVERY_S = 5.0
+# How long a round of a waiting join lasts at least, if it asked for as long.
+_SHORTEST_JOIN_ROUND_S = 1.0
 
 _Response = TypeVar("_Response")
 
 
 def _stderr_line(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+_AWAITED_BY = {
+    pb.Job.AWAITED_BY_SPEC_WORLD_SIZE: "the job's world size",
+    pb.Job.AWAITED_BY_LAUNCH_SIZE: "the launch's size",
+    pb.Job.AWAITED_BY_MIN_WORLD_SIZE: "the elastic minimum",
+}
+
+
+def missing_members_text(job: pb.Job) -> str:
+    """What a job with no world waits for, as the waiting line says it:
+    "1 more member (3 of 4 joined; 4: the launch's size)" (without the
+    rule from a coordinator that does not say it)."""
+    awaited = (job.world_size_awaited or job.spec.min_world_size or
+               job.spec.world_size)
+    rule = _AWAITED_BY.get(job.world_size_awaited_by, "")
+    missing = max(0, awaited - job.joined_members)
+    return (f"{missing} more member{'' if missing == 1 else 's'} "
+            f"({job.joined_members} of {awaited} joined"
+            f"{f'; {awaited}: {rule}' if rule else ''})")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,15 +150,22 @@ class Client:
     heartbeat() and store_add(), which make one attempt (the clients' table:
     proto/shard/v1/client_retries.json); every other error raises the
     ShardError subclass of its code at once. Each attempt is bounded by
-    `rpc_timeout` seconds (joins add their wait).
+    `rpc_timeout` seconds (joins add their wait). While a call retries,
+    `on_retrying` gets a line every 5 s or so (default: printed on stderr;
+    None: silent): "shard: coordinator ADDR unavailable (JoinJob: ...);
+    retrying for 55 s more (retry_deadline)".
     """
 
     def __init__(self, address: str, *, token_file: Optional[str] = None,
                  tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
                  tls_key: Optional[str] = None, retry_deadline: float = 60.0,
-                 rpc_timeout: float = 30.0) -> None:
+                 rpc_timeout: float = 30.0,
+                 on_retrying: Optional[Callable[[str], None]] = _stderr_line
+                 ) -> None:
         if not address:
             raise ValueError("address must be host:port[,host:port...]")
+        self._address = address
+        self._on_retrying = on_retrying
         self._replicas = Replicas(address, token_file, tls_ca, tls_cert,
                                   tls_key)
         self._metadata = self._replicas.metadata
@@ -159,7 +191,9 @@ class Client:
 
     def _call(self, name: str, request, timeout: Optional[float] = None,
               retry: bool = True):
-        give_up = time.monotonic() + self._retry_deadline
+        started = time.monotonic()
+        give_up = started + self._retry_deadline
+        reported = started
         backoff = 0.1
         while True:
             index, stub = self._replicas.current()
@@ -178,9 +212,19 @@ class Client:
                 else:
                     self._replicas.answered(index, error)
                 pause = SOON_PACE_S if soon else backoff
+                now = time.monotonic()
                 if (not retry or failure.code not in RETRYABLE or
-                        time.monotonic() + pause > give_up):
+                        now + pause > give_up):
                     raise failure from None
+                # Announced before a pause that ends _REPORT_RETRY_EVERY_S
+                # or more after the previous line (or the first attempt).
+                if (self._on_retrying is not None and
+                        now + pause - reported >= _REPORT_RETRY_EVERY_S):
+                    self._on_retrying(
+                        f"shard: coordinator {self._address} unavailable "
+                        f"({name}: {failure.message}); retrying for "
+                        f"{give_up - now:.0f} s more (retry_deadline)")
+                    reported = now
             self._replicas.pause(pause * random.uniform(0.5, 1.0))
             if not soon:
                 backoff = min(backoff * 2, 5.0)
@@ -255,8 +299,10 @@ class Client:
         the world did not form in time (the member stays joined).
 
         While it waits, `progress` gets a line every `progress_every`
-        seconds, e.g. "job j: waiting for 1 more member (2 of 3 joined),
-        generation 7, 590 s left" (default: printed on stderr; None:
+        seconds, e.g. "job j: waiting for 1 more member (2 of 3 joined; 3:
+        the job's world size), generation 7, 590 s left" (the size the
+        world waits for and its rule: the job's world size, the launch's
+        size or the elastic minimum; default: printed on stderr; None:
         silent).
 
         `rank` asks for that rank (e.g. torchrun's RANK): the coordinator
@@ -280,6 +326,7 @@ class Client:
             left = max(0.0, until - time.monotonic())
             round_s = min(left, progress_every) if progress else left
             request.wait_for_world_ms = int(round_s * 1000)
+            round_began = time.monotonic()
             try:
                 response = self._call("JoinJob", request,
                                       timeout=self._rpc_timeout + round_s)
@@ -291,6 +338,12 @@ class Client:
                 if (error.code != grpc.StatusCode.DEADLINE_EXCEEDED or
                         time.monotonic() >= until):
                     raise
+            # A coordinator that bounds waits far below the round asked (an
+            # older shardd's --max-wait 0) answers at once: the round still
+            # lasts what it asked, up to a second, before the next join.
+            time.sleep(max(0.0, min(
+                round_began + min(round_s, _SHORTEST_JOIN_ROUND_S), until) -
+                time.monotonic()))
             if progress:
                 self._report_waiting(job_id, until, progress)
         if not response.world_formed:
@@ -313,8 +366,6 @@ class Client:
                              retry=False)
         except ShardError:
             return  # The next round's JoinJob reports what matters.
-        needed = job.spec.min_world_size or job.spec.world_size
-        missing = max(0, needed - job.joined_members)
         rejoining = sum(1 for m in job.members if m.awaiting_rejoin)
         if rejoining:
             progress(f"job {job_id}: waiting for {rejoining} "
@@ -323,11 +374,9 @@ class Client:
                      f"to expire), {max(0.0, until - time.monotonic()):.0f}"
                      f" s left")
             return
-        progress(f"job {job_id}: waiting for {missing} more "
-                 f"member{'' if missing == 1 else 's'} "
-                 f"({job.joined_members} of {needed} joined), generation "
-                 f"{job.generation}, {max(0.0, until - time.monotonic()):.0f}"
-                 f" s left")
+        progress(f"job {job_id}: waiting for {missing_members_text(job)}, "
+                 f"generation {job.generation}, "
+                 f"{max(0.0, until - time.monotonic()):.0f} s left")
 
     def heartbeat(self, membership: Membership) -> pb.HeartbeatResponse:
         """Renews the lease; ABORTED once the generation ended."""
@@ -510,7 +559,14 @@ class Heartbeat:
 def default_member_id() -> str:
     """pod/host name plus the local rank (LOCAL_RANK, else RANK, else the
     process id): stable across restarts of the same worker under torchrun
-    or a Kubernetes Job."""
+    or a Kubernetes Job. A torchrun worker (TORCHELASTIC_RUN_ID set) also
+    names its agent's process id, HOST-AGENT_PID-LOCAL_RANK, so that the
+    workers of two agents on one host (--nnodes 2 there, or nodes sharing a
+    host name) are other members."""
     host = os.environ.get("HOSTNAME") or os.uname().nodename
     local = os.environ.get("LOCAL_RANK") or os.environ.get("RANK")
-    return f"{host}-{local if local is not None else os.getpid()}"
+    if local is None:
+        return f"{host}-{os.getpid()}"
+    if os.environ.get("TORCHELASTIC_RUN_ID") is not None:
+        return f"{host}-{os.getppid()}-{local}"
+    return f"{host}-{local}"

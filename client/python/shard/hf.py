@@ -51,6 +51,8 @@ import shard.torch
 from shard import _compat
 
 POSITION_FILE = "shard_position.json"
+# Where shared_attention_length keeps d, in the Trainer's output_dir.
+ATTENTION_LENGTH_FILE = "shard_attention_length.json"
 
 
 # Trainer resumes a multi-process CPU run's optimizer onto "cpu:0".
@@ -238,14 +240,25 @@ def lm_step_seconds(model, vocab_size=None):
     one forward and backward pass of `model` (a Hugging Face causal LM, on
     its device) on `count` random sequences of `length` tokens, labels the
     inputs; the gradients are dropped. Seconds of wall time (CUDA
-    synchronized)."""
+    synchronized). A length past the model's positions
+    (config.max_position_embeddings or n_positions) is a ValueError that
+    names the lengths to measure instead."""
     import time
 
     import torch
+
+    from shard.costs import DEFAULT_LENGTHS
     vocab = vocab_size or model.config.vocab_size
     device = next(model.parameters()).device
+    positions = _model_positions(model.config)
 
     def step_seconds(count, length):
+        if positions is not None and length > positions:
+            fitting = tuple(n for n in DEFAULT_LENGTHS if n <= positions)
+            raise ValueError(
+                f"the model takes sequences of at most {positions} tokens, "
+                f"not {length}: measure shorter lengths, e.g. "
+                f"fit_attention_length(step_seconds, lengths={fitting})")
         ids = torch.randint(0, vocab, (count, length), device=device)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -260,4 +273,48 @@ def lm_step_seconds(model, vocab_size=None):
     return step_seconds
 
 
-__all__ = ["POSITION_FILE", "ShardTrainer", "lm_step_seconds"]
+def shared_attention_length(model, output_dir, step_seconds=None,
+                            **fit_settings):
+    """d for shard.costs.attention_costs, the same on every rank and every
+    launch of a job: costs measured in each process differ (timings do),
+    and a join with costs other than the job's is refused. Rank 0 reads d
+    from OUTPUT_DIR/ATTENTION_LENGTH_FILE (written by an earlier launch),
+    or measures it (fit_attention_length(step_seconds or
+    lm_step_seconds(model), **fit_settings)) and writes it there; with a
+    formed torch.distributed process group (TrainingArguments forms it
+    under torchrun) every other rank gets rank 0's d. Give the Trainer's
+    output_dir: the file stays with the job's checkpoints."""
+    import torch.distributed as dist
+
+    from shard.costs import fit_attention_length
+    grouped = dist.is_available() and dist.is_initialized()
+    found = [None]
+    if not grouped or dist.get_rank() == 0:
+        path = os.path.join(output_dir, ATTENTION_LENGTH_FILE)
+        if os.path.exists(path):
+            with open(path) as stored:
+                found[0] = float(json.load(stored)["attention_length"])
+        else:
+            found[0] = fit_attention_length(
+                step_seconds or lm_step_seconds(model), **fit_settings)
+            os.makedirs(output_dir, exist_ok=True)
+            with open(path + ".tmp", "w") as written:
+                json.dump({"attention_length": found[0]}, written)
+            os.replace(path + ".tmp", path)
+    if grouped:
+        dist.broadcast_object_list(found, src=0)
+    return found[0]
+
+
+def _model_positions(config):
+    """The longest sequence a Hugging Face config's model takes (None when
+    it does not say)."""
+    for name in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+__all__ = ["ATTENTION_LENGTH_FILE", "POSITION_FILE", "ShardTrainer",
+           "lm_step_seconds", "shared_attention_length"]

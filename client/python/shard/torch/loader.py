@@ -88,8 +88,11 @@ class DataLoader(torch.utils.data.DataLoader):
     shard._compat) workers started by fork are refused with a ValueError
     naming the start methods to use. Workers started otherwise (forkserver,
     spawn) exit once the process that made the loader is gone (shard.
-    _trainer_watch): a trainer killed alone leaves none behind. With any
-    other sampler it is otherwise a plain DataLoader.
+    _trainer_watch): a trainer killed alone leaves none behind.
+    accelerate's Accelerator.prepare() returns it as it is (the coordinator
+    sharded it already; batches stay where collate_fn puts them: move them
+    to accelerator.device). With any other sampler it is otherwise a plain
+    DataLoader.
     """
 
     def __init__(self, *args, **kwargs):
@@ -101,6 +104,11 @@ class DataLoader(torch.utils.data.DataLoader):
         if self.shard_sampler is not None:
             _compat.check_worker_start(self.num_workers,
                                        self.multiprocessing_context)
+            # accelerate's prepare() returns a loader so marked as it is:
+            # it would otherwise shard this rank's batches again (each rank
+            # training every W-th of its own) in a new loader that counts
+            # nothing the loop receives.
+            self._is_accelerate_prepared = True
         if (self.num_workers > 0 and
                 _compat.start_method(self.multiprocessing_context) != "fork"):
             # Not the trainer's children: they must watch it themselves.

@@ -4,8 +4,9 @@
         --rdzv-endpoint shardd:7070 --rdzv-id my-run train.py
 
 Each node's torchrun agent joins the coordinator job `RUN_ID-nodes` (created
-by the first agent, one rank per node) as member $HOSTNAME (else the host
-name; or `--rdzv-conf member=ID`); the world it forms numbers the nodes,
+by the first agent, one rank per node) as member `HOST-PID` ($HOSTNAME, else
+the host name, and the agent's process id: two agents on one host are two
+members; or `--rdzv-conf member=ID`); the world it forms numbers the nodes,
 and its key-value space is the store of that rendezvous round. No etcd, no
 c10d host, and no TCPStore in the agents: torch builds without libuv
 (Debian's torch 2.14) start too, as long as a script that forms its own
@@ -22,8 +23,9 @@ the trainers', not the agents'. num_nodes_waiting() is always 0.
 torch finds the handler through the package's `torchrun.handlers` entry
 point (torch 2.3 and later); `python3 -m shard.torchrun` registers it
 itself (any torch, 1.13 included). Settings from `--rdzv-conf`:
-`join_timeout` (seconds, default 600), `member`, `token_file`, `tls_ca`,
-`tls_cert`, `tls_key` (as shard.Client takes them).
+`join_timeout` (whole seconds, 1 to 604,800, default 600), `member`,
+`token_file`, `tls_ca`, `tls_cert`, `tls_key` (as shard.Client takes them);
+a bad value is a ValueError naming the setting.
 """
 import os
 import socket
@@ -33,10 +35,18 @@ from torch.distributed.elastic.rendezvous import (RendezvousHandler,
                                                   rendezvous_handler_registry)
 
 from shard.client import Client, job_spec
+from shard.errors import ShardError
 from shard.torch.store import CoordinatorStore
 
 BACKEND = "shard"
 _CLIENT_SETTINGS = ("token_file", "tls_ca", "tls_cert", "tls_key")
+# The longest join_timeout: a week.
+_LONGEST_JOIN_TIMEOUT_S = 7 * 24 * 3600
+# Keys of the round's space (outside torch's "torchrun/" prefix) counting
+# the nodes that reached shutdown, and how long one waits for the others.
+_NODES_DONE = "shard/nodes-done"
+_EVERY_NODE_DONE = "shard/every-node-done"
+_LEAVE_WAIT_S = 60.0
 
 
 class CoordinatorRendezvousHandler(RendezvousHandler):
@@ -56,10 +66,10 @@ class CoordinatorRendezvousHandler(RendezvousHandler):
         self._params = params
         self._nodes = params.max_nodes
         self._job = f"{params.run_id}-nodes"
-        self._member = params.get(
-            "member", os.environ.get("HOSTNAME") or socket.gethostname())
-        self._join_timeout = params.get_as_int("join_timeout", 600)
-        self._client_settings = {key: params.get(key)
+        self._member = _text_setting(params, "member", default_agent_id())
+        self._join_timeout = _seconds_setting(params, "join_timeout", 600,
+                                              _LONGEST_JOIN_TIMEOUT_S)
+        self._client_settings = {key: _text_setting(params, key, None)
                                  for key in _CLIENT_SETTINGS}
         self._client = None
         self._membership = None
@@ -110,15 +120,31 @@ class CoordinatorRendezvousHandler(RendezvousHandler):
         return self._params.run_id
 
     def shutdown(self):
-        """Leaves the nodes' job (the agent is done); True."""
+        """Leaves the nodes' job once every node reached its shutdown (or
+        the round ended, or _LEAVE_WAIT_S passed): a node that left at once
+        ended the round under another still in torch's exit barrier, whose
+        store calls then failed (ABORTED) after a run that succeeded.
+        True."""
         membership, self._membership = self._membership, None
         client = self._client
+        if membership is not None:
+            self._await_every_node(client, membership)
         self._end_round(close=False)
         if membership is not None:
             client.leave(membership)
         if client is not None:
             client.close()
         return True
+
+    def _await_every_node(self, client, membership):
+        """Counts this node in and waits until every node of the round did
+        (each does so after torch's exit barrier)."""
+        try:
+            if client.store_add(membership, _NODES_DONE, 1) >= self._nodes:
+                client.store_set(membership, _EVERY_NODE_DONE, b"1")
+            client.store_wait(membership, [_EVERY_NODE_DONE], _LEAVE_WAIT_S)
+        except ShardError:
+            pass  # The round ended (a node left or was lost): leave too.
 
     def _end_round(self, close=True):
         """Stops the round's heartbeat and (unless `close` is False: the
@@ -129,6 +155,41 @@ class CoordinatorRendezvousHandler(RendezvousHandler):
         if close and self._client is not None:
             self._client.close()
         self._client = None
+
+
+def default_agent_id():
+    """HOST-PID: $HOSTNAME (else the host name) and this agent's process
+    id, so that two agents on one host (--nnodes 2 on one machine, or nodes
+    sharing a host name) never take each other's membership."""
+    host = os.environ.get("HOSTNAME") or socket.gethostname()
+    return f"{host}-{os.getpid()}"
+
+
+def _text_setting(params, key, default):
+    """--rdzv-conf KEY=TEXT: not empty when given."""
+    value = params.get(key)
+    if value is None:
+        return default
+    if not str(value).strip():
+        raise ValueError(f"--rdzv-conf {key}= is empty: give a value or "
+                         f"leave the setting out")
+    return str(value)
+
+
+def _seconds_setting(params, key, default, most):
+    """--rdzv-conf KEY=SECONDS: whole seconds from 1 to `most`, in decimal
+    digits (no sign, no leading zero), as every number of the project's
+    options."""
+    value = params.get(key)
+    if value is None:
+        return default
+    text = str(value).strip()
+    if not (text.isascii() and text.isdigit() and text[0] != "0" and
+            int(text) <= most):
+        raise ValueError(f"--rdzv-conf {key}={value}: give whole seconds "
+                         f"from 1 to {most} in decimal digits, e.g. "
+                         f"{key}={default}")
+    return int(text)
 
 
 def _rendezvous_info(store, rank, world_size, local_addr):
@@ -165,4 +226,4 @@ def register():
 
 
 __all__ = ["BACKEND", "CoordinatorRendezvousHandler", "create_handler",
-           "handler_factory", "register"]
+           "default_agent_id", "handler_factory", "register"]

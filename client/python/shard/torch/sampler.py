@@ -485,17 +485,32 @@ class DistributedBatchSampler(DistributedShardSampler):
             # Upload again (nothing moves if it has them) and retry once;
             # any other refusal comes back the same.
             self.client.put_costs(self._costs)
-            super().rejoin()
+            try:
+                super().rejoin()
+            except FailedPreconditionError as error:
+                if "costs_sha256" not in error.message:
+                    raise
+                # Another rank created the job meanwhile, with its costs.
+                raise ValueError(self._other_costs(error.message)) from error
+
+    def _other_costs(self, detail):
+        """What to tell a rank whose costs are not the job's."""
+        return (f"job {self._job!r} has other costs than this rank's "
+                f"({detail}): every rank and every launch must give the "
+                f"same costs. Costs computed from a measurement (d of "
+                f"shard.costs.fit_attention_length) differ from process to "
+                f"process: measure once and share the result "
+                f"(shard.hf.shared_attention_length), or it is another "
+                f"dataset's job")
 
     def _check_fits(self, spec):
         """Also ValueError when the job's costs are not this sampler's."""
         super()._check_fits(spec)
         digest = hashlib.sha256(costs_bytes(self._costs)).hexdigest()
         if spec.batches.costs_sha256 != digest:
-            raise ValueError(
-                f"job {self._job!r} has other costs (SHA-256 "
-                f"{spec.batches.costs_sha256[:12]}..., these are "
-                f"{digest[:12]}...): another dataset's job")
+            raise ValueError(self._other_costs(
+                f"SHA-256 {spec.batches.costs_sha256[:12]}..., these are "
+                f"{digest[:12]}..."))
 
     def __len__(self):
         raise TypeError(
