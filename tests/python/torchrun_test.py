@@ -16,6 +16,11 @@ the user's:
    committed position, torchrun exits 0, and the committed history (the
    first attempt up to the commit, then the restarted one) holds every
    index of every epoch exactly once.
+2b. Two nodes of one worker on this host, with the default member ids of
+   their agents and workers: both torchruns exit 0, no agent fails torch's
+   exit barrier, and the ranks train DistributedSampler's indices.
+2c. Two nodes, the coordinator restarted mid-run: both torchruns exit 0
+   and torch's exit barrier passes (no "Error waiting on exit barrier").
 3. A script written for torch's DistributedSampler with only the user guide's
    two-line migration (plain_migration_script.py: its own
    dist.init_process_group, DataLoader worker processes, set_epoch, a
@@ -147,6 +152,7 @@ def main():
         killed_worker(args.python_dir, daemon.address)
         if args.only is None:
             two_nodes(args.python_dir, daemon.address)
+            restarted_coordinator(args.python_dir, daemon)
             # 3. The two-line migration of a script that forms its own group.
             plain_migration_survives_a_restart(args.python_dir,
                                                daemon.address)
@@ -194,6 +200,37 @@ def two_nodes(python_dir, address):
     check(len(params) == 1,
           f"identical parameters on both nodes {sorted(params)}")
     check_planned(check, records(work, 0), size, WORLD, epochs)
+
+
+def restarted_coordinator(python_dir, daemon):
+    """2c. Two nodes, the coordinator killed and restarted (same address
+    and data directory) mid-run: the run succeeds, and torch's exit
+    barrier passes although the restart lost the round's store keys (the
+    agents renew the round)."""
+    size, epochs = 20000, 2
+    work = tempfile.mkdtemp(prefix="shard-torchrun-restart-")
+    address = daemon.address
+    procs = [start_torchrun(python_dir, address, "restarted", 0, [
+        EXAMPLE, "--coordinator", address, "--job", "restarted",
+        "--dataset-size", str(size), "--epochs", str(epochs),
+        "--loader-workers", "0", "--checkpoint-dir", work,
+        "--record", os.path.join(work, "record-{restart}-{member}.txt")],
+        nodes=WORLD) for _ in range(2)]
+    give_up = time.monotonic() + 300
+    while (not glob.glob(os.path.join(work, "ckpt-0-*.pt")) and
+           time.monotonic() < give_up):
+        time.sleep(0.05)
+    daemon.kill()
+    daemon.restart()
+    out = ""
+    for proc in procs:
+        text, _ = communicate_or_report(proc, 240)
+        check(proc.returncode == 0, f"each node's torchrun exits 0 after "
+              f"the coordinator's restart (exit {proc.returncode}) "
+              f"{text[-600:]}")
+        out += text
+    check("Error waiting on exit barrier" not in out,
+          "torch's exit barrier passes after the coordinator's restart")
 
 
 def rdzv_conf_refusals():

@@ -20,6 +20,12 @@ re-join, and the new world forms with every node. The node count is fixed
 (`--nnodes N`; a range MIN:MAX is refused): a data job's elastic world is
 the trainers', not the agents'. num_nodes_waiting() is always 0.
 
+At the end, an agent leaves the nodes' job once every node reached its
+shutdown (torch's exit barrier is behind them all), and after a
+coordinator restart lost the round's keys an agent's store call joins the
+round again (renewing it) and is made once more, so that exit barrier
+passes.
+
 torch finds the handler through the package's `torchrun.handlers` entry
 point (torch 2.3 and later); `python3 -m shard.torchrun` registers it
 itself (any torch, 1.13 included). Settings from `--rdzv-conf`:
@@ -92,20 +98,41 @@ class CoordinatorRendezvousHandler(RendezvousHandler):
         RendezvousInfo (torch 2.x) or (store, rank, world_size) (1.13)."""
         self._end_round()
         self._client = Client(self._params.endpoint, **self._client_settings)
+        self._join_round()
+        # The handler keeps the Python store alive: the PrefixStore holds
+        # only its C++ side, whose calls need the Python object.
+        self._store = CoordinatorStore(self._membership, self._client,
+                                       renew=self._renew_round)
+        store = PrefixStore("torchrun/", self._store)
+        rank = self._membership.rank
+        world_size = self._membership.world_size
+        return _rendezvous_info(store, rank, world_size,
+                                getattr(self._params, "local_addr", None))
+
+    def _join_round(self):
+        """Joins the nodes' job (or again: the same incarnation) and waits
+        for its world; heartbeats the membership."""
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
         self._membership = self._client.join(
             self._job, self._member,
             spec=job_spec(dataset_size=self._nodes, world_size=self._nodes,
                           shuffle=False),
             wait=self._join_timeout)
         self._heartbeat = self._client.start_heartbeat(self._membership)
-        # The handler keeps the Python store alive: the PrefixStore holds
-        # only its C++ side, whose calls need the Python object.
-        self._store = CoordinatorStore(self._membership, self._client)
-        store = PrefixStore("torchrun/", self._store)
-        rank = self._membership.rank
-        world_size = self._membership.world_size
-        return _rendezvous_info(store, rank, world_size,
-                                getattr(self._params, "local_addr", None))
+
+    def _renew_round(self):
+        """For the agents' store, after a call was refused ABORTED: a
+        coordinator restart lost the round's keys (joining again renews the
+        world: a new generation of the same members and an empty key
+        space), or another agent renewed it. Every agent's next store call
+        comes here, so they meet in the renewed round: torch's exit barrier,
+        whose keys are all set after the restart, passes. None when this
+        handler has left (shutdown)."""
+        if self._membership is None:
+            return None
+        self._join_round()
+        return self._membership
 
     def is_closed(self):
         return self._closed

@@ -12,9 +12,20 @@ from shard.errors import ShardError
 def _remembering_errors(method):
     """Keeps the coordinator's error in `last_error` before it propagates:
     torch turns an exception of a Store method called from C++ into a
-    RuntimeError that keeps only the text."""
+    RuntimeError that keeps only the text. With a `renew` callable, a call
+    refused ABORTED is made once more in the membership renew() returns
+    (unless it returns None)."""
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except ShardError as error:
+            renewed = (self._renew() if self._renew is not None and
+                       error.code == grpc.StatusCode.ABORTED else None)
+            if renewed is None:
+                self.last_error = error
+                raise
+        self._membership = renewed
         try:
             return method(self, *args, **kwargs)
         except ShardError as error:
@@ -35,17 +46,21 @@ class CoordinatorStore(dist.Store):
     lives as long as the generation: after a membership change the calls
     raise ShardError(ABORTED) and the process group must be formed again.
     `last_error` is the last ShardError a call raised (None before any),
-    also when torch passed it on as a RuntimeError.
+    also when torch passed it on as a RuntimeError. `renew` (for a caller
+    that can join the same world again, e.g. torchrun's agents after a
+    coordinator restart lost the round's keys) returns the membership in
+    which a call refused ABORTED is made once more, or None.
     """
 
     def __init__(self, sampler_or_membership, client=None,
-                 timeout=timedelta(minutes=5)):
+                 timeout=timedelta(minutes=5), renew=None):
         super().__init__()
         membership = getattr(sampler_or_membership, "membership",
                              sampler_or_membership)
         self._client = client or sampler_or_membership.client
         self._membership = membership
         self._timeout = timeout
+        self._renew = renew
         self.last_error = None
 
     def set_timeout(self, timeout):
