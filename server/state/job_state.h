@@ -117,8 +117,12 @@ struct JobState {
   // Members any world needs at least: world_size for the job's first
   // world unless a launch said its size, min_world_size after.
   uint32_t MinWorldSize() const {
-    return generation == 0 && launch_sizes.empty() ? spec.world_size()
-                                                   : spec.min_world_size();
+    return FirstWorldBySpec() ? spec.world_size() : spec.min_world_size();
+  }
+  // The job's first world with no launch that said its size: it waits for
+  // the spec's world_size.
+  bool FirstWorldBySpec() const {
+    return generation == 0 && launch_sizes.empty();
   }
   // Why a world forming where none is formed waits for as many members
   // as it does (WorldSizeAwaited).
@@ -136,8 +140,8 @@ struct JobState {
   };
   AwaitedBy WorldSizeAwaitedBy() const {
     if (!launch_sizes.empty() && !HasSurvivors()) return AwaitedBy::kLaunchSize;
-    return generation == 0 && launch_sizes.empty() ? AwaitedBy::kSpecWorldSize
-                                                   : AwaitedBy::kMinWorldSize;
+    return FirstWorldBySpec() ? AwaitedBy::kSpecWorldSize
+                              : AwaitedBy::kMinWorldSize;
   }
   // Members a world forming where none is formed waits for, by
   // WorldSizeAwaitedBy()'s rule. O(1).

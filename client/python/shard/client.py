@@ -556,6 +556,11 @@ class Heartbeat:
         self._thread.join()
 
 
+def host_name() -> str:
+    """$HOSTNAME (a pod's name), else the machine's host name."""
+    return os.environ.get("HOSTNAME") or os.uname().nodename
+
+
 def default_member_id() -> str:
     """pod/host name plus the local rank (LOCAL_RANK, else RANK, else the
     process id): stable across restarts of the same worker under torchrun
@@ -563,7 +568,7 @@ def default_member_id() -> str:
     names its agent's process id, HOST-AGENT_PID-LOCAL_RANK, so that the
     workers of two agents on one host (--nnodes 2 there, or nodes sharing a
     host name) are other members."""
-    host = os.environ.get("HOSTNAME") or os.uname().nodename
+    host = host_name()
     local = os.environ.get("LOCAL_RANK") or os.environ.get("RANK")
     if local is None:
         return f"{host}-{os.getpid()}"

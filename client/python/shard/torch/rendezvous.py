@@ -34,13 +34,12 @@ itself (any torch, 1.13 included). Settings from `--rdzv-conf`:
 a bad value is a ValueError naming the setting.
 """
 import os
-import socket
 
 from torch.distributed import PrefixStore
 from torch.distributed.elastic.rendezvous import (RendezvousHandler,
                                                   rendezvous_handler_registry)
 
-from shard.client import Client, job_spec
+from shard.client import Client, host_name, job_spec
 from shard.errors import ShardError
 from shard.torch.store import CoordinatorStore
 
@@ -188,8 +187,7 @@ def default_agent_id():
     """HOST-PID: $HOSTNAME (else the host name) and this agent's process
     id, so that two agents on one host (--nnodes 2 on one machine, or nodes
     sharing a host name) never take each other's membership."""
-    host = os.environ.get("HOSTNAME") or socket.gethostname()
-    return f"{host}-{os.getpid()}"
+    return f"{host_name()}-{os.getpid()}"
 
 
 def _text_setting(params, key, default):
