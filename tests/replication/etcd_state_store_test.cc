@@ -218,7 +218,6 @@ TEST_F(EtcdStateStoreTest, SnapshotsBoundTheHistoryAndRecoveryIsExact) {
   options.snapshot_every = 40;
   options.snapshot_chunk_bytes = 256;  // Several chunks per snapshot.
   CoordinatorState leader_state;
-  uint64_t snapshot = 0;
   {
     EtcdStateStore store(session.get(), *led, {}, options);
     // Due at 40 records (one at a time: the next is due 40 records after
@@ -227,8 +226,14 @@ TEST_F(EtcdStateStoreTest, SnapshotsBoundTheHistoryAndRecoveryIsExact) {
     ASSERT_TRUE(AwaitSnapshots(store, 1)) << store.snapshots();
     ASSERT_EQ(Append(store, leader_state, History(25, 25)), 150u);
     ASSERT_TRUE(AwaitSnapshots(store, 2)) << store.snapshots();
-    snapshot = store.snapshot_sequence();
   }
+  // The snapshot in force is read from etcd once the store closed: a
+  // snapshot still pending at the last record is written as it closes, and
+  // with a slow writer that one may cover every record.
+  absl::StatusOr<EtcdStateStore::Position> closed =
+      EtcdStateStore::ReadPosition(*session);
+  ASSERT_TRUE(closed.ok()) << closed.status();
+  const uint64_t snapshot = closed->snapshot_sequence;
   ASSERT_GE(snapshot, 80u);
 
   // etcd keeps the records after the snapshot and its chunks alone.
@@ -236,8 +241,10 @@ TEST_F(EtcdStateStoreTest, SnapshotsBoundTheHistoryAndRecoveryIsExact) {
   ASSERT_TRUE(records.ok()) << records.status();
   // (Batches end at a snapshot's record: the first one left starts after
   // it.)
-  ASSERT_FALSE(records->empty());
-  EXPECT_EQ(records->front().first, EtcdStateStore::RecordKey(snapshot + 1));
+  ASSERT_EQ(records->empty(), snapshot == 150u) << snapshot;
+  if (!records->empty()) {
+    EXPECT_EQ(records->front().first, EtcdStateStore::RecordKey(snapshot + 1));
+  }
   absl::StatusOr<EtcdEntries> chunks = session->List("snap/");
   ASSERT_TRUE(chunks.ok()) << chunks.status();
   EXPECT_GT(chunks->size(), 1u);
