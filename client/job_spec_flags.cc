@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/cli/command_line.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 
 namespace shard::client {
 namespace {

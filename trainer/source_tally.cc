@@ -1,7 +1,7 @@
 #include "trainer/source_tally.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/plan/mixture.h"
+#include "common/plan/mixtures/mixture.h"
 
 namespace shard::trainer {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 #include "shard/client/heartbeater.h"
 #include "shard/client/torch/coordinator_store.h"
 #include "shard/client/torch/shard_data_loader.h"

@@ -12,7 +12,7 @@
 #include "client/shardctl/batch_plan.h"
 #include "client/shardctl/job_warnings.h"
 #include "common/cli/command_line.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 #include "google/protobuf/util/json_util.h"
 #include "shard/client/coordinator_replicas.h"
 

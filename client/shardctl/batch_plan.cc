@@ -8,12 +8,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/shardctl/costs_file.h"
-#include "common/plan/balance_figures.h"
-#include "common/plan/cost_digest.h"
-#include "common/plan/cost_table.h"
-#include "common/plan/epoch_batches.h"
-#include "common/plan/epoch_order.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/batches/balance_figures.h"
+#include "common/plan/batches/cost_digest.h"
+#include "common/plan/batches/cost_table.h"
+#include "common/plan/batches/epoch_batches.h"
+#include "common/plan/orders/epoch_order.h"
+#include "common/plan/spec/job_spec.h"
 
 namespace shard::shardctl {
 namespace {

@@ -14,9 +14,9 @@
 #include "client/shardctl/costs_file.h"
 #include "client/shardctl/job_warnings.h"
 #include "common/cli/command_line.h"
-#include "common/plan/cost_digest.h"
-#include "common/plan/job_spec.h"
-#include "common/plan/mixture.h"
+#include "common/plan/batches/cost_digest.h"
+#include "common/plan/mixtures/mixture.h"
+#include "common/plan/spec/job_spec.h"
 #include "shard/client/heartbeater.h"
 
 namespace shard::shardctl {

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "common/plan/mixture.h"
+#include "common/plan/mixtures/mixture.h"
 
 namespace shard::shardctl {
 

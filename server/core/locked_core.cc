@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 #include "server/core/coordinator_core.h"
 #include "server/runtime/event_log.h"
 

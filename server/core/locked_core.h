@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "common/plan/shard_layout.h"
+#include "common/plan/layouts/shard_layout.h"
 #include "server/core/lease_table.h"
 #include "server/core/write_path.h"
 #include "server/plans/epoch_order_cache.h"

@@ -19,8 +19,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
-#include "common/plan/balance_figures.h"
-#include "common/plan/window_batches.h"
+#include "common/plan/batches/balance_figures.h"
+#include "common/plan/batches/window_batches.h"
 #include "shard/v1/shard.pb.h"
 
 namespace shard::server {

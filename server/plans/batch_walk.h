@@ -16,10 +16,10 @@
 #include <optional>
 
 #include "absl/status/status.h"
-#include "common/plan/cost_table.h"
-#include "common/plan/epoch_batches.h"
-#include "common/plan/epoch_order.h"
-#include "common/plan/epoch_worlds.h"
+#include "common/plan/batches/cost_table.h"
+#include "common/plan/batches/epoch_batches.h"
+#include "common/plan/batches/epoch_worlds.h"
+#include "common/plan/orders/epoch_order.h"
 #include "server/plans/shared_windows.h"
 #include "shard/v1/shard.pb.h"
 

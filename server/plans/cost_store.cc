@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/plan/cost_digest.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/batches/cost_digest.h"
+#include "common/plan/spec/job_spec.h"
 
 namespace shard::server {
 namespace {

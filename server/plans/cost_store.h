@@ -43,7 +43,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/plan/cost_table.h"
+#include "common/plan/batches/cost_table.h"
 #include "server/runtime/work_pool.h"
 #include "server/storage/cost_blobs.h"
 #include "shard/v1/shard.pb.h"

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 
 namespace shard::server {
 

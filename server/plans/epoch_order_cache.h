@@ -67,7 +67,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/plan/epoch_order.h"
+#include "common/plan/orders/epoch_order.h"
 #include "common/sync/watermark.h"
 #include "server/runtime/work_pool.h"
 #include "shard/v1/shard.pb.h"

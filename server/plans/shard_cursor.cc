@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "common/plan/rank_indices.h"
+#include "common/plan/layouts/rank_indices.h"
 #include "proto/index_chunk_codec.h"
 
 namespace shard::server {

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/plan/epoch_order.h"
-#include "common/plan/shard_layout.h"
+#include "common/plan/layouts/shard_layout.h"
+#include "common/plan/orders/epoch_order.h"
 #include "server/plans/batch_walk.h"
 #include "server/plans/source_counters.h"
 #include "shard/v1/shard.pb.h"

@@ -21,7 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "common/plan/epoch_worlds.h"
+#include "common/plan/batches/epoch_worlds.h"
 #include "server/plans/balance_tally.h"
 #include "server/plans/shared_windows.h"
 

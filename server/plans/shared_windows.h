@@ -26,7 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
-#include "common/plan/window_batches.h"
+#include "common/plan/batches/window_batches.h"
 
 namespace shard::server {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/plan/mixture.h"
+#include "common/plan/mixtures/mixture.h"
 
 namespace shard::server {
 

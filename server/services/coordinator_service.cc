@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 
 namespace shard::server {
 namespace {

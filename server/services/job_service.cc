@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/plan/job_spec.h"
-#include "common/plan/shard_layout.h"
+#include "common/plan/layouts/shard_layout.h"
+#include "common/plan/spec/job_spec.h"
 
 namespace shard::server {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 #include "server/core/lease_table.h"
 #include "server/runtime/event_log.h"
 #include "server/waiting/waiting_calls.h"

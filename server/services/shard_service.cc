@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/plan/job_spec.h"
-#include "common/plan/rank_indices.h"
+#include "common/plan/layouts/rank_indices.h"
+#include "common/plan/spec/job_spec.h"
 
 namespace shard::server {
 namespace {

@@ -26,9 +26,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/plan/cost_table.h"
-#include "common/plan/epoch_batches.h"
-#include "common/plan/shard_layout.h"
+#include "common/plan/batches/cost_table.h"
+#include "common/plan/batches/epoch_batches.h"
+#include "common/plan/layouts/shard_layout.h"
 #include "server/core/coordinator_core.h"
 #include "server/plans/balance_tally.h"
 #include "server/plans/epoch_order_cache.h"

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 
 namespace shard::server {
 

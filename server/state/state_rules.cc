@@ -3,7 +3,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace shard::server {

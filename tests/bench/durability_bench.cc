@@ -16,7 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/cli/command_line.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 #include "common/storage/file_system.h"
 #include "grpcpp/grpcpp.h"
 #include "server/rpc/coordinator_server.h"

@@ -17,7 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/cli/command_line.h"
-#include "common/plan/torch_randperm.h"
+#include "common/plan/shuffles/torch_randperm.h"
 #include "tests/bench/bench_report.h"
 #include "tests/support/reference_randperm.h"
 

@@ -18,8 +18,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/cli/command_line.h"
-#include "common/plan/job_spec.h"
-#include "common/plan/rank_indices.h"
+#include "common/plan/layouts/rank_indices.h"
+#include "common/plan/spec/job_spec.h"
 #include "tests/bench/bench_report.h"
 #include "trainer/data/record_file.h"
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "common/plan/cost_digest.h"
+#include "common/plan/batches/cost_digest.h"
 #include "gtest/gtest.h"
 #include "shard/client/torch/shard_data_loader.h"
 #include "shard/client/torch/shard_sampler.h"

@@ -12,7 +12,8 @@ import tempfile
 
 CHECKER = pathlib.Path(__file__).with_name("layering_test.py")
 
-# A sound tree: server/core may include server/state, not the reverse.
+# A sound tree: server/core may include server/state, not the reverse;
+# common/plan/high may include common/plan/low, not the reverse.
 SOUND = {
     "proto/a.h": "",
     "common/b.h": '#include "proto/a.h"\n',
@@ -23,6 +24,10 @@ SOUND = {
     "server/state/README.md": "May include: no other folder of server/.\n",
     "server/core/core.h": '#include "server/state/state.h"\n',
     "server/core/README.md": "# core\n\nMay include: `server/state`.\n",
+    "common/plan/low/low.h": '#include "proto/a.h"\n',
+    "common/plan/low/README.md": "May include: no other folder of common/.\n",
+    "common/plan/high/high.h": '#include "common/plan/low/low.h"\n',
+    "common/plan/high/README.md": "May include: `common/plan/low`.\n",
 }
 
 # (what is wrong, files changed from SOUND, text the report must hold)
@@ -43,6 +48,14 @@ FAULTS = [
     ("a README names a folder that does not exist",
      {"server/core/README.md": "May include: `server/stat`.\n"},
      "server/stat"),
+    ("a common/ folder includes one its README does not name",
+     {"common/plan/low/low.h": '#include "common/plan/high/high.h"\n'},
+     "common/plan/low/low.h:1"),
+    ("a common/ folder includes the top of common/",
+     {"common/plan/high/high.h": '#include "common/b.h"\n'},
+     "common/plan/high/high.h:1"),
+    ("a common/ folder has no README",
+     {"common/plan/high/README.md": None}, "common/plan/high/README.md"),
 ]
 
 

@@ -6,12 +6,14 @@ server -> common -> proto. In particular no file under client/ or trainer/
 may include a server/ header, so the client builds and ships without the
 coordinator.
 
-Inside server/, each folder (rpc/, services/, core/, ...) states in its
-README.md the other server folders it may include, on one line:
-"May include: `server/state`, `server/runtime`." (or "May include: no
-other folder of server/."). A file in a folder may include its own folder
-and those; the files at the top of server/ (shardd_main, its flags) may
-include any. A folder without such a README fails the test.
+Inside server/ and common/, each folder holding source files (server/core,
+common/plan/batches, ...) states in its README.md the other folders of its
+layer it may include, on one line: "May include: `server/state`,
+`server/runtime`." (or "May include: no other folder of server/."). A file
+in a folder may include its own folder and those; the files at the top of
+server/ (shardd_main, its flags) and of common/ may include any folder of
+their layer. A folder without such a README fails the test. Installed
+headers (`shard/version.h`) are public API, which any folder may include.
 
 Usage: layering_test.py --source-dir DIR
 """
@@ -40,10 +42,11 @@ INSTALLED_PREFIXES = {
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 SOURCE_SUFFIXES = {".h", ".cc", ".hpp", ".cpp"}
-# "May include: ..." in a server folder's README.md, possibly wrapped.
+# Layers whose folders each state what they may include.
+FOLDER_LAYERS = ("common", "server")
+# "May include: ..." in a folder's README.md, possibly wrapped.
 MAY_INCLUDE = re.compile(r"^May include:(.*?)(?:\n\n|\Z)",
                          re.MULTILINE | re.DOTALL)
-NOTHING_ELSE = "no other folder of server/."
 
 
 def layer_of(include: str):
@@ -80,16 +83,23 @@ def violations(source_dir: pathlib.Path):
                            f"(allowed: {', '.join(sorted(allowed))})")
 
 
-def server_folder_rules(source_dir: pathlib.Path):
-    """{folder: folders it may include} for each folder of server/ holding
-    sources, read from its README.md; the errors for folders whose README
-    does not say."""
+def folder_of(path: pathlib.Path, layer_root: pathlib.Path):
+    """The folder of a source file under `layer_root`, as a path below it
+    ("core", "plan/batches"), or None for a file at the top of the layer."""
+    parts = path.relative_to(layer_root).parts
+    return "/".join(parts[:-1]) if len(parts) > 1 else None
+
+
+def folder_rules(source_dir: pathlib.Path, layer: str):
+    """{folder: folders it may include} for each folder of `layer` holding
+    source files, read from its README.md; the errors for folders whose
+    README does not say."""
     rules, errors = {}, []
-    server = source_dir / "server"
-    for folder in sorted(p for p in server.iterdir() if p.is_dir()):
-        if not any(f.suffix in SOURCE_SUFFIXES for f in folder.rglob("*")):
-            continue
-        readme = folder / "README.md"
+    root = source_dir / layer
+    folders = {folder_of(path, root) for path in sources_under(root)}
+    nothing_else = f"no other folder of {layer}/."
+    for folder in sorted(f for f in folders if f is not None):
+        readme = root / folder / "README.md"
         text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
         match = MAY_INCLUDE.search(text)
         if match is None:
@@ -97,37 +107,37 @@ def server_folder_rules(source_dir: pathlib.Path):
                           "without a 'May include:' line")
             continue
         said = " ".join(match.group(1).split())
-        named = re.findall(r"`server/([a-z_]+)`", said)
-        if not named and said != NOTHING_ELSE:
+        named = re.findall(rf"`{layer}/([a-z0-9_/]+)`", said)
+        if not named and said != nothing_else:
             errors.append(f"{readme.relative_to(source_dir)}: 'May include:' "
-                          f"names no `server/FOLDER` and is not "
-                          f"'{NOTHING_ELSE}'")
+                          f"names no `{layer}/FOLDER` and is not "
+                          f"'{nothing_else}'")
             continue
-        unknown = [n for n in named if not (server / n).is_dir()]
+        unknown = [n for n in named if n not in folders]
         if unknown:
-            errors.append(f"{readme.relative_to(source_dir)}: no folder "
-                          f"server/{', server/'.join(unknown)}")
-        rules[folder.name] = set(named)
+            errors.append(f"{readme.relative_to(source_dir)}: no folder of "
+                          f"sources {layer}/{', {layer}/'.join(unknown)}")
+        rules[folder] = set(named)
     return rules, errors
 
 
-def server_violations(source_dir: pathlib.Path, rules):
-    """Includes of a server/ folder its including folder may not include."""
-    server = source_dir / "server"
-    for path in sources_under(server):
-        parts = path.relative_to(server).parts
-        if len(parts) == 1:
-            continue  # shardd_main and its flags wire everything
-        own = parts[0]
+def folder_violations(source_dir: pathlib.Path, layer: str, rules):
+    """Includes of a folder of `layer` its including folder may not
+    include."""
+    root = source_dir / layer
+    for path in sources_under(root):
+        own = folder_of(path, root)
+        if own is None:
+            continue  # the top of the layer wires its folders
         allowed = rules.get(own, set()) | {own}
         for line, include in includes_in(path):
-            steps = include.split("/")
-            if steps[0] != "server":
+            if not include.startswith(layer + "/"):
                 continue
-            target = steps[1] if len(steps) > 2 else "the top of server/"
+            target = folder_of(source_dir / include, root)
             if target not in allowed:
-                named = ", ".join(sorted(rules.get(own, ()))) or "none"
-                yield (f"{path.relative_to(source_dir)}:{line}: server/{own}/ "
+                named = ", ".join(f"{layer}/{name}" for name in
+                                  sorted(rules.get(own, ()))) or "none"
+                yield (f"{path.relative_to(source_dir)}:{line}: {layer}/{own}/ "
                        f"must not include {include} (its README "
                        f"allows: {named})")
 
@@ -141,13 +151,17 @@ def main() -> int:
     if checked == 0:
         print(f"no sources found under {args.source_dir}", file=sys.stderr)
         return 1
-    rules, found = server_folder_rules(args.source_dir)
-    found += list(violations(args.source_dir))
-    found += list(server_violations(args.source_dir, rules))
+    found = list(violations(args.source_dir))
+    folders = 0
+    for layer in FOLDER_LAYERS:
+        rules, errors = folder_rules(args.source_dir, layer)
+        found += errors
+        found += list(folder_violations(args.source_dir, layer, rules))
+        folders += len(rules)
     for line in found:
         print(line, file=sys.stderr)
-    print(f"layering: {checked} files checked, {len(rules)} server folders' "
-          f"rules, {len(found)} violations")
+    print(f"layering: {checked} files checked, {folders} folders' rules, "
+          f"{len(found)} violations")
     return 1 if found else 0
 
 

@@ -1,8 +1,9 @@
 // Prints an epoch's balanced batches as the coordinator's planning code
-// (common/plan/epoch_batches.h) makes them, over the identity order (the
-// sample at position p is p mod N), so that the conformance test can compare
-// them with the Python reference (tests/conformance/batch_plan_reference.py)
-// and the balanced-batches benchmark can measure them.
+// (common/plan/batches/epoch_batches.h) makes them, over the identity order
+// (the sample at position p is p mod N), so that the conformance test can
+// compare them with the Python reference
+// (tests/conformance/batch_plan_reference.py) and the balanced-batches
+// benchmark can measure them.
 //
 //   shard-batch-plan --costs FILE (--batch-size B | --batch-tokens T)
 //                    --world W [--cost-model padded|sum] [--window S]
@@ -13,8 +14,8 @@
 // step, in training order: the step's micro-batches, rank 0 first, as a
 // JSON list of lists of sample indices. With --resize (in order, bases
 // increasing), a world of W ranks serves the rest of the epoch from each
-// BASE (common/plan/epoch_worlds.h), and only the last world's steps are
-// printed. With --balance it prints instead the epoch's figures
+// BASE (common/plan/batches/epoch_worlds.h), and only the last world's steps
+// are printed. With --balance it prints instead the epoch's figures
 // (plan::BalanceFigures, what shardctl plan --balance prints) as one JSON
 // object: steps, samples, p50, p99, max, padding. Exit 0, 1 on an
 // unreadable file, 2 on a usage error.
@@ -27,9 +28,9 @@
 #include <vector>
 
 #include "common/cli/command_line.h"
-#include "common/plan/balance_figures.h"
-#include "common/plan/epoch_batches.h"
-#include "common/plan/epoch_worlds.h"
+#include "common/plan/batches/balance_figures.h"
+#include "common/plan/batches/epoch_batches.h"
+#include "common/plan/batches/epoch_worlds.h"
 
 namespace shard::testing {
 namespace {

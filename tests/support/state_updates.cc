@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 
 namespace shard::testing {
 

@@ -1,7 +1,7 @@
 // BalanceFigures: a step's imbalance is its largest micro-batch cost over
 // the mean; percentiles from buckets of 1/10,000 (at most the largest);
 // the padding over every window added.
-#include "common/plan/balance_figures.h"
+#include "common/plan/batches/balance_figures.h"
 
 #include <vector>
 

@@ -15,7 +15,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/plan/cost_digest.h"
+#include "common/plan/batches/cost_digest.h"
 #include "common/storage/file_system.h"
 #include "gtest/gtest.h"
 #include "server/storage/file_cost_blobs.h"

@@ -1,7 +1,7 @@
 // CostTable: 2 bytes a sample when every cost fits 16 bits, else 4;
 // Gather reads what At reads, for tables below and above the size that
 // goes on huge pages; TouchPages reads within the table whatever its size.
-#include "common/plan/cost_table.h"
+#include "common/plan/batches/cost_table.h"
 
 #include <cstdint>
 #include <string>

@@ -5,7 +5,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 #include "gtest/gtest.h"
 #include "tests/support/work_scale.h"
 

@@ -1,10 +1,10 @@
-#include "common/plan/epoch_worlds.h"
+#include "common/plan/batches/epoch_worlds.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
-#include "common/plan/epoch_rest.h"
+#include "common/plan/batches/epoch_rest.h"
 #include "gtest/gtest.h"
 
 namespace shard::plan {

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 #include "gtest/gtest.h"
 #include "tests/support/blocking_coordinator.h"
 #include "tests/support/cursor_indices.h"

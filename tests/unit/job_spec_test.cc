@@ -1,4 +1,4 @@
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 
 #include <string>
 #include <vector>

@@ -1,13 +1,13 @@
-#include "common/plan/keyed_permutation.h"
+#include "common/plan/shuffles/keyed_permutation.h"
 
 #include <algorithm>
 #include <set>
 #include <vector>
 
-#include "common/plan/epoch_order.h"
-#include "common/plan/job_spec.h"
-#include "common/plan/rank_indices.h"
-#include "common/plan/shard_layout.h"
+#include "common/plan/layouts/rank_indices.h"
+#include "common/plan/layouts/shard_layout.h"
+#include "common/plan/orders/epoch_order.h"
+#include "common/plan/spec/job_spec.h"
 #include "gtest/gtest.h"
 
 namespace shard::plan {

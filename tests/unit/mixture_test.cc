@@ -1,7 +1,7 @@
 // Mixtures: exact per-source counts (largest remainder), the walk of each
 // source's passes across epochs, the checks of a spec's sources, and a
 // one-source mixture that is the plain job bit for bit.
-#include "common/plan/mixture.h"
+#include "common/plan/mixtures/mixture.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 #include "gtest/gtest.h"
 
 namespace shard::plan {

@@ -1,12 +1,12 @@
 // OrderAllocator: large orders are mapped on their own at a 2 MiB boundary
 // (so transparent huge pages can back them) and are fully usable; small
 // ones come from operator new; resize() leaves entries for the shuffle.
-#include "common/plan/order_allocator.h"
+#include "common/plan/shuffles/order_allocator.h"
 
 #include <cstdint>
 #include <vector>
 
-#include "common/plan/epoch_order.h"
+#include "common/plan/orders/epoch_order.h"
 #include "gtest/gtest.h"
 
 namespace shard::plan {

@@ -3,7 +3,7 @@
 // bit for bit, the readable-index arithmetic matches a brute force over
 // every tail and world size, and a cursor that follows a shuffle yields
 // exactly the indices of one over the finished order.
-#include "common/plan/order_progress.h"
+#include "common/plan/shuffles/order_progress.h"
 
 #include <algorithm>
 #include <atomic>
@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "common/plan/epoch_order.h"
-#include "common/plan/rank_indices.h"
-#include "common/plan/shard_layout.h"
-#include "common/plan/torch_randperm.h"
+#include "common/plan/layouts/rank_indices.h"
+#include "common/plan/layouts/shard_layout.h"
+#include "common/plan/orders/epoch_order.h"
+#include "common/plan/shuffles/torch_randperm.h"
 #include "gtest/gtest.h"
 #include "server/plans/shard_cursor.h"
 #include "tests/support/cursor_indices.h"

@@ -1,11 +1,11 @@
-#include "common/plan/shard_layout.h"
+#include "common/plan/layouts/shard_layout.h"
 
 #include <cstdint>
 #include <map>
 #include <vector>
 
-#include "common/plan/epoch_order.h"
-#include "common/plan/rank_indices.h"
+#include "common/plan/layouts/rank_indices.h"
+#include "common/plan/orders/epoch_order.h"
 #include "gtest/gtest.h"
 
 namespace shard::plan {

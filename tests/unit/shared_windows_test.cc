@@ -15,7 +15,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "common/plan/epoch_worlds.h"
+#include "common/plan/batches/epoch_worlds.h"
 #include "gtest/gtest.h"
 #include "server/plans/shared_window_table.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/plan/job_spec.h"
+#include "common/plan/spec/job_spec.h"
 #include "gtest/gtest.h"
 #include "server/plans/source_counter_table.h"
 

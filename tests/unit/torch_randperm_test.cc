@@ -1,4 +1,4 @@
-#include "common/plan/torch_randperm.h"
+#include "common/plan/shuffles/torch_randperm.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "common/plan/window_batches.h"
+#include "common/plan/batches/window_batches.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "common/plan/epoch_batches.h"
+#include "common/plan/batches/epoch_batches.h"
 #include "gtest/gtest.h"
 
 namespace shard::plan {

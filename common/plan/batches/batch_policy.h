@@ -1,0 +1,44 @@
+// How a job with per-sample costs is cut into balanced micro-batches: a fixed
+// count per micro-batch or a cost budget, the cost model, and the window of
+// the epoch's order that is balanced together. Pure value type.
+// The algorithm that uses it: common/plan/batches/window_batches.h and
+// docs/balanced-batches.md.
+#ifndef COMMON_PLAN_BATCHES_BATCH_POLICY_H_
+#define COMMON_PLAN_BATCHES_BATCH_POLICY_H_
+
+#include <cstdint>
+
+namespace shard::plan {
+
+// What a micro-batch costs, from its samples' costs (e.g. lengths in
+// tokens).
+enum class BatchCostModel {
+  kPadded,  // count x the longest: a batch padded to its longest sample
+  kSum,     // the sum: packed sequences, variable-length attention
+};
+
+struct BatchPolicy {
+  // Exactly one of the two is non-zero.
+  uint64_t batch_size = 0;    // samples per micro-batch
+  uint64_t batch_tokens = 0;  // cost budget per micro-batch
+  BatchCostModel cost_model = BatchCostModel::kPadded;
+  // Samples balanced together; 0 picks the default (see WindowSamples).
+  uint64_t window = 0;
+
+  // Samples per window for a world of `world_size` ranks (>= 1):
+  // max(window or 65,536, 16 x W) rounded up to a multiple of W (with
+  // batch_tokens), or of W x batch_size (with batch_size), so that a full
+  // window makes whole steps under the budget, or of full micro-batches.
+  uint64_t WindowSamples(uint64_t world_size) const;
+  // The model's cost of a micro-batch of `count` samples whose costs sum
+  // to `sum` and whose largest is `longest`.
+  uint64_t CostOf(uint64_t count, uint64_t sum, uint64_t longest) const {
+    return cost_model == BatchCostModel::kPadded ? count * longest : sum;
+  }
+};
+
+inline constexpr uint64_t kDefaultBatchWindow = 65536;
+
+}  // namespace shard::plan
+
+#endif  // COMMON_PLAN_BATCHES_BATCH_POLICY_H_

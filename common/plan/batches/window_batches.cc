@@ -1,0 +1,302 @@
+#include "common/plan/batches/window_batches.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "common/plan/shuffles/keyed_permutation.h"
+
+namespace shard::plan {
+namespace {
+
+// A micro-batch: its samples as indices into the cost-sorted window (in
+// that order), and what it costs.
+struct MicroBatch {
+  std::vector<uint64_t> samples;
+  uint64_t sum = 0;
+  uint64_t cost = 0;
+};
+
+void Add(const std::vector<WindowEntry>& sorted, uint64_t sample,
+         const BatchPolicy& policy, MicroBatch& batch) {
+  batch.samples.push_back(sample);
+  batch.sum += sorted[sample].cost;
+  batch.cost = policy.CostOf(batch.samples.size(), batch.sum,
+                             sorted[batch.samples.front()].cost);
+}
+
+// `entries` (in increasing position) sorted by cost, largest first, equal
+// costs in position order: a stable radix sort on the cost's two 16-bit
+// halves, low half first (O(n + 2^16) a pass; a comparison sort of a
+// window of 65,536 takes several times as long).
+std::vector<WindowEntry> SortedByCost(std::vector<WindowEntry> entries) {
+  std::vector<WindowEntry> sorted(entries.size());
+  std::vector<uint64_t> starts(size_t{1} << 16);
+  for (int shift : {0, 16}) {
+    const auto digit = [shift](const WindowEntry& entry) {
+      return (~entry.cost >> shift) & 0xffff;  // ~: largest cost first
+    };
+    std::fill(starts.begin(), starts.end(), 0);
+    for (const WindowEntry& entry : entries) ++starts[digit(entry)];
+    uint64_t at = 0;
+    for (uint64_t& start : starts) at += std::exchange(start, at);
+    for (const WindowEntry& entry : entries)
+      sorted[starts[digit(entry)]++] = entry;
+    entries.swap(sorted);
+  }
+  return entries;
+}
+
+// Consecutive micro-batches of the cost-sorted window: batch_size samples
+// each (the last may hold fewer), or each as many samples as batch_tokens
+// allows (at least one).
+std::vector<MicroBatch> ConsecutiveBatches(
+    const std::vector<WindowEntry>& sorted, const BatchPolicy& policy) {
+  std::vector<MicroBatch> batches;
+  uint64_t next = 0;
+  while (next < sorted.size()) {
+    MicroBatch& batch = batches.emplace_back();
+    Add(sorted, next++, policy, batch);
+    while (next < sorted.size()) {
+      if (policy.batch_size > 0) {
+        if (batch.samples.size() == policy.batch_size) break;
+      } else if (policy.CostOf(batch.samples.size() + 1,
+                               batch.sum + sorted[next].cost,
+                               sorted[batch.samples.front()].cost) >
+                 policy.batch_tokens) {
+        break;
+      }
+      Add(sorted, next++, policy, batch);
+    }
+  }
+  return batches;
+}
+
+// Fixed counts: deals the samples from `run_begin` on (the cheapest, in
+// cost order) into `count` micro-batches: the first `count` samples one
+// each, then every sample to the micro-batch that costs least once it is
+// added among those holding fewer than batch_size samples (among all when
+// every one is full; the lowest-numbered on a tie). Requires at least
+// `count` samples from run_begin.
+std::vector<MicroBatch> DealByLeastCost(const std::vector<WindowEntry>& sorted,
+                                        uint64_t run_begin, uint64_t count,
+                                        const BatchPolicy& policy) {
+  std::vector<MicroBatch> batches(count);
+  const auto cost_with_one_more = [&](const MicroBatch& batch,
+                                      uint64_t sample) {
+    return policy.CostOf(batch.samples.size() + 1,
+                         batch.sum + sorted[sample].cost,
+                         sorted[batch.samples.front()].cost);
+  };
+  // Open micro-batches by (samples held, number): costs are compared per
+  // sample, as a sample's cost changes each one's cost differently.
+  std::set<uint64_t> open;
+  for (uint64_t b = 0; b < count; ++b) {
+    Add(sorted, run_begin + b, policy, batches[b]);
+    if (batches[b].samples.size() < policy.batch_size) open.insert(b);
+  }
+  for (uint64_t sample = run_begin + count; sample < sorted.size(); ++sample) {
+    std::optional<std::pair<uint64_t, uint64_t>> best;  // (cost, batch)
+    const auto consider = [&](uint64_t b) {
+      const std::pair<uint64_t, uint64_t> candidate(
+          cost_with_one_more(batches[b], sample), b);
+      if (!best || candidate < *best) best = candidate;
+    };
+    if (!open.empty()) {
+      for (uint64_t b : open) consider(b);
+    } else {
+      for (uint64_t b = 0; b < count; ++b) consider(b);
+    }
+    MicroBatch& chosen = batches[best->second];
+    Add(sorted, sample, policy, chosen);
+    if (chosen.samples.size() >= policy.batch_size) open.erase(best->second);
+  }
+  return batches;
+}
+
+// Token budgets: the samples from `run_begin` on cut in order into
+// micro-batches that cost at most `limit` (a sample over it alone); with
+// `count`, a new one also starts when the samples left are as many as the
+// micro-batches still to start, so that there are exactly `count`.
+std::vector<MicroBatch> Pack(const std::vector<WindowEntry>& sorted,
+                             uint64_t run_begin, uint64_t limit,
+                             const BatchPolicy& policy,
+                             std::optional<uint64_t> count) {
+  std::vector<MicroBatch> batches;
+  for (uint64_t sample = run_begin; sample < sorted.size(); ++sample) {
+    if (!batches.empty()) {
+      const MicroBatch& last = batches.back();
+      const bool full =
+          policy.CostOf(last.samples.size() + 1, last.sum + sorted[sample].cost,
+                        sorted[last.samples.front()].cost) > limit;
+      const bool short_of_batches =
+          count.has_value() &&
+          sorted.size() - sample == *count - batches.size();
+      if (!full && !short_of_batches) {
+        Add(sorted, sample, policy, batches.back());
+        continue;
+      }
+    }
+    Add(sorted, sample, policy, batches.emplace_back());
+  }
+  return batches;
+}
+
+// Token budgets: the samples from `run_begin` on cut in order into exactly
+// `count` micro-batches, the most expensive as cheap as possible: Pack with
+// the smallest limit that makes at most `count` of them. Requires at least
+// `count` samples from run_begin.
+std::vector<MicroBatch> CutByLeastLargest(
+    const std::vector<WindowEntry>& sorted, uint64_t run_begin, uint64_t count,
+    const BatchPolicy& policy) {
+  uint64_t low = 0;
+  uint64_t high = (sorted.size() - run_begin) * sorted[run_begin].cost;
+  while (low < high) {
+    const uint64_t middle = low + (high - low) / 2;
+    if (Pack(sorted, run_begin, middle, policy, std::nullopt).size() <= count) {
+      high = middle;
+    } else {
+      low = middle + 1;
+    }
+  }
+  return Pack(sorted, run_begin, low, policy, count);
+}
+
+// Most expensive first; ties: the one holding the earlier sample first.
+void SortByCost(std::vector<MicroBatch>::iterator begin,
+                std::vector<MicroBatch>::iterator end) {
+  std::sort(begin, end, [](const MicroBatch& a, const MicroBatch& b) {
+    return a.cost != b.cost ? a.cost > b.cost
+                            : a.samples.front() < b.samples.front();
+  });
+}
+
+// The final run (docs/balanced-batches.md, "A window's micro-batches",
+// step 3): the index of its first consecutive batch among the window's
+// `batches` (batches.size() when nothing is dealt again), and how many
+// micro-batches it is dealt into.
+struct FinalRun {
+  size_t first_batch;
+  uint64_t dealt;
+};
+
+uint64_t RoundUp(uint64_t value, uint64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+FinalRun ChooseFinalRun(const std::vector<WindowEntry>& sorted,
+                        const std::vector<MicroBatch>& batches, uint64_t world,
+                        const BatchPolicy& policy) {
+  const size_t m = batches.size();
+  const size_t k = m % world;
+  if (k == 0 && policy.batch_size > 0 &&
+      batches.back().samples.size() == policy.batch_size) {
+    return {m, 0};  // whole steps of full micro-batches
+  }
+  const auto samples_from = [&](size_t batch) {
+    return sorted.size() - batches[batch].samples.front();
+  };
+  const size_t left_over = k != 0 ? k : world;
+  size_t first = m - left_over;
+  if (m > 2 * world) {
+    first -= world;
+  } else if (samples_from(first) < world && first >= world) {
+    first -= world;
+  }
+  uint64_t dealt =
+      m > 2 * world && samples_from(first) >= 2 * world ? 2 * world : world;
+  if (policy.batch_tokens == 0) return {first, dealt};
+  // A token budget is a hard cap: the run is cut into no fewer
+  // micro-batches than its consecutive ones under the budget (m - first),
+  // and needs a sample for each; W more consecutive ones at a time join it
+  // until it has them. The whole window always has: it holds a multiple
+  // of W samples (EpochBatches).
+  while (true) {
+    dealt = std::max<uint64_t>(dealt, RoundUp(m - first, world));
+    if (samples_from(first) >= dealt || first == 0) return {first, dealt};
+    first = first > world ? first - world : 0;
+  }
+}
+
+// The window's micro-batches, a multiple of `world` of them, in step order:
+// the consecutive batches sorted by cost, except the final run's, which
+// are dealt again (fixed counts: DealByLeastCost; token budgets:
+// CutByLeastLargest) into micro-batches that make the window's last steps
+// by themselves, sorted by cost among themselves.
+std::vector<MicroBatch> GroupWindow(const std::vector<WindowEntry>& sorted,
+                                    uint64_t world, const BatchPolicy& policy) {
+  std::vector<MicroBatch> batches = ConsecutiveBatches(sorted, policy);
+  const FinalRun run = ChooseFinalRun(sorted, batches, world, policy);
+  const size_t kept = run.first_batch;
+  if (kept == batches.size()) {
+    SortByCost(batches.begin(), batches.end());
+    return batches;
+  }
+  const uint64_t run_begin = batches[kept].samples.front();
+  batches.resize(kept);
+  SortByCost(batches.begin(), batches.end());
+  for (MicroBatch& batch :
+       policy.batch_size > 0
+           ? DealByLeastCost(sorted, run_begin, run.dealt, policy)
+           : CutByLeastLargest(sorted, run_begin, run.dealt, policy)) {
+    batches.push_back(std::move(batch));
+  }
+  SortByCost(batches.begin() + kept, batches.end());
+  return batches;
+}
+
+}  // namespace
+
+WindowBatches::WindowBatches(uint32_t world_size,
+                             std::vector<uint64_t> positions,
+                             std::vector<uint64_t> batch_ends,
+                             WindowCosts costs)
+    : world_size_(world_size),
+      positions_(std::move(positions)),
+      batch_ends_(std::move(batch_ends)),
+      costs_(std::move(costs)) {}
+
+uint64_t WindowBatches::BatchBegin(uint64_t step, uint32_t rank) const {
+  const uint64_t batch = step * world_size_ + rank;
+  return batch == 0 ? 0 : batch_ends_[batch - 1];
+}
+
+WindowBatches ArrangeWindow(std::vector<WindowEntry> entries,
+                            uint32_t world_size, const BatchPolicy& policy,
+                            uint64_t step_key) {
+  entries = SortedByCost(std::move(entries));
+  const std::vector<MicroBatch> batches =
+      GroupWindow(entries, world_size, policy);
+  const uint64_t steps = batches.size() / world_size;
+  const FeistelPermutation step_order(std::max<uint64_t>(steps, 1), step_key);
+  std::vector<uint64_t> positions;
+  positions.reserve(entries.size());
+  std::vector<uint64_t> batch_ends;
+  batch_ends.reserve(batches.size());
+  WindowCosts costs;
+  costs.of_batches.reserve(batches.size());
+  for (uint64_t slot = 0; slot < steps; ++slot) {
+    const uint64_t step = step_order.At(slot);
+    for (uint64_t rank = 0; rank < world_size; ++rank) {
+      const MicroBatch& batch = batches[step * world_size + rank];
+      for (uint64_t sample : batch.samples) {
+        positions.push_back(entries[sample].position);
+      }
+      batch_ends.push_back(positions.size());
+      costs.of_batches.push_back(batch.cost);
+      costs.tokens += batch.sum;
+      costs.padded_tokens +=
+          batch.samples.size() * uint64_t{entries[batch.samples.front()].cost};
+    }
+  }
+  return WindowBatches(world_size, std::move(positions), std::move(batch_ends),
+                       std::move(costs));
+}
+
+uint64_t StepOrderKey(uint64_t seed, uint64_t epoch, uint64_t window) {
+  constexpr uint64_t kStepsSalt = 0x7374657073ull;  // "steps"
+  return MixKey(MixKey(MixKey(seed ^ kStepsSalt) + epoch) + window);
+}
+
+}  // namespace shard::plan
