@@ -94,12 +94,18 @@ void PrintBalance(const shard::v1::JobSpec& spec,
 }  // namespace
 
 std::string BalanceLines(const shard::v1::BatchBalance& balance) {
-  return absl::StrFormat(
+  std::string lines = absl::StrFormat(
       "step cost imbalance (max / mean of the ranks'): p50 %.3f, p99 %.3f, "
       "max %.3f\n"
       "padding (micro-batches padded to their longest): %.2f%%\n",
       balance.imbalance_p50(), balance.imbalance_p99(), balance.imbalance_max(),
       100 * balance.padding());
+  if (balance.fill() > 0) {
+    absl::StrAppendFormat(
+        &lines, "fill (real tokens over world size x batch_tokens): %.2f%%\n",
+        100 * balance.fill());
+  }
+  return lines;
 }
 
 absl::Status PrintBatchPlan(const shard::v1::JobSpec& spec,

@@ -32,9 +32,9 @@ struct BatchPlanRequest {
 absl::Status PrintBatchPlan(const shard::v1::JobSpec& spec,
                             const BatchPlanRequest& request);
 
-// The two lines `plan --balance` and `describe` print for `balance`: the
-// step cost imbalance (p50, p99, max) and the padding, each ending in a
-// newline.
+// The lines `plan --balance` and `describe` print for `balance`: the step
+// cost imbalance (p50, p99, max), the padding and, with a token budget,
+// the fill, each ending in a newline.
 std::string BalanceLines(const shard::v1::BatchBalance& balance);
 
 }  // namespace shard::shardctl

@@ -54,6 +54,7 @@ struct CreateJobFlags {
   uint64_t batch_size = 0;
   std::string cost_model = "padded";
   uint64_t batch_window = 0;
+  uint64_t attention_length = 0;
 };
 
 // Adds the balanced-batch options of create-job to `app`.
@@ -70,7 +71,8 @@ void AddBatchOptions(CLI::App& app, CreateJobFlags& flags) {
       ->needs(costs);
   CLI::Option* tokens =
       cli::AddOption(app, "--batch-tokens", flags.batch_tokens,
-                     "cost budget per micro-batch")
+                     "cost budget per micro-batch (with --attention-length: "
+                     "a cap on its tokens)")
           ->needs(costs);
   CLI::Option* size = cli::AddOption(app, "--batch-size", flags.batch_size,
                                      "samples per micro-batch (instead of "
@@ -84,6 +86,12 @@ void AddBatchOptions(CLI::App& app, CreateJobFlags& flags) {
   cli::AddOption(app, "--batch-window", flags.batch_window,
                  "samples balanced together (0: the coordinator's default)")
       ->needs(costs);
+  cli::AddOption(app, "--attention-length", flags.attention_length,
+                 "packed sequences under two budgets: --batch-tokens caps "
+                 "each micro-batch's tokens and the steps are balanced by "
+                 "L + L^2 / D (needs --cost-model sum; 0: by tokens)",
+                 plan::kMaxAttentionLength)
+      ->needs(tokens);
 }
 
 // Uploads --costs and names them in `spec`'s balanced batches.
@@ -107,6 +115,7 @@ absl::Status AddBatches(const CreateJobFlags& flags,
                              ? shard::v1::BATCH_COST_MODEL_SUM
                              : shard::v1::BATCH_COST_MODEL_PADDED);
   batches.set_window(flags.batch_window);
+  batches.set_attention_length(flags.attention_length);
   batches.set_costs_sha256(sha256);
   return absl::OkStatus();
 }

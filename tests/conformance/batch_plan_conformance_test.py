@@ -5,15 +5,16 @@ docs/balanced-batches.md (batch_plan_reference.py), and the plan keeps the
 promises the docs make whatever the reference says: every step has one
 non-empty micro-batch per rank, every sample of the epoch is served once
 (the pad tail adds at most W - 1 repeats, the drop tail leaves out at most
-W - 1 samples), a micro-batch outside a window's final run stays within the
-budget (or is a single sample over it), and the steps are not in cost order.
+W - 1 samples), no micro-batch costs more than the budget (but a single
+sample over it), and the steps are not in cost order.
 The epoch's balance figures (shard-batch-plan --balance, the code shardctl
 plan --balance and the coordinator use) equal the docs' rule for them.
 
 Cases: fixed counts and token budgets, both cost models, worlds 1..64,
 windows from 16 samples (many windows, final runs and absorbed steps) to
 the whole epoch, both tails, epochs smaller than the world, equal costs,
-zero costs and costs near 2^32. Resized epochs: a world serves part of
+zero costs and costs near 2^32, packed sequences (first-fit-decreasing:
+bimodal lengths, samples over the budget). Resized epochs: a world serves part of
 the epoch and a world of another size the rest (once, twice, at a
 window's end, in a padded last window, at the epoch's end, with either
 tail); every world's steps equal the reference's, and the worlds together
@@ -71,6 +72,26 @@ def cases():
         world=6, batch_tokens=4096, window=100)
     yield "around T/2 W=5", [40 + (i * 37) % 90 for i in range(1234)], dict(
         world=5, batch_tokens=100, cost_model="sum", window=80)
+    # Packed sequences: first-fit-decreasing fills long samples' gaps.
+    bimodal = [rng.choice((rng.randint(64, 511), rng.randint(1536, 3071)))
+               for _ in range(6000)]
+    yield "packed bimodal W=8", bimodal, dict(
+        world=8, batch_tokens=4096, cost_model="sum", seed=4)
+    yield "packed long tail over T W=16", long_tail, dict(
+        world=16, batch_tokens=4096, cost_model="sum", window=700,
+        tail="drop")
+    yield "packed zero costs W=4", [0] * 50 + [3] * 50, dict(
+        world=4, batch_tokens=8, cost_model="sum")
+    # Two budgets: T caps tokens, steps balanced by L + L^2 / d.
+    yield "time cost d=2048 W=8", lognormal_costs(5000, rng, high=4096), dict(
+        world=8, batch_tokens=8192, cost_model="sum", attention_length=2048,
+        seed=2)
+    yield "time cost d=1 near 2^32 W=4", [2**32 - 1 - i for i in range(40)], \
+        dict(world=4, batch_tokens=2**33, cost_model="sum",
+             attention_length=1)
+    yield "time cost bimodal W=16 window 900", bimodal, dict(
+        world=16, batch_tokens=4096, cost_model="sum", attention_length=512,
+        window=900, tail="drop")
 
 
 def resize_cases():
@@ -92,6 +113,9 @@ def resize_cases():
         batch_size=1, window=64), [(2, 0.99), (8, 1)]
     yield "resize drop 8->5", lognormal_costs(1003, rng), dict(
         batch_tokens=4096, window=200, tail="drop"), [(8, 0.7), (5, 1)]
+    yield "resize time cost 4->7", lognormal_costs(2500, rng), dict(
+        batch_tokens=4096, cost_model="sum", attention_length=256,
+        window=400), [(4, 0.45), (7, 1)]
     yield "resize at the epoch's end", lognormal_costs(400, rng), dict(
         batch_tokens=2000), [(4, 1.0), (2, 1)]
 
@@ -136,7 +160,7 @@ def run_tool(tool, costs, params, *extra):
         command = [tool, "--costs", file.name, "--world",
                    str(params["world"])]
         for flag in ("batch_size", "batch_tokens", "cost_model", "window",
-                     "seed", "epoch", "tail"):
+                     "seed", "epoch", "tail", "attention_length"):
             if flag in params:
                 command += ["--" + flag.replace("_", "-"), str(params[flag])]
         for base, world in params.get("resizes", ()):
@@ -192,7 +216,8 @@ def main():
                             (len(got), len(expected)))
         figures = run_tool(tool, costs, params, "--balance")[0]
         written = reference.balance_figures(
-            costs, got, params.get("cost_model", "padded"))
+            costs, got, params.get("cost_model", "padded"),
+            params.get("batch_tokens", 0), params.get("attention_length", 0))
         if any(abs(figures[k] - written[k]) > 1e-12 for k in written):
             problems.append("figures %s, the docs' rule gives %s" %
                             (figures, written))

@@ -26,10 +26,22 @@ def window_samples(world, batch_size, window):
     return -(-wanted // step) * step
 
 
+U64_MAX = 2**64 - 1
+
+
 def batch_cost(costs, cost_model):
     if cost_model == "padded":
         return len(costs) * max(costs)
     return sum(costs)
+
+
+def balance_cost(costs, cost_model, attention_length=0):
+    """What the steps are balanced by: the cost model's cost, or with an
+    attention length d the time cost, the sum of L + floor(L^2 / d) over
+    the samples (at most 2^64 - 1)."""
+    if not attention_length:
+        return batch_cost(costs, cost_model)
+    return min(U64_MAX, sum(c + c * c // attention_length for c in costs))
 
 
 def consecutive_batches(ordered, batch_size, batch_tokens, cost_model):
@@ -51,6 +63,54 @@ def consecutive_batches(ordered, batch_size, batch_tokens, cost_model):
     return batches
 
 
+class FirstFit:
+    """Micro-batches by the room they have left under a budget: the first
+    one (in the order they were started) with room for a cost, in
+    O(log n), over a segment tree of the largest room in each range. A
+    micro-batch not started yet has the whole budget."""
+
+    def __init__(self, capacity, budget):
+        self.size = 1
+        while self.size < capacity:
+            self.size *= 2
+        self.room = [budget] * (2 * self.size)
+
+    def first_with_room(self, cost):
+        if self.room[1] < cost:
+            return None
+        node = 1
+        while node < self.size:
+            node = 2 * node if self.room[2 * node] >= cost else 2 * node + 1
+        return node - self.size
+
+    def set_room(self, batch, room):
+        node = batch + self.size
+        self.room[node] = room
+        while node > 1:
+            node //= 2
+            self.room[node] = max(self.room[2 * node], self.room[2 * node + 1])
+
+
+def first_fit_decreasing(ordered, batch_tokens):
+    """`sum` with a budget T: each sample of the sorted window in turn goes
+    to the first micro-batch (in the order they were started) whose sum
+    with it is at most T, or starts a new one; a sample over T starts one
+    that takes nothing else."""
+    batches, sums = [], []
+    fit = FirstFit(len(ordered), batch_tokens)
+    for entry in ordered:
+        j = fit.first_with_room(entry[1])
+        if j is None or j >= len(batches):
+            j = len(batches)
+            batches.append([])
+            sums.append(0)
+        batches[j].append(entry)
+        sums[j] += entry[1]
+        fit.set_room(j, max(batch_tokens - sums[j], 0)
+                     if sums[j] <= batch_tokens else -1)
+    return batches
+
+
 def deal_by_least_cost(run, count, cost_model, batch_size):
     """Fixed counts: the run dealt into `count` micro-batches: one sample
     each, then each sample to the one that would cost least with it among
@@ -66,16 +126,18 @@ def deal_by_least_cost(run, count, cost_model, batch_size):
     return batches
 
 
-def pack(run, limit, cost_model, count=None):
-    """The run cut in order into micro-batches costing at most `limit`
-    (a sample over it alone); with `count`, a new one also starts when the
-    samples left are as many as the micro-batches still to start, so that
-    there are exactly `count` of them."""
+def pack(run, limit, cost_model, count=None, budget=0, attention_length=0):
+    """The run cut in order into micro-batches costing at most `limit` (as
+    steps are balanced) and, with an attention length, holding at most
+    `budget` tokens (a sample over them alone); with `count`, a new one
+    also starts when the samples left are as many as the micro-batches
+    still to start, so that there are exactly `count` of them."""
     batches = []
     for i, entry in enumerate(run):
         if batches:
             grown = [c for _, c in batches[-1]] + [entry[1]]
-            full = batch_cost(grown, cost_model) > limit
+            full = (balance_cost(grown, cost_model, attention_length) > limit
+                    or attention_length and sum(grown) > budget)
             short = count is not None and len(run) - i == count - len(batches)
             if not full and not short:
                 batches[-1].append(entry)
@@ -84,32 +146,42 @@ def pack(run, limit, cost_model, count=None):
     return batches
 
 
-def cut_by_least_largest(run, count, cost_model):
+def cut_by_least_largest(run, count, cost_model, budget=0,
+                         attention_length=0):
     """Token budgets: the run cut in order into exactly `count`
     micro-batches, the most expensive as cheap as possible: L is the
-    smallest whole number for which pack(run, L) makes at most `count`."""
-    low, high = 0, batch_cost([c for _, c in run], "padded")
+    smallest whole number for which pack(run, L) makes at most `count`
+    (with an attention length, L bounds the time cost and every
+    micro-batch holds at most `budget` tokens)."""
+    costs = [c for _, c in run]
+    low = 0
+    high = (balance_cost(costs, cost_model, attention_length)
+            if attention_length else batch_cost(costs, "padded"))
     while low < high:
         middle = (low + high) // 2
-        if len(pack(run, middle, cost_model)) <= count:
+        if len(pack(run, middle, cost_model, None, budget,
+                    attention_length)) <= count:
             high = middle
         else:
             low = middle + 1
-    return pack(run, low, cost_model, count)
+    return pack(run, low, cost_model, count, budget, attention_length)
 
 
 def arrange_window(entries, world, batch_size, batch_tokens, cost_model,
-                   key):
+                   key, attention_length=0):
     """entries: [(position, cost)] in epoch order. Returns the steps in
     training order, each `world` lists of positions."""
     ordered = sorted(entries, key=lambda e: (-e[1], e[0]))
     rank_in_order = {p: i for i, (p, _) in enumerate(ordered)}
-    batches = consecutive_batches(ordered, batch_size, batch_tokens,
-                                  cost_model)
+    if batch_tokens and cost_model == "sum":
+        batches = first_fit_decreasing(ordered, batch_tokens)
+    else:
+        batches = consecutive_batches(ordered, batch_size, batch_tokens,
+                                      cost_model)
 
     def by_cost(group):
         return sorted(group, key=lambda b: (
-            -batch_cost([c for _, c in b], cost_model),
+            -balance_cost([c for _, c in b], cost_model, attention_length),
             rank_in_order[b[0][0]]))
 
     m, k = len(batches), len(batches) % world
@@ -121,19 +193,27 @@ def arrange_window(entries, world, batch_size, batch_tokens, cost_model,
             kept = m - r
             if sum(len(b) for b in batches[kept:]) < world and kept >= world:
                 kept -= world
-        run = [e for batch in batches[kept:] for e in batch]
+        def run_from(first):
+            return sorted((e for batch in batches[first:] for e in batch),
+                          key=lambda e: rank_in_order[e[0]])
+
+        run = run_from(kept)
         dealt = (2 * world if m > 2 * world and len(run) >= 2 * world
                  else world)
         while batch_tokens:  # the budget is a hard cap
-            dealt = max(dealt, -(-(m - kept) // world) * world)
+            # The cut under the token budget alone.
+            cut = len(pack(run, U64_MAX if attention_length else batch_tokens,
+                           cost_model, None, batch_tokens, attention_length))
+            dealt = max(dealt, -(-cut // world) * world)
             if len(run) >= dealt or kept == 0:
                 break
             kept = max(0, kept - world)
-            run = [e for batch in batches[kept:] for e in batch]
+            run = run_from(kept)
         if batch_size:
             again = deal_by_least_cost(run, dealt, cost_model, batch_size)
         else:
-            again = cut_by_least_largest(run, dealt, cost_model)
+            again = cut_by_least_largest(run, dealt, cost_model, batch_tokens,
+                                         attention_length)
         batches = by_cost(batches[:kept]) + by_cost(again)
     else:
         batches = by_cost(batches)
@@ -165,7 +245,8 @@ def with_tail(rest, next_pad, world, size, tail):
 
 
 def plan(costs, world, batch_size=0, batch_tokens=0, cost_model="padded",
-         window=0, seed=0, epoch=0, tail="pad", order=None, resizes=()):
+         window=0, seed=0, epoch=0, tail="pad", order=None, resizes=(),
+         attention_length=0):
     """The epoch's steps; `costs` gives each sample's cost, `order` is the
     job's epoch order (its N entries are samples: a permutation of them,
     or a mixture's chosen samples shuffled; None: the identity), position
@@ -187,7 +268,8 @@ def plan(costs, world, batch_size=0, batch_tokens=0, cost_model="padded",
             entries = [(p, costs[order[p % n]]) for p in rest[begin:end]]
             return arrange_window(entries, size_of_world, batch_size,
                                   batch_tokens, cost_model,
-                                  step_key(seed, epoch, first_window + j))
+                                  step_key(seed, epoch, first_window + j),
+                                  attention_length)
 
         if k + 1 == len(worlds):
             return [[[order[p % n] for p in batch] for batch in step]
@@ -204,14 +286,16 @@ def plan(costs, world, batch_size=0, batch_tokens=0, cost_model="padded",
         first_window += j + 1
 
 
-def balance_figures(costs, steps, cost_model="padded"):
+def balance_figures(costs, steps, cost_model="padded", batch_tokens=0,
+                    attention_length=0):
     """The figures of docs/balanced-batches.md "The figures" over `steps`
     (each a list of micro-batches of sample indices): a dict of steps,
-    samples, p50, p99, max and padding."""
+    samples, p50, p99, max, padding and fill."""
     imbalances, padded, real, samples = [], 0, 0, 0
+    micro_batches = sum(len(step) for step in steps)
     for step in steps:
-        step_costs = [batch_cost([costs[i] for i in b], cost_model)
-                      for b in step]
+        step_costs = [balance_cost([costs[i] for i in b], cost_model,
+                                   attention_length) for b in step]
         total = sum(step_costs)
         imbalances.append(Fraction(1) if total == 0 else
                           Fraction(max(step_costs) * len(step), total))
@@ -220,7 +304,8 @@ def balance_figures(costs, steps, cost_model="padded"):
             real += sum(costs[i] for i in b)
             samples += len(b)
     if not imbalances:
-        return dict(steps=0, samples=0, p50=0, p99=0, max=0, padding=0)
+        return dict(steps=0, samples=0, p50=0, p99=0, max=0, padding=0,
+                    fill=0)
     ordered = sorted(imbalances)  # exact: Fraction
     largest = float(ordered[-1])
 
@@ -233,4 +318,6 @@ def balance_figures(costs, steps, cost_model="padded"):
 
     return dict(steps=len(steps), samples=samples, p50=percentile(0.5),
                 p99=percentile(0.99), max=largest,
-                padding=(padded - real) / padded if padded else 0)
+                padding=(padded - real) / padded if padded else 0,
+                fill=real / (batch_tokens * micro_batches)
+                if batch_tokens else 0)

@@ -36,7 +36,9 @@ A batch sampler with max_replicas creates an elastic job
 (mixtures: balanced_mixture_test.py). An elastic job is
 resized mid-epoch (4 ranks, then 2, the coordinator restarted between):
 each world gets the reference's micro-batches and the epoch is served
-once.
+once. Two budgets (packed sequences with attention_length): each rank
+streams the reference's micro-batches, none over the token budget, and
+shardctl describe shows d and the fill.
 Exit status 0 when every check passes.
 """
 import json
@@ -476,6 +478,64 @@ def check_shardctl(args, address):
           f"Python client streams ({consumed.stderr.strip()[-300:]})")
 
 
+def check_two_budgets(args, address):
+    """Two budgets through the Python client and shardctl: the costs are
+    lengths, batch_tokens caps each micro-batch's tokens and the steps are
+    balanced by L + L^2 / d; each rank streams exactly the reference's
+    micro-batches, describe shows d and the fill, and a sampler refuses d
+    without packed sequences."""
+    import numpy as np
+    import torch
+    import shard
+    import shard.torch
+    lengths = [int(c) for c in costs()]
+    d = 128
+    client = shard.Client(address)
+    digest = client.put_costs(lengths)
+    client.create_job("timed", shard.job_spec(
+        N, WORLD, seed=SEED, batch_tokens=TOKENS, cost_model="sum",
+        batch_window=WINDOW, attention_length=d, costs_sha256=digest))
+    members = joined(client, "timed", ["t0", "t1"])
+    streamed = [[batch.tolist() for batch, _ in
+                 client.stream_batches(member, 0)] for member in members]
+    order = torch.randperm(
+        N, generator=torch.Generator().manual_seed(SEED)).tolist()
+    planned = reference.plan(lengths, WORLD, batch_tokens=TOKENS,
+                             cost_model="sum", window=WINDOW, seed=SEED,
+                             order=order, attention_length=d)
+    check(streamed == [[step[r] for step in planned] for r in range(WORLD)],
+          f"with attention_length each rank streams the reference's "
+          f"{len(planned)} micro-batches")
+    over = [b for rank in streamed for b in rank
+            if len(b) > 1 and sum(lengths[i] for i in b) > TOKENS]
+    check(not over, f"no micro-batch holds more than {TOKENS} tokens "
+          f"({len(over)} do)")
+    figures = reference.balance_figures(
+        lengths, planned, "sum", TOKENS, d)
+    for member in members:
+        client.leave(member)
+    described = subprocess.run(
+        [os.path.join(args.bin_dir, "shardctl"), "--coordinator", address,
+         "describe", "--job", "timed"], capture_output=True, text=True,
+        timeout=60)
+    check(described.returncode == 0 and
+          f"attention_length={d}" in described.stdout and
+          f"fill (real tokens over world size x batch_tokens): "
+          f"{100 * figures['fill']:.2f}%" in described.stdout,
+          f"shardctl describe shows d and the fill "
+          f"({100 * figures['fill']:.2f}%): {described.stdout.strip()}")
+    try:
+        shard.torch.DistributedBatchSampler(
+            range(N), costs=costs(), batch_tokens=TOKENS,
+            attention_length=d, coordinator=address, job="padded-timed",
+            num_replicas=1)
+        check(False, "attention_length with the padded model is refused")
+    except ValueError as error:
+        check("cost_model='sum'" in str(error),
+              f"attention_length with the padded model is refused: {error}")
+    client.close()
+
+
 def across_failover(args):
     """The two phases on replicas, the leader killed between them."""
     import tempfile
@@ -534,6 +594,7 @@ def main():
         check_fork_refused(daemon.address)
         check_shardctl(args, daemon.address)
         check_elastic_sampler(daemon.address)
+        check_two_budgets(args, daemon.address)
         check_resize(daemon)
     return exit_code()
 

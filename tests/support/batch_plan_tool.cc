@@ -8,7 +8,8 @@
 //   shard-batch-plan --costs FILE (--batch-size B | --batch-tokens T)
 //                    --world W [--cost-model padded|sum] [--window S]
 //                    [--seed S] [--epoch E] [--tail pad|drop]
-//                    [--resize BASE:W ...] [--balance]
+//                    [--attention-length D] [--resize BASE:W ...]
+//                    [--balance]
 //
 // FILE holds one little-endian u32 cost per sample. Prints one line per
 // step, in training order: the step's micro-batches, rank 0 first, as a
@@ -17,7 +18,7 @@
 // BASE (common/plan/batches/epoch_worlds.h), and only the last world's steps
 // are printed. With --balance it prints instead the epoch's figures
 // (plan::BalanceFigures, what shardctl plan --balance prints) as one JSON
-// object: steps, samples, p50, p99, max, padding. Exit 0, 1 on an
+// object: steps, samples, p50, p99, max, padding, fill. Exit 0, 1 on an
 // unreadable file, 2 on a usage error.
 #include <cstdint>
 #include <cstdio>
@@ -41,6 +42,7 @@ struct Options {
   uint64_t batch_tokens = 0;
   std::string cost_model = "padded";
   uint64_t window = 0;
+  uint64_t attention_length = 0;
   uint32_t world = 1;
   uint64_t seed = 0;
   bool balance = false;
@@ -109,6 +111,7 @@ int Run(const Options& options) {
                           ? plan::BatchCostModel::kSum
                           : plan::BatchCostModel::kPadded;
   policy.window = options.window;
+  policy.attention_length = options.attention_length;
   const std::optional<std::vector<plan::EpochLink>> worlds = WorldsOf(options);
   if (!worlds.has_value()) {
     std::fprintf(stderr, "--resize takes BASE:W, W >= 1, bases increasing\n");
@@ -141,11 +144,11 @@ int Run(const Options& options) {
   if (options.balance) {
     std::printf(
         "{\"steps\": %llu, \"samples\": %llu, \"p50\": %.17g, \"p99\": "
-        "%.17g, \"max\": %.17g, \"padding\": %.17g}\n",
+        "%.17g, \"max\": %.17g, \"padding\": %.17g, \"fill\": %.17g}\n",
         static_cast<unsigned long long>(figures.steps()),
         static_cast<unsigned long long>(figures.samples()),
         figures.Imbalance(0.5), figures.Imbalance(0.99),
-        figures.max_imbalance(), figures.padding());
+        figures.max_imbalance(), figures.padding(), figures.fill());
   }
   return 0;
 }
@@ -172,6 +175,8 @@ int main(int argc, char** argv) {
   shard::cli::AddOption(app, "--cost-model", options.cost_model)
       ->check(CLI::IsMember({"padded", "sum"}));
   shard::cli::AddOption(app, "--window", options.window);
+  shard::cli::AddOption(app, "--attention-length", options.attention_length,
+                        "balance steps by L + L^2 / D (sum, --batch-tokens)");
   shard::cli::AddOption(app, "--seed", options.seed);
   shard::cli::AddOption(app, "--epoch", options.epoch);
   shard::cli::AddOption(app, "--tail", options.tail)

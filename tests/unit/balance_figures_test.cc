@@ -53,6 +53,23 @@ TEST(BalanceFiguresTest, ImbalanceOfTwoOrMoreIsTheLargest) {
   EXPECT_DOUBLE_EQ(even.padding(), 0.0);
 }
 
+// Fill: the real tokens over the budget of every micro-batch (a window of
+// 4 micro-batches under a budget of 25: 60 / 100), none with fixed counts.
+TEST(BalanceFiguresTest, FillIsTheRealTokensOverTheBudgets) {
+  BalanceFigures figures;
+  WindowBatches window = TwoRankWindow({10, 20, 10, 20}, 60, 80);
+  WindowCosts costs = window.costs();
+  costs.capacity = 100;
+  std::vector<uint64_t> ends = {1, 2, 3, 4};
+  figures.AddWindow(WindowBatches(2, std::vector<uint64_t>(4), std::move(ends),
+                                  std::move(costs)));
+  EXPECT_DOUBLE_EQ(figures.fill(), 0.6);
+  EXPECT_EQ(BalanceProto(figures, 0).fill(), 0.6);
+  BalanceFigures counts;
+  counts.AddWindow(TwoRankWindow({10, 20}, 30, 40));
+  EXPECT_EQ(counts.fill(), 0.0);
+}
+
 // x = 1.0005 and 1.0003 exactly: floating point reads (x - 1) x 10,000 as
 // 4.99.. and 2.99.., a bucket too low; the figure is exact.
 TEST(BalanceFiguresTest, AnExactBucketEdgeRoundsUp) {

@@ -81,6 +81,34 @@ TEST(JobSpecTest, AMixtureWithBatchesHoldsAtMost2To32Samples) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Two budgets: an attention length balances packed sequences (sum) by
+// time under a token budget, 1..2^32.
+TEST(JobSpecTest, AnAttentionLengthNeedsATokenBudgetOfPackedSequences) {
+  const auto with = [](uint64_t attention_length, bool sum, bool tokens) {
+    JobSpec spec = Spec(100, 2);
+    shard::v1::BatchPolicy& batches = *spec.mutable_batches();
+    if (tokens) {
+      batches.set_batch_tokens(4096);
+    } else {
+      batches.set_batch_size(8);
+    }
+    batches.set_cost_model(sum ? shard::v1::BATCH_COST_MODEL_SUM
+                               : shard::v1::BATCH_COST_MODEL_PADDED);
+    batches.set_attention_length(attention_length);
+    batches.set_costs_sha256(std::string(64, 'a'));
+    return NormalizeJobSpec(spec, kNoLimit).status();
+  };
+  EXPECT_TRUE(with(2048, true, true).ok());
+  EXPECT_TRUE(with(kMaxAttentionLength, true, true).ok());
+  EXPECT_EQ(with(kMaxAttentionLength + 1, true, true).code(),
+            absl::StatusCode::kInvalidArgument);
+  const absl::Status padded = with(2048, false, true);
+  EXPECT_EQ(padded.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(padded.message().find("sum cost model"), std::string::npos)
+      << padded;
+  EXPECT_EQ(with(2048, true, false).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(JobSpecTest, AcceptsTheLargestSeed) {
   JobSpec spec = Spec(10, 2);
   spec.set_seed(kMaxSeed);

@@ -203,6 +203,74 @@ TEST(WindowBatchesTest, ATokenBudgetIsAHardCap) {
   }
 }
 
+// Packed sequences: 16 samples of 3,000 and 32 of 500 with T = 4,096 and
+// W = 2. First-fit-decreasing gives each long sample two short ones
+// (4,000 tokens); a consecutive cut left each long one alone (3,000) and
+// made 20 micro-batches of the 48 samples, 10 steps.
+TEST(WindowBatchesTest, PackedSequencesFillALongSamplesGapWithShortOnes) {
+  std::vector<uint32_t> costs;
+  for (int i = 0; i < 16; ++i) costs.insert(costs.end(), {3000, 500, 500});
+  BatchPolicy policy = Tokens(4096);
+  policy.cost_model = BatchCostModel::kSum;
+  const WindowBatches batches =
+      ArrangeWindow(Entries(costs), 2, policy, StepOrderKey(0, 0, 0));
+  // 12 packed micro-batches, and the final run (the last 4, 12 samples)
+  // cut again into 6: 18 micro-batches, 9 steps.
+  EXPECT_EQ(batches.steps(), 9u);
+  uint64_t packed = 0;
+  for (uint64_t step = 0; step < batches.steps(); ++step) {
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      EXPECT_LE(batches.BatchCost(step, rank), 4096u);
+      packed += batches.BatchCost(step, rank) == 4000;
+    }
+  }
+  EXPECT_EQ(packed, 12u);
+}
+
+// Two budgets: T caps every micro-batch's tokens, and the steps are
+// balanced by L + L^2 / d. On lognormal lengths balancing by tokens leaves
+// a step of a few long sequences next to one of many short ones, far apart
+// in time; balancing by time makes the steps' time costs even.
+TEST(WindowBatchesTest, TwoBudgetsCapTokensAndBalanceTime) {
+  const std::vector<uint32_t> costs = LognormalCosts(20000, 6.0, 1.0, 5);
+  std::vector<uint32_t> capped;
+  for (uint32_t cost : costs) capped.push_back(std::min(cost, 4096u));
+  BatchPolicy by_tokens = Tokens(4096);
+  by_tokens.cost_model = BatchCostModel::kSum;
+  BatchPolicy by_time = by_tokens;
+  by_time.attention_length = 256;
+  const auto worst_time_imbalance = [&](const BatchPolicy& policy) {
+    const WindowBatches batches =
+        ArrangeWindow(Entries(capped), 8, policy, StepOrderKey(0, 0, 0));
+    double worst = 0;
+    for (uint64_t step = 0; step < batches.steps(); ++step) {
+      double most = 0;
+      double total = 0;
+      for (uint32_t rank = 0; rank < 8; ++rank) {
+        double time = 0;
+        uint64_t tokens = 0;
+        for (uint64_t i = batches.BatchBegin(step, rank);
+             i < batches.BatchEnd(step, rank); ++i) {
+          const uint64_t length = capped[batches.positions()[i]];
+          tokens += length;
+          time += static_cast<double>(by_time.TimeOf(length));
+        }
+        EXPECT_TRUE(tokens <= 4096 || batches.BatchEnd(step, rank) -
+                                              batches.BatchBegin(step, rank) ==
+                                          1);
+        most = std::max(most, time);
+        total += time;
+      }
+      worst = std::max(worst, most * 8 / total);
+    }
+    return worst;
+  };
+  const double tokens_worst = worst_time_imbalance(by_tokens);
+  const double time_worst = worst_time_imbalance(by_time);
+  EXPECT_GT(tokens_worst, 1.5);
+  EXPECT_LT(time_worst, 1.2) << "by tokens: " << tokens_worst;
+}
+
 // Through the epoch's windows: 37 samples of 60 with T = 100 at W = 4 are
 // padded to 40 (3 repeats) or dropped to 36, each a micro-batch alone.
 TEST(EpochBatchesTest,

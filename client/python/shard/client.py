@@ -81,14 +81,17 @@ def job_spec(dataset_size: int, world_size: int, *, seed: int = 0,
              max_world_size: int = 0, sources: Sequence[pb.Source] = (),
              epoch_size: int = 0, batch_size: int = 0, batch_tokens: int = 0,
              cost_model: str = "padded", batch_window: int = 0,
-             costs_sha256: str = "") -> pb.JobSpec:
+             costs_sha256: str = "", attention_length: int = 0) -> pb.JobSpec:
     """A JobSpec with DistributedSampler's meaning: tail "pad" is
     drop_last=False, "drop" is drop_last=True, "uneven" splits every sample
     exactly once (evaluation). With `sources` (see source()) the job is a
     mixture of them (docs/mixtures.md): dataset_size is their total (or 0),
     and epoch_size is given when they have weights. With `batch_tokens` or
     `batch_size` the job serves balanced batches (docs/balanced-batches.md)
-    over the costs named `costs_sha256` (Client.put_costs)."""
+    over the costs named `costs_sha256` (Client.put_costs); with
+    `attention_length` d too (cost_model "sum", batch_tokens), the costs
+    are lengths, batch_tokens caps each micro-batch's tokens and the steps
+    are balanced by L + L^2 / d."""
     if tail not in _TAILS:
         raise ValueError(f"tail must be one of {sorted(_TAILS)}, got {tail!r}")
     spec = pb.JobSpec(dataset_size=dataset_size, world_size=world_size,
@@ -103,7 +106,7 @@ def job_spec(dataset_size: int, world_size: int, *, seed: int = 0,
         spec.batches.CopyFrom(pb.BatchPolicy(
             batch_size=batch_size, batch_tokens=batch_tokens,
             cost_model=_COST_MODELS[cost_model], window=batch_window,
-            costs_sha256=costs_sha256))
+            costs_sha256=costs_sha256, attention_length=attention_length))
     return spec
 
 

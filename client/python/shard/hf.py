@@ -64,14 +64,15 @@ class ShardTrainer(transformers.Trainer):
     Takes Trainer's arguments plus the coordinator's (keyword only):
     `coordinator` ("host:port" or a shard.Client), `job`, and optionally
     `costs` with `batch_tokens` or `batch_size` (balanced batches;
-    `cost_model`, `batch_window` as DistributedBatchSampler takes them),
+    `cost_model`, `batch_window`, `attention_length` as
+    DistributedBatchSampler takes them),
     `member`, `seed`, `drop_last`, `min_replicas`, `max_replicas`.
     Errors: ValueError for settings that cannot be exact (see the module);
     shard.ShardError from the coordinator."""
 
     def __init__(self, *args, coordinator, job, costs=None, batch_tokens=0,
                  batch_size=0, cost_model="padded", batch_window=0,
-                 member=None, seed=0, drop_last=False, min_replicas=None,
+                 attention_length=0, member=None, seed=0, drop_last=False, min_replicas=None,
                  max_replicas=None, **kwargs):
         super().__init__(*args, **kwargs)
         launcher_world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -100,7 +101,8 @@ class ShardTrainer(transformers.Trainer):
         if balanced:
             self._sampler_settings.update(
                 costs=costs, batch_tokens=batch_tokens, batch_size=batch_size,
-                cost_model=cost_model, batch_window=batch_window)
+                cost_model=cost_model, batch_window=batch_window,
+                attention_length=attention_length)
         self.shard_sampler = None
 
     def train(self, resume_from_checkpoint=None, **kwargs):

@@ -8,7 +8,8 @@ namespace shard::plan {
 
 BalanceFigures::BalanceFigures() : histogram_(kBuckets + 1, 0) {}
 
-size_t BalanceFigures::BucketOf(uint64_t most, uint64_t total, uint32_t world) {
+size_t BalanceFigures::BucketOf(uint64_t most, unsigned __int128 total,
+                                uint32_t world) {
   if (total == 0) return 0;
   // x - 1 = (W x most - total) / total, exactly: W x most < 2^84.
   const unsigned __int128 excess =
@@ -20,7 +21,7 @@ size_t BalanceFigures::BucketOf(uint64_t most, uint64_t total, uint32_t world) {
 void BalanceFigures::AddWindow(const WindowBatches& window) {
   const uint32_t world = window.world_size();
   for (uint64_t step = 0; step < window.steps(); ++step) {
-    uint64_t total = 0;
+    unsigned __int128 total = 0;  // W costs of up to 2^64 - 1 each
     uint64_t most = 0;
     for (uint32_t rank = 0; rank < world; ++rank) {
       const uint64_t cost = window.BatchCost(step, rank);
@@ -37,6 +38,7 @@ void BalanceFigures::AddWindow(const WindowBatches& window) {
   samples_ += window.samples();
   tokens_ += static_cast<double>(window.costs().tokens);
   padded_tokens_ += static_cast<double>(window.costs().padded_tokens);
+  capacity_ += static_cast<double>(window.costs().capacity);
 }
 
 double BalanceFigures::Imbalance(double q) const {
@@ -54,6 +56,10 @@ double BalanceFigures::Imbalance(double q) const {
   return max_;
 }
 
+double BalanceFigures::fill() const {
+  return capacity_ == 0 ? 0 : tokens_ / capacity_;
+}
+
 double BalanceFigures::padding() const {
   return padded_tokens_ == 0 ? 0 : (padded_tokens_ - tokens_) / padded_tokens_;
 }
@@ -68,6 +74,7 @@ shard::v1::BatchBalance BalanceProto(const BalanceFigures& figures,
   balance.set_imbalance_p99(figures.Imbalance(0.99));
   balance.set_imbalance_max(figures.max_imbalance());
   balance.set_padding(figures.padding());
+  balance.set_fill(figures.fill());
   return balance;
 }
 

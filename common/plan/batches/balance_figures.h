@@ -34,13 +34,17 @@ class BalanceFigures {
   double max_imbalance() const { return max_; }
   // (padded - real) / padded over the samples added; 0 without any.
   double padding() const;
+  // With a token budget: the real tokens over budget x micro-batches; 0
+  // with fixed counts or without any step.
+  double fill() const;
 
  private:
   static constexpr int kBuckets = 10000;  // [1, 2) in steps of 1/10,000
 
   // floor((x - 1) x kBuckets) for x = world x most / total below 2,
   // kBuckets from 2 on; 0 when total is 0 (x = 1).
-  static size_t BucketOf(uint64_t most, uint64_t total, uint32_t world);
+  static size_t BucketOf(uint64_t most, unsigned __int128 total,
+                         uint32_t world);
 
   std::vector<uint64_t> histogram_;  // kBuckets, then one for >= 2
   uint64_t steps_ = 0;
@@ -48,6 +52,7 @@ class BalanceFigures {
   double max_ = 0;
   double tokens_ = 0;
   double padded_tokens_ = 0;
+  double capacity_ = 0;
 };
 
 // The figures of epoch `epoch` as the wire carries them.

@@ -24,6 +24,9 @@ struct BatchPolicy {
   BatchCostModel cost_model = BatchCostModel::kPadded;
   // Samples balanced together; 0 picks the default (see WindowSamples).
   uint64_t window = 0;
+  // With kSum and batch_tokens: steps are balanced by time (TimeOf) while
+  // batch_tokens caps tokens; 0 balances by the cost model.
+  uint64_t attention_length = 0;
 
   // Samples per window for a world of `world_size` ranks (>= 1):
   // max(window or 65,536, 16 x W) rounded up to a multiple of W (with
@@ -34,6 +37,12 @@ struct BatchPolicy {
   // to `sum` and whose largest is `longest`.
   uint64_t CostOf(uint64_t count, uint64_t sum, uint64_t longest) const {
     return cost_model == BatchCostModel::kPadded ? count * longest : sum;
+  }
+  // A sample's time cost with attention_length d > 0: L + floor(L^2 / d)
+  // for a sample of L tokens (at most 2^64 - 1: L < 2^32).
+  uint64_t TimeOf(uint32_t tokens) const {
+    const uint64_t length = tokens;
+    return length + length * length / attention_length;
   }
 };
 

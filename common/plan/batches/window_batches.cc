@@ -5,25 +5,42 @@
 #include <set>
 #include <utility>
 
+#include "common/plan/batches/first_fit.h"
 #include "common/plan/shuffles/keyed_permutation.h"
 
 namespace shard::plan {
 namespace {
 
 // A micro-batch: its samples as indices into the cost-sorted window (in
-// that order), and what it costs.
+// increasing order: the first is the largest), the sum of their costs, and
+// the cost the steps are balanced by (the cost model's, or the time cost
+// with attention_length, at most 2^64 - 1).
 struct MicroBatch {
   std::vector<uint64_t> samples;
   uint64_t sum = 0;
   uint64_t cost = 0;
 };
 
+// What `batch` costs, as the steps are balanced, once `sample` is added.
+uint64_t CostWith(const std::vector<WindowEntry>& sorted,
+                  const MicroBatch& batch, uint64_t sample,
+                  const BatchPolicy& policy) {
+  if (policy.attention_length > 0) {
+    const uint64_t time = policy.TimeOf(sorted[sample].cost);
+    return batch.cost > UINT64_MAX - time ? UINT64_MAX : batch.cost + time;
+  }
+  const uint32_t longest = batch.samples.empty()
+                               ? sorted[sample].cost
+                               : sorted[batch.samples.front()].cost;
+  return policy.CostOf(batch.samples.size() + 1,
+                       batch.sum + sorted[sample].cost, longest);
+}
+
 void Add(const std::vector<WindowEntry>& sorted, uint64_t sample,
          const BatchPolicy& policy, MicroBatch& batch) {
+  batch.cost = CostWith(sorted, batch, sample, policy);
   batch.samples.push_back(sample);
   batch.sum += sorted[sample].cost;
-  batch.cost = policy.CostOf(batch.samples.size(), batch.sum,
-                             sorted[batch.samples.front()].cost);
 }
 
 // `entries` (in increasing position) sorted by cost, largest first, equal
@@ -73,34 +90,70 @@ std::vector<MicroBatch> ConsecutiveBatches(
   return batches;
 }
 
-// Fixed counts: deals the samples from `run_begin` on (the cheapest, in
-// cost order) into `count` micro-batches: the first `count` samples one
-// each, then every sample to the micro-batch that costs least once it is
-// added among those holding fewer than batch_size samples (among all when
-// every one is full; the lowest-numbered on a tie). Requires at least
-// `count` samples from run_begin.
+// `sum` with a token budget: first-fit-decreasing. Each sample of the
+// cost-sorted window in turn goes to the first micro-batch (in the order
+// they were started) whose sum with it is at most batch_tokens, or starts
+// a new one; a sample over the budget starts one that takes nothing else.
+std::vector<MicroBatch> FirstFitDecreasing(
+    const std::vector<WindowEntry>& sorted, const BatchPolicy& policy) {
+  std::vector<MicroBatch> batches;
+  FirstFit fit(sorted.size(), policy.batch_tokens);
+  for (uint64_t sample = 0; sample < sorted.size(); ++sample) {
+    const uint64_t cost = sorted[sample].cost;
+    uint64_t batch = fit.FirstWithRoom(cost).value_or(batches.size());
+    if (batch >= batches.size()) {
+      batch = batches.size();
+      batches.emplace_back();
+    }
+    Add(sorted, sample, policy, batches[batch]);
+    fit.Take(batch, cost);
+  }
+  return batches;
+}
+
+// Step 2 of a window: first-fit-decreasing for `sum` with a budget,
+// consecutive micro-batches otherwise.
+std::vector<MicroBatch> FirstBatches(const std::vector<WindowEntry>& sorted,
+                                     const BatchPolicy& policy) {
+  return policy.batch_tokens > 0 && policy.cost_model == BatchCostModel::kSum
+             ? FirstFitDecreasing(sorted, policy)
+             : ConsecutiveBatches(sorted, policy);
+}
+
+// The samples of `batches` from `first` on, in sorted-window order.
+std::vector<uint64_t> RunFrom(const std::vector<MicroBatch>& batches,
+                              size_t first) {
+  std::vector<uint64_t> run;
+  for (size_t b = first; b < batches.size(); ++b) {
+    run.insert(run.end(), batches[b].samples.begin(), batches[b].samples.end());
+  }
+  std::sort(run.begin(), run.end());
+  return run;
+}
+
+// Fixed counts: deals the `run` (sorted-window indices, increasing) into
+// `count` micro-batches: its first `count` samples one each, then every
+// sample to the micro-batch that costs least once it is added among those
+// holding fewer than batch_size samples (among all when every one is full;
+// the lowest-numbered on a tie). Requires at least `count` samples.
 std::vector<MicroBatch> DealByLeastCost(const std::vector<WindowEntry>& sorted,
-                                        uint64_t run_begin, uint64_t count,
+                                        const std::vector<uint64_t>& run,
+                                        uint64_t count,
                                         const BatchPolicy& policy) {
   std::vector<MicroBatch> batches(count);
-  const auto cost_with_one_more = [&](const MicroBatch& batch,
-                                      uint64_t sample) {
-    return policy.CostOf(batch.samples.size() + 1,
-                         batch.sum + sorted[sample].cost,
-                         sorted[batch.samples.front()].cost);
-  };
   // Open micro-batches by (samples held, number): costs are compared per
   // sample, as a sample's cost changes each one's cost differently.
   std::set<uint64_t> open;
   for (uint64_t b = 0; b < count; ++b) {
-    Add(sorted, run_begin + b, policy, batches[b]);
+    Add(sorted, run[b], policy, batches[b]);
     if (batches[b].samples.size() < policy.batch_size) open.insert(b);
   }
-  for (uint64_t sample = run_begin + count; sample < sorted.size(); ++sample) {
+  for (auto next = run.begin() + count; next != run.end(); ++next) {
+    const uint64_t sample = *next;
     std::optional<std::pair<uint64_t, uint64_t>> best;  // (cost, batch)
     const auto consider = [&](uint64_t b) {
       const std::pair<uint64_t, uint64_t> candidate(
-          cost_with_one_more(batches[b], sample), b);
+          CostWith(sorted, batches[b], sample, policy), b);
       if (!best || candidate < *best) best = candidate;
     };
     if (!open.empty()) {
@@ -115,24 +168,28 @@ std::vector<MicroBatch> DealByLeastCost(const std::vector<WindowEntry>& sorted,
   return batches;
 }
 
-// Token budgets: the samples from `run_begin` on cut in order into
-// micro-batches that cost at most `limit` (a sample over it alone); with
-// `count`, a new one also starts when the samples left are as many as the
-// micro-batches still to start, so that there are exactly `count`.
+// Token budgets: the `run` (sorted-window indices, increasing) cut in
+// order into micro-batches that cost at most `limit` as the steps are
+// balanced, and with an attention length hold at most batch_tokens tokens
+// too (a sample over them alone); with `count`, a new one also starts when
+// the samples left are as many as the micro-batches still to start, so
+// that there are exactly `count`.
 std::vector<MicroBatch> Pack(const std::vector<WindowEntry>& sorted,
-                             uint64_t run_begin, uint64_t limit,
+                             const std::vector<uint64_t>& run, uint64_t limit,
                              const BatchPolicy& policy,
                              std::optional<uint64_t> count) {
   std::vector<MicroBatch> batches;
-  for (uint64_t sample = run_begin; sample < sorted.size(); ++sample) {
+  for (uint64_t i = 0; i < run.size(); ++i) {
+    const uint64_t sample = run[i];
     if (!batches.empty()) {
       const MicroBatch& last = batches.back();
+      const bool over_tokens =
+          policy.attention_length > 0 &&
+          last.sum + sorted[sample].cost > policy.batch_tokens;
       const bool full =
-          policy.CostOf(last.samples.size() + 1, last.sum + sorted[sample].cost,
-                        sorted[last.samples.front()].cost) > limit;
+          over_tokens || CostWith(sorted, last, sample, policy) > limit;
       const bool short_of_batches =
-          count.has_value() &&
-          sorted.size() - sample == *count - batches.size();
+          count.has_value() && run.size() - i == *count - batches.size();
       if (!full && !short_of_batches) {
         Add(sorted, sample, policy, batches.back());
         continue;
@@ -143,24 +200,36 @@ std::vector<MicroBatch> Pack(const std::vector<WindowEntry>& sorted,
   return batches;
 }
 
-// Token budgets: the samples from `run_begin` on cut in order into exactly
-// `count` micro-batches, the most expensive as cheap as possible: Pack with
-// the smallest limit that makes at most `count` of them. Requires at least
-// `count` samples from run_begin.
+// The limit under which Pack cuts micro-batches by the token budget alone:
+// the budget, or with an attention length (whose budget Pack keeps
+// anyway) none on the time cost.
+uint64_t TokenLimit(const BatchPolicy& policy) {
+  return policy.attention_length > 0 ? UINT64_MAX : policy.batch_tokens;
+}
+
+// Token budgets: the `run` cut in order into exactly `count`
+// micro-batches, the most expensive as cheap as possible: Pack with the
+// smallest limit that makes at most `count` of them. Requires at least
+// `count` samples.
 std::vector<MicroBatch> CutByLeastLargest(
-    const std::vector<WindowEntry>& sorted, uint64_t run_begin, uint64_t count,
-    const BatchPolicy& policy) {
+    const std::vector<WindowEntry>& sorted, const std::vector<uint64_t>& run,
+    uint64_t count, const BatchPolicy& policy) {
   uint64_t low = 0;
-  uint64_t high = (sorted.size() - run_begin) * sorted[run_begin].cost;
+  uint64_t high = run.size() * uint64_t{sorted[run.front()].cost};
+  if (policy.attention_length > 0) {  // the whole run's time cost
+    MicroBatch whole;
+    for (uint64_t sample : run) Add(sorted, sample, policy, whole);
+    high = whole.cost;
+  }
   while (low < high) {
     const uint64_t middle = low + (high - low) / 2;
-    if (Pack(sorted, run_begin, middle, policy, std::nullopt).size() <= count) {
+    if (Pack(sorted, run, middle, policy, std::nullopt).size() <= count) {
       high = middle;
     } else {
       low = middle + 1;
     }
   }
-  return Pack(sorted, run_begin, low, policy, count);
+  return Pack(sorted, run, low, policy, count);
 }
 
 // Most expensive first; ties: the one holding the earlier sample first.
@@ -194,9 +263,12 @@ FinalRun ChooseFinalRun(const std::vector<WindowEntry>& sorted,
       batches.back().samples.size() == policy.batch_size) {
     return {m, 0};  // whole steps of full micro-batches
   }
-  const auto samples_from = [&](size_t batch) {
-    return sorted.size() - batches[batch].samples.front();
-  };
+  // samples_after[b]: the samples of batches b .. m - 1.
+  std::vector<uint64_t> samples_after(m + 1, 0);
+  for (size_t b = m; b-- > 0;) {
+    samples_after[b] = samples_after[b + 1] + batches[b].samples.size();
+  }
+  const auto samples_from = [&](size_t batch) { return samples_after[batch]; };
   const size_t left_over = k != 0 ? k : world;
   size_t first = m - left_over;
   if (m > 2 * world) {
@@ -208,38 +280,41 @@ FinalRun ChooseFinalRun(const std::vector<WindowEntry>& sorted,
       m > 2 * world && samples_from(first) >= 2 * world ? 2 * world : world;
   if (policy.batch_tokens == 0) return {first, dealt};
   // A token budget is a hard cap: the run is cut into no fewer
-  // micro-batches than its consecutive ones under the budget (m - first),
-  // and needs a sample for each; W more consecutive ones at a time join it
-  // until it has them. The whole window always has: it holds a multiple
-  // of W samples (EpochBatches).
+  // micro-batches than Pack makes of it under the budget, and needs a
+  // sample for each; the W micro-batches before it at a time join it until
+  // it has them. The whole window always has: it holds a multiple of W
+  // samples (EpochBatches).
   while (true) {
-    dealt = std::max<uint64_t>(dealt, RoundUp(m - first, world));
+    const uint64_t cut = Pack(sorted, RunFrom(batches, first),
+                              TokenLimit(policy), policy, std::nullopt)
+                             .size();
+    dealt = std::max<uint64_t>(dealt, RoundUp(cut, world));
     if (samples_from(first) >= dealt || first == 0) return {first, dealt};
     first = first > world ? first - world : 0;
   }
 }
 
 // The window's micro-batches, a multiple of `world` of them, in step order:
-// the consecutive batches sorted by cost, except the final run's, which
+// step 2's micro-batches sorted by cost, except the final run's, which
 // are dealt again (fixed counts: DealByLeastCost; token budgets:
 // CutByLeastLargest) into micro-batches that make the window's last steps
 // by themselves, sorted by cost among themselves.
 std::vector<MicroBatch> GroupWindow(const std::vector<WindowEntry>& sorted,
                                     uint64_t world, const BatchPolicy& policy) {
-  std::vector<MicroBatch> batches = ConsecutiveBatches(sorted, policy);
+  std::vector<MicroBatch> batches = FirstBatches(sorted, policy);
   const FinalRun run = ChooseFinalRun(sorted, batches, world, policy);
   const size_t kept = run.first_batch;
   if (kept == batches.size()) {
     SortByCost(batches.begin(), batches.end());
     return batches;
   }
-  const uint64_t run_begin = batches[kept].samples.front();
+  const std::vector<uint64_t> run_samples = RunFrom(batches, kept);
   batches.resize(kept);
   SortByCost(batches.begin(), batches.end());
   for (MicroBatch& batch :
        policy.batch_size > 0
-           ? DealByLeastCost(sorted, run_begin, run.dealt, policy)
-           : CutByLeastLargest(sorted, run_begin, run.dealt, policy)) {
+           ? DealByLeastCost(sorted, run_samples, run.dealt, policy)
+           : CutByLeastLargest(sorted, run_samples, run.dealt, policy)) {
     batches.push_back(std::move(batch));
   }
   SortByCost(batches.begin() + kept, batches.end());
@@ -276,6 +351,7 @@ WindowBatches ArrangeWindow(std::vector<WindowEntry> entries,
   batch_ends.reserve(batches.size());
   WindowCosts costs;
   costs.of_batches.reserve(batches.size());
+  costs.capacity = policy.batch_tokens * batches.size();
   for (uint64_t slot = 0; slot < steps; ++slot) {
     const uint64_t step = step_order.At(slot);
     for (uint64_t rank = 0; rank < world_size; ++rank) {

@@ -21,14 +21,16 @@ struct WindowEntry {
   uint32_t cost;
 };
 
-// What a window's micro-batches cost: each one's cost under the policy's
-// model (one per micro-batch, in WindowBatches::positions() order), and
-// the sums over the window of the samples' costs and of count x longest
-// of each micro-batch.
+// What a window's micro-batches cost: each one's cost the steps are
+// balanced by (the policy's model, or the time cost with attention_length;
+// one per micro-batch, in WindowBatches::positions() order), the sums over
+// the window of the samples' costs and of count x longest of each
+// micro-batch, and batch_tokens x the micro-batches (0 with batch_size).
 struct WindowCosts {
   std::vector<uint64_t> of_batches;
   uint64_t tokens = 0;
   uint64_t padded_tokens = 0;
+  uint64_t capacity = 0;
 };
 
 // The window's steps in training order. Step s, rank r holds the

@@ -197,6 +197,18 @@ absl::Status CheckBatches(const JobSpec& normal) {
         "balanced batches need the pad or drop tail: every rank gets a "
         "micro-batch in every step");
   }
+  if (batches.attention_length() > 0 &&
+      (batches.batch_tokens() == 0 ||
+       batches.cost_model() != shard::v1::BATCH_COST_MODEL_SUM)) {
+    return absl::InvalidArgumentError(
+        "attention_length balances packed sequences by time under a token "
+        "budget: it needs batch_tokens and the sum cost model");
+  }
+  if (batches.attention_length() > kMaxAttentionLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attention_length must be in 1..", kMaxAttentionLength,
+        " (0: balance by tokens), got ", batches.attention_length()));
+  }
   return absl::OkStatus();
 }
 
@@ -243,6 +255,9 @@ std::string DescribeBatchPolicy(const JobSpec& spec) {
       " cost=",
       batches.cost_model() == shard::v1::BATCH_COST_MODEL_SUM ? "sum"
                                                               : "padded",
+      batches.attention_length() > 0
+          ? absl::StrCat(" attention_length=", batches.attention_length())
+          : "",
       batches.window() > 0 ? absl::StrCat(" window=", batches.window()) : "");
 }
 
@@ -383,6 +398,7 @@ BatchPolicy BatchPolicyOf(const shard::v1::JobSpec& spec) {
           ? BatchCostModel::kSum
           : BatchCostModel::kPadded;
   policy.window = spec.batches().window();
+  policy.attention_length = spec.batches().attention_length();
   return policy;
 }
 

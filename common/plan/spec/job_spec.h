@@ -35,6 +35,7 @@ inline constexpr uint64_t kMaxBatchSize = 65536;
 inline constexpr uint64_t kMaxBatchTokens = uint64_t{1} << 40;
 inline constexpr uint64_t kMaxBatchWindow = uint64_t{1} << 24;
 inline constexpr uint64_t kMaxCostedSamples = uint64_t{1} << 32;
+inline constexpr uint64_t kMaxAttentionLength = uint64_t{1} << 32;
 
 // Checks a job id: 1..128 characters of [A-Za-z0-9._-]. INVALID_ARGUMENT
 // otherwise.

@@ -425,7 +425,11 @@ class DistributedBatchSampler(DistributedShardSampler):
     `batch_tokens` (a budget per micro-batch, with the `cost_model`
     "padded" = count x longest or "sum" = tokens) or `batch_size` (a fixed
     count) and `batch_window` (samples balanced together, 0: the
-    coordinator's default) make the job's policy. Every iteration yields
+    coordinator's default) make the job's policy. With packed sequences
+    (cost_model "sum", batch_tokens) `attention_length` d sets two
+    budgets: `costs` are lengths in tokens, batch_tokens caps each
+    micro-batch's tokens (memory) and the steps are balanced by
+    L + L^2 / d (time). Every iteration yields
     this rank's micro-batches of the epoch, one list of indices per step;
     every rank gets the same number of steps, and each step's micro-batches
     cost nearly the same across the ranks.
@@ -452,8 +456,8 @@ class DistributedBatchSampler(DistributedShardSampler):
     _batched = True
 
     def __init__(self, dataset, *, costs, batch_tokens=0, batch_size=0,
-                 cost_model="padded", batch_window=0, sources=None,
-                 epoch_size=0, **kwargs):
+                 cost_model="padded", batch_window=0, attention_length=0,
+                 sources=None, epoch_size=0, **kwargs):
         if sources is not None:
             self._mixture = _Sources(dataset, sources, epoch_size)
             costs = self._mixture.joined_costs(costs)
@@ -462,9 +466,18 @@ class DistributedBatchSampler(DistributedShardSampler):
                              f"dataset holds {len(dataset)} samples")
         if (batch_tokens > 0) == (batch_size > 0):
             raise ValueError("give exactly one of batch_tokens and batch_size")
+        if attention_length and (not batch_tokens or cost_model != "sum"):
+            raise ValueError(
+                "attention_length balances packed sequences by time under a "
+                "token budget: it needs batch_tokens and cost_model='sum'")
+        if attention_length != int(attention_length) or attention_length < 0:
+            raise ValueError(f"attention_length must be a whole number of "
+                             f"tokens >= 0 (round a fitted d), got "
+                             f"{attention_length!r}")
         self._costs = costs
         self._policy = dict(batch_tokens=batch_tokens, batch_size=batch_size,
-                            cost_model=cost_model, batch_window=batch_window)
+                            cost_model=cost_model, batch_window=batch_window,
+                            attention_length=int(attention_length))
         self._costs_sha256 = None
         super().__init__(dataset, **kwargs)
 
