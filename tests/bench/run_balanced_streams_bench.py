@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """What serving balanced batches costs the coordinator as the world grows,
 in one run: a job of --samples lognormal lengths (mu 5, sigma 1, clamped
-to [16, 1024]) with a token budget of 8,192 and the default window; for
+to [16, 1024]) with a token budget of 8,192 (--cost-model padded, or sum:
+packed sequences) and the default window; for
 each W of --worlds, W ranks join and drain epoch 0 together, step by
 step as DDP ranks train (one Python client reads each rank's next
 micro-batch in turn; each stream reads ahead as the client does). Prints, per W: the wall time of the drain, the coordinator's CPU
@@ -13,7 +14,7 @@ shardd (a fresh one for each W and build), for a ratio in one run.
 
   tests/bench/run_balanced_streams_bench.py --bin-dir build/bin
       --python-dir build/python [--samples 10000000] [--worlds 8,64]
-      [--baseline-bin-dir DIR]
+      [--cost-model padded|sum] [--baseline-bin-dir DIR]
 """
 import argparse
 import os
@@ -61,7 +62,7 @@ def drain_in_step(client, members):
     return served
 
 
-def measure(bin_dir, costs, world):
+def measure(bin_dir, costs, world, cost_model):
     """(wall seconds, coordinator CPU seconds, samples served, windows
     arranged or None)."""
     import shard
@@ -72,7 +73,7 @@ def measure(bin_dir, costs, world):
         digest = client.put_costs(costs)
         client.create_job("streams", shard.job_spec(
             len(costs), world, seed=1, batch_tokens=8192,
-            costs_sha256=digest))
+            cost_model=cost_model, costs_sha256=digest))
         members = join_world(client, "streams", world)
         cpu_before = cpu_seconds(daemon.pid)
         began = time.perf_counter()
@@ -92,6 +93,8 @@ def main():
     parser.add_argument("--samples", type=int, default=10_000_000)
     parser.add_argument("--worlds", default="8,64")
     parser.add_argument("--baseline-bin-dir")
+    parser.add_argument("--cost-model", choices=("padded", "sum"),
+                        default="padded")
     args = parser.parse_args()
     sys.path.insert(0, args.python_dir)
     import numpy as np
@@ -101,13 +104,15 @@ def main():
     builds = [("this", args.bin_dir)]
     if args.baseline_bin_dir:
         builds.append(("baseline", args.baseline_bin_dir))
-    print(f"samples: {args.samples}, batch_tokens 8192, window {WINDOW}")
+    print(f"samples: {args.samples}, batch_tokens 8192, cost model "
+          f"{args.cost_model}, window {WINDOW}")
     print("shardd | W | drain | coordinator CPU | CPU per window | "
           "windows arranged | served")
     for world in (int(w) for w in args.worlds.split(",")):
         windows = -(-args.samples // max(WINDOW, 16 * world))
         for name, bin_dir in builds:
-            wall, cpu, served, arranged = measure(bin_dir, costs, world)
+            wall, cpu, served, arranged = measure(bin_dir, costs, world,
+                                                  args.cost_model)
             arranged = ("-" if arranged is None else
                         f"{arranged} of {windows}")
             print(f"{name} | {world} | {wall:.2f} s | {cpu:.2f} s | "

@@ -134,8 +134,9 @@ def check_shardctl_mixture(args, address, short, long, rank0_epoch0):
         described = subprocess.run(
             common + ["describe", "--job", "mixture"], capture_output=True,
             text=True, timeout=60).stdout.splitlines()
-        check(len(balance) == 3 and balance[1] in described and
-              balance[2] in described and any(
+        # The steps line, then the imbalance, padding and fill lines.
+        check(len(balance) == 4 and
+              all(line in described for line in balance[1:]) and any(
                   line.startswith("balance of epoch 1 as streamed (" +
                                   balance[0].split()[2] + " steps")
                   for line in described),

@@ -12,6 +12,13 @@ killed and then a resume at another world size:
 2. The same command with three workers resumes from the checkpoint of
    step 30 and trains to step 60: the world forms at 3 (the launch's
    size), and the rest of the epoch is re-split over 3.
+3. Packed sequences without padding (--packed: DataCollatorWithFlattening,
+   SDPA attention, the sum cost model, steps balanced by time with
+   --attention-length) on another job: two workers, one SIGKILLed after
+   the first commit, resumed, to step 30. Before any run, the loss of a
+   micro-batch flattened into one row equals its loss padded to its
+   longest sample (the same model and samples; relative difference below
+   1e-5), and the flattened row holds no padding.
 Checked for each run: torchrun exits 0; every worker names the same
 checkpoint, at the coordinator's committed position; all ranks are one
 process group of the launch's size and end with identical parameters.
@@ -20,7 +27,9 @@ next one resumed from, then the last attempt) holds every sample of each
 whole epoch exactly once, and no sample twice in the last, partial one,
 but for the pad tail's repeats (at most W - 1 per world of an epoch).
 Before that, settings that cannot be exact are refused (ValueError) before
-any join: save_total_limit=1, and balanced batches without max_steps; and
+any join: save_total_limit=1, balanced batches without max_steps, and a
+packed row (position_ids without attention_mask) with
+TrainingArguments(use_cache=True) (attention would cross its samples); and
 lm_step_seconds refuses lengths past the model's positions (ValueError
 naming them, not an IndexError inside the embedding).
 Exits 77 (skipped) where transformers is not installed (Debian bookworm:
@@ -49,13 +58,14 @@ SAVE_STEPS = 10
 RUNS = ((2, 30, 1), (3, 60, 0))
 
 
-def start(python_dir, address, work, run, world, steps, loader_workers):
+def start(python_dir, address, work, run, world, steps, loader_workers,
+          job="lm", out="out", extra=()):
     env = torchrun_env(python_dir)
     return subprocess.Popen(
         [*torchrun_command(), "--nnodes=1", f"--nproc_per_node={world}",
          f"--rdzv_endpoint={address}", f"--rdzv_id=lm-{run}",
          "--max_restarts=1", EXAMPLE, "--coordinator", address, "--job",
-         "lm", "--output-dir", os.path.join(work, "out"),
+         job, "--output-dir", os.path.join(work, out), *extra,
          "--max-length", "128", "--batch-tokens", "4096",
          "--max-steps", str(steps), "--save-steps", str(SAVE_STEPS),
          "--min-world-size", "1", "--max-world-size", "3",
@@ -81,8 +91,8 @@ def samples_in_epoch():
     return len(paragraphs("/usr/share/common-licenses", 128))
 
 
-def kill_a_worker_after_the_first_commit(proc, work):
-    first = os.path.join(work, "out", f"checkpoint-{SAVE_STEPS}",
+def kill_a_worker_after_the_first_commit(proc, work, out="out"):
+    first = os.path.join(work, out, f"checkpoint-{SAVE_STEPS}",
                          "shard_position.json")
     give_up = time.monotonic() + 300
     while (not os.path.exists(first) and proc.poll() is None and
@@ -159,6 +169,37 @@ def run_to_the_end(proc, world, steps):
     return out
 
 
+def check_packed_loss():
+    """A micro-batch's loss flattened into one row (position ids restarting
+    at each sample) equals its loss padded to its longest sample."""
+    import torch
+    import transformers
+    sys.path.insert(0, os.path.dirname(EXAMPLE))
+    from hf_trainer import ByteText, flatten, pad_to_longest, paragraphs
+    dataset = ByteText(paragraphs("/usr/share/common-licenses", 128))
+    samples = [dataset[i] for i in (0, 3, 7, 12, 20, 41)]
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=257, n_positions=128, n_embd=64, n_layer=2, n_head=2,
+        attn_implementation="sdpa", use_cache=False)).eval()
+    losses = []
+    for collate in (pad_to_longest, flatten):
+        batch = collate(samples)
+        batch.pop("sample_index")
+        with torch.no_grad():
+            losses.append(float(model(**batch).loss))
+    flat = flatten(samples)["input_ids"]
+    lengths = [len(s["input_ids"]) for s in samples]
+    check(tuple(flat.shape) == (1, sum(lengths)),
+          f"the flattened micro-batch is one row of the {sum(lengths)} real "
+          f"tokens, no padding (shape {tuple(flat.shape)}; padded to the "
+          f"longest it is {len(samples)} x {max(lengths)})")
+    padded, packed = losses
+    check(abs(packed - padded) <= 1e-5 * abs(padded),
+          f"the loss of the flattened micro-batch equals the padded one's "
+          f"({packed:.8f} vs {padded:.8f})")
+
+
 def refusals(work):
     import transformers
     from shard.hf import ShardTrainer
@@ -176,6 +217,21 @@ def refusals(work):
                  lambda: trainer(max_steps=5, save_total_limit=1))
     expect_error("balanced batches without max_steps", ValueError,
                  lambda: trainer(num_train_epochs=1))
+    # A packed row (position_ids, no attention_mask) on a model with a KV
+    # cache (TrainingArguments(use_cache=True)): transformers would let
+    # attention cross the row's samples.
+    import torch
+    packed = {"input_ids": torch.ones(1, 6, dtype=torch.long),
+              "labels": torch.ones(1, 6, dtype=torch.long),
+              "position_ids": torch.tensor([[0, 1, 2, 0, 1, 2]])}
+    expect_error("packed sequences with TrainingArguments(use_cache=True)",
+                 ValueError,
+                 lambda: trainer(max_steps=5, use_cache=True).get_batch_samples(
+                     iter([packed]), 1, "cpu"), "use_cache = False")
+    # Trainer's default turns the cache off: the same row goes through.
+    batches, _ = trainer(max_steps=5).get_batch_samples(iter([packed]), 1,
+                                                        "cpu")
+    check(len(batches) == 1, "a packed row with the cache off is trained")
     # The calibration's default lengths run to 1,024; this model takes 64.
     from shard.costs import fit_attention_length
     from shard.hf import lm_step_seconds
@@ -201,6 +257,21 @@ def refusals(work):
           f"{again}; {measured} steps, then {len(steps) - measured})")
 
 
+def check_packed_run(args, address, work, size):
+    """Run 3: packed sequences, a worker killed after the first commit."""
+    world, steps, loaders = RUNS[0]
+    proc = start(args.python_dir, address, work, 3, world, steps, loaders,
+                 job="lm-packed", out="out-packed",
+                 extra=["--packed", "--attention-length", "256"])
+    kill_a_worker_after_the_first_commit(proc, work, "out-packed")
+    out = run_to_the_end(proc, world, steps)
+    restarted_at = resumed_step(out, world)
+    if restarted_at is not None:
+        check_history(
+            [(os.path.join(work, "record-3-0-*.txt"), restarted_at),
+             (os.path.join(work, "record-3-1-*.txt"), None)], size)
+
+
 def main():
     args = parse_args(__doc__.splitlines()[0])
     if not installed("transformers"):
@@ -208,6 +279,7 @@ def main():
     size = samples_in_epoch()
     work = tempfile.mkdtemp(prefix="shard-hf-trainer-")
     refusals(work)
+    check_packed_loss()
     with ShardDaemon(args.bin_dir) as daemon:
         (first_world, first_steps, first_loaders), \
             (second_world, second_steps, second_loaders) = RUNS
@@ -229,6 +301,7 @@ def main():
                 [(os.path.join(work, "record-1-0-*.txt"), restarted_at),
                  (os.path.join(work, "record-1-1-*.txt"), resized_at),
                  (os.path.join(work, "record-2-0-*.txt"), None)], size)
+        check_packed_run(args, daemon.address, work, size)
     return exit_code()
 
 

@@ -13,7 +13,12 @@ paragraph of the files under --text-dir (default /usr/share/common-licenses,
 real English prose of very different lengths), cut at --max-length bytes.
 Each sample's cost is its length in tokens; every micro-batch holds at most
 --batch-tokens padded tokens (count x longest), and every rank's step costs
-the same. Checkpoints every --save-steps steps are committed to the
+the same. With --packed the micro-batches are packed sequences without
+padding (transformers' DataCollatorWithFlattening: one row per micro-batch,
+position ids restarting at each sample, which the model's SDPA attention
+reads as sequence boundaries): --batch-tokens then caps each micro-batch's
+real tokens, and --attention-length D (optional) balances the steps by
+L + L^2 / D instead of by tokens. Checkpoints every --save-steps steps are committed to the
 coordinator; a restarted run (torchrun --max-restarts, or the same command
 again) resumes from the committed checkpoint with the data right after it.
 With --min-world-size / --max-world-size the job is elastic: the same
@@ -62,6 +67,15 @@ class ByteText(torch.utils.data.Dataset):
                 "sample_index": index}
 
 
+def flatten(samples):
+    """The micro-batch as one row without padding (DataCollatorWithFlattening:
+    input_ids, labels with -100 at each sample's first token, position_ids
+    from 0 in each sample)."""
+    batch = transformers.DataCollatorWithFlattening()(samples)
+    batch["sample_index"] = torch.tensor([s["sample_index"] for s in samples])
+    return batch
+
+
 def pad_to_longest(samples):
     """input_ids and attention_mask padded with 0 to the longest sample;
     labels are the inputs, -100 on padding."""
@@ -106,13 +120,18 @@ def main():
     parser.add_argument("--min-world-size", type=int, default=None)
     parser.add_argument("--max-world-size", type=int, default=None)
     parser.add_argument("--record", default=None)
+    parser.add_argument("--packed", action="store_true",
+                        help="packed sequences without padding")
+    parser.add_argument("--attention-length", type=int, default=0,
+                        help="with --packed: balance steps by L + L^2 / D")
     args = parser.parse_args()
 
     texts = paragraphs(args.text_dir, args.max_length)
     dataset = ByteText(texts)
     config = transformers.GPT2Config(vocab_size=257,
                                      n_positions=args.max_length, n_embd=64,
-                                     n_layer=2, n_head=2)
+                                     n_layer=2, n_head=2,
+                                     attn_implementation="sdpa")
     torch.manual_seed(0)
     model = transformers.GPT2LMHeadModel(config)
     training_args = transformers.TrainingArguments(
@@ -129,10 +148,14 @@ def main():
             restart=os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")), "a")
     trainer = RecordingTrainer(
         model=model, args=training_args, train_dataset=dataset,
-        data_collator=pad_to_longest, record=record,
+        data_collator=flatten if args.packed else pad_to_longest,
+        record=record,
         coordinator=args.coordinator, job=args.job,  # shard: the job
         costs=[len(text) for text in texts],  # shard: tokens per sample
-        batch_tokens=args.batch_tokens,  # shard: padded tokens per step
+        batch_tokens=args.batch_tokens,  # shard: tokens per micro-batch
+        # shard: packed: the sum of the lengths, else count x longest
+        cost_model="sum" if args.packed else "padded",
+        attention_length=args.attention_length,  # shard: time, if given
         min_replicas=args.min_world_size,  # shard: the sizes it may resume
         max_replicas=args.max_world_size)  # at (None: torchrun's only)
     # shard: resumes from the committed checkpoint (none at the start)

@@ -39,6 +39,16 @@ exactly). The dataset's items go to `data_collator` as they are (columns
 are not removed: give the model's inputs). With gradient accumulation, a
 pass's last micro-batches that do not fill an accumulation are added to the
 next optimizer step (Trainer's behaviour for loaders of unknown length).
+
+Packed sequences without padding (transformers.DataCollatorWithFlattening:
+one row per micro-batch, position_ids restarting at each sample; give
+costs=lengths, cost_model="sum" and batch_tokens, the cap on a
+micro-batch's tokens): the model must not build a KV cache in training,
+or transformers ignores the samples' boundaries (GPT-2 in transformers
+5.12 then attends across them, and the loss is not the padded one's).
+Trainer turns the cache off (TrainingArguments.use_cache, False by
+default); ShardTrainer refuses such batches (ValueError) while
+model.config.use_cache is true.
 """
 import json
 import os
@@ -104,6 +114,7 @@ class ShardTrainer(transformers.Trainer):
                 cost_model=cost_model, batch_window=batch_window,
                 attention_length=attention_length)
         self.shard_sampler = None
+        self._packed_checked = False
 
     def train(self, resume_from_checkpoint=None, **kwargs):
         """Trainer.train, joining the job first; resume_from_checkpoint=True
@@ -147,7 +158,24 @@ class ShardTrainer(transformers.Trainer):
                                                    num_batches, device)
         if not batches:
             self.control.should_epoch_stop = True
+        elif not self._packed_checked:
+            self._check_packed(batches[0])
         return batches, items
+
+    def _check_packed(self, batch):
+        """ValueError for packed sequences (position_ids, no attention_mask)
+        on a model that builds a KV cache: transformers then does not
+        separate the samples of the row."""
+        self._packed_checked = True
+        packed = "position_ids" in batch and "attention_mask" not in batch
+        if packed and getattr(self.model.config, "use_cache", False):
+            raise ValueError(
+                "packed sequences (position_ids without attention_mask, as "
+                "DataCollatorWithFlattening makes them) need the model's KV "
+                "cache off in training (model.config.use_cache = False; "
+                "TrainingArguments(use_cache=False), the default): with a "
+                "cache transformers ignores where each sample starts, and "
+                "attention crosses the samples of a row")
 
     def _init_training_state(self, *args, **kwargs):
         """Trainer's state from the checkpoint, its epoch the coordinator's,
