@@ -1,6 +1,9 @@
-// shard-train --log-indices: appends "EPOCH RANK INDEX" for every trained
-// sample and counts the lines. Flushed after every step, so a SIGKILL loses
-// nothing that was trained. Not thread-safe (the training loop's).
+// shard-train --log-indices: appends "EPOCH RANK INDEX" for every sample a
+// step trains and counts the lines. Written and flushed as the step starts,
+// before its collective: a SIGKILL loses nothing that any rank trained (a
+// step's gradients reach no rank before every rank logged it); the lines
+// of a step the kill cut short lie past every committed position. Not
+// thread-safe (the training loop's).
 #ifndef TRAINER_INDEX_LOG_H_
 #define TRAINER_INDEX_LOG_H_
 

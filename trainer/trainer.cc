@@ -469,6 +469,9 @@ class Attempt {
         }
         const torch::Tensor x = ModelInput(batch.features, device_);
         const torch::Tensor y = batch.targets.to(device_);
+        // Logged before the step's collective: once any rank is past it
+        // (and may commit it), every rank has logged the step.
+        index_log_.Write(epoch, membership_.rank, batch.indices);
         sync_->Prepare();
         optimizer_->zero_grad();
         torch::Tensor loss = Loss(data_.task(), model_->forward(x), y);
@@ -480,7 +483,6 @@ class Attempt {
         // Summed where the loss is: reading it every step would wait for
         // the device each step.
         loss_sum += loss.detach();
-        index_log_.Write(epoch, membership_.rank, batch.indices);
         per_source.Add(batch.indices);
         // The position includes this step's batch (the loop received it).
         const torch_adapter::EpochPosition at = progress.Current();
