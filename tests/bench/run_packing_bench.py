@@ -60,6 +60,10 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "conformance"))
+import batch_plan_reference as reference  # noqa: E402
+
 SEED = 7
 DOC_ROOT = "/usr/share/doc"
 
@@ -190,25 +194,20 @@ def lpt_steps(lengths, world, budget):
 
 
 def first_fit_decreasing(samples, lengths, budget):
-    """Each sample, longest first, to the first bin with room for it (a
-    segment tree of the bins' room finds it), or to a new bin."""
-    bins, size = [], 1
-    while size < len(samples):
-        size *= 2
-    room = [budget] * (2 * size)
+    """Each sample, longest first, to the first bin with room for it (the
+    reference's FirstFit finds it), or to a new bin."""
+    bins, left = [], []
+    fit = reference.FirstFit(len(samples), budget)
     for sample in sorted(samples, key=lambda s: -lengths[s]):
         length = int(lengths[sample])
-        node = 1
-        while node < size:
-            node = 2 * node if room[2 * node] >= length else 2 * node + 1
-        b = node - size
-        if b == len(bins):
+        b = fit.first_with_room(length)
+        if b is None or b >= len(bins):
+            b = len(bins)
             bins.append([])
+            left.append(budget)
         bins[b].append(sample)
-        room[node] -= length
-        while node > 1:
-            node //= 2
-            room[node] = max(room[2 * node], room[2 * node + 1])
+        left[b] -= length
+        fit.set_room(b, left[b])
     return bins
 
 
