@@ -15,6 +15,7 @@
 #include "client/shardctl/job_warnings.h"
 #include "common/cli/command_line.h"
 #include "common/plan/batches/cost_digest.h"
+#include "common/plan/batches/cost_table.h"
 #include "common/plan/mixtures/mixture.h"
 #include "common/plan/spec/job_spec.h"
 #include "shard/client/heartbeater.h"
@@ -117,6 +118,7 @@ absl::Status AddBatches(const CreateJobFlags& flags,
   batches.set_window(flags.batch_window);
   batches.set_attention_length(flags.attention_length);
   batches.set_costs_sha256(sha256);
+  batches.set_costs_total(plan::CostsTotal(*le32));
   return absl::OkStatus();
 }
 

@@ -115,13 +115,21 @@ bool LockedCore::LostRendezvousOf(const JobState& job,
 
 namespace {
 
-// `requested` as it compares with the existing job's `stored` spec: for an
-// elastic job, a world size within its bounds names the launch's world
-// (JobState::WorldSizeAwaited), not another job.
-shard::v1::JobSpec AsLaunchOf(const shard::v1::JobSpec& stored,
-                              const shard::v1::JobSpec& requested) {
+// `requested` as it compares with the existing job's `stored` spec: the
+// costs' sum is the job's (its costs are matched by their digest; a client
+// that gives no sum, or a job created without one, is the same job); for
+// a launch of an elastic job, a world size within its bounds names the
+// launch's world (JobState::WorldSizeAwaited), not another job.
+shard::v1::JobSpec AsComparedWith(const shard::v1::JobSpec& stored,
+                                  const shard::v1::JobSpec& requested,
+                                  LockedCore::SpecMatch match) {
   shard::v1::JobSpec compared = requested;
-  if (stored.min_world_size() < stored.max_world_size() &&
+  if (stored.has_batches() && compared.has_batches()) {
+    compared.mutable_batches()->set_costs_total(
+        stored.batches().costs_total());
+  }
+  if (match == LockedCore::SpecMatch::kLaunch &&
+      stored.min_world_size() < stored.max_world_size() &&
       stored.min_world_size() <= requested.world_size() &&
       requested.world_size() <= stored.max_world_size()) {
     compared.set_world_size(stored.world_size());
@@ -136,9 +144,7 @@ absl::StatusOr<const JobState*> LockedCore::CreateOrMatchJob(
     absl::StatusCode conflict_code) {
   if (const JobState* existing = state().FindJob(job_id)) {
     if (const std::string difference = plan::JobSpecDifference(
-            existing->spec, match == SpecMatch::kLaunch
-                                ? AsLaunchOf(existing->spec, spec)
-                                : spec);
+            existing->spec, AsComparedWith(existing->spec, spec, match));
         !difference.empty()) {
       const std::string stored = plan::DescribeJobSpec(existing->spec);
       const std::string requested = plan::DescribeJobSpec(spec);

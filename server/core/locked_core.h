@@ -72,7 +72,8 @@ class LockedCore {
   // restart or failover lost).
   absl::Status CheckStoreScope(const shard::v1::StoreScope& scope);
 
-  // How a request's spec must match an existing job's.
+  // How a request's spec must match an existing job's (the costs' sum
+  // aside: the job keeps its own).
   enum class SpecMatch {
     kExact,   // CreateJob: equal (normalised)
     kLaunch,  // JoinJob: equal, but for an elastic job's world size within

@@ -223,7 +223,8 @@ void CostStore::WhenCostsOfChecked(const shard::v1::JobSpec& spec,
   if (!spec.has_batches()) return std::move(done)(absl::OkStatus());
   const std::string sha256 = spec.batches().costs_sha256();
   const uint64_t count = spec.dataset_size();
-  WhenLoaded(sha256, [sha256, count, done = std::move(done)](
+  const uint64_t total = spec.batches().costs_total();
+  WhenLoaded(sha256, [sha256, count, total, done = std::move(done)](
                          absl::StatusOr<std::shared_ptr<const plan::CostTable>>
                              table) mutable {
     if (absl::IsNotFound(table.status())) {
@@ -236,6 +237,11 @@ void CostStore::WhenCostsOfChecked(const shard::v1::JobSpec& spec,
       return std::move(done)(absl::InvalidArgumentError(
           absl::StrCat("costs ", sha256, " hold ", (*table)->size(),
                        " samples, the job has ", count)));
+    }
+    if (total != 0 && (*table)->total() != total) {
+      return std::move(done)(absl::InvalidArgumentError(absl::StrCat(
+          "costs_total ", total, " is not the sum of the costs ", sha256,
+          " (", (*table)->total(), ")")));
     }
     std::move(done)(absl::OkStatus());
   });

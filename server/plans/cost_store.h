@@ -88,9 +88,10 @@ class CostStore {
 
   // Calls `done` (as WhenLoaded does) with OK for a normalised spec
   // without balanced batches; else once its costs are loaded: OK when they
-  // hold the spec's samples, FAILED_PRECONDITION saying what to upload
-  // when they were never uploaded, INVALID_ARGUMENT for another count, or
-  // the read's error. A job is created only over complete costs.
+  // hold the spec's samples (and sum to its costs_total, when given),
+  // FAILED_PRECONDITION saying what to upload when they were never
+  // uploaded, INVALID_ARGUMENT for another count or sum, or the read's
+  // error. A job is created only over complete costs.
   void WhenCostsOfChecked(const shard::v1::JobSpec& spec, CheckCallback done);
 
   // A job names the costs `sha256` (created, or recovered at start).

@@ -82,6 +82,11 @@ def cases():
         tail="drop")
     yield "packed zero costs W=4", [0] * 50 + [3] * 50, dict(
         world=4, batch_tokens=8, cost_model="sum")
+    # The default window sized by the costs' mean (4.5): 233,472 samples,
+    # the whole epoch, where 65,536 made two windows.
+    small = [rng.randint(1, 8) for _ in range(100000)]
+    yield "default window by the mean W=4", small, dict(
+        world=4, batch_tokens=4096, cost_model="sum")
     # Two budgets: T caps tokens, steps balanced by L + L^2 / d.
     yield "time cost d=2048 W=8", lognormal_costs(5000, rng, high=4096), dict(
         world=8, batch_tokens=8192, cost_model="sum", attention_length=2048,

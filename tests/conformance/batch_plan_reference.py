@@ -20,8 +20,24 @@ DEFAULT_WINDOW = 65536
 STEPS_SALT = 0x7374657073  # "steps"
 
 
-def window_samples(world, batch_size, window):
-    wanted = max(window or DEFAULT_WINDOW, 16 * world)
+DEFAULT_WINDOW_STEPS = 64
+MAX_DEFAULT_WINDOW = 2**22
+
+
+def default_window(world, batch_tokens, costs_total, count):
+    """65,536, or with a token budget and the costs' sum the samples of 64
+    steps at the costs' mean, within 65,536 .. 2^22."""
+    if not batch_tokens or not costs_total:
+        return DEFAULT_WINDOW
+    wanted = -(-DEFAULT_WINDOW_STEPS * world * batch_tokens * count //
+               costs_total)
+    return min(MAX_DEFAULT_WINDOW, max(DEFAULT_WINDOW, wanted))
+
+
+def window_samples(world, batch_size, window, batch_tokens=0, costs_total=0,
+                   count=0):
+    wanted = max(window or default_window(world, batch_tokens, costs_total,
+                                          count), 16 * world)
     step = world * (batch_size or 1)
     return -(-wanted // step) * step
 
@@ -246,7 +262,7 @@ def with_tail(rest, next_pad, world, size, tail):
 
 def plan(costs, world, batch_size=0, batch_tokens=0, cost_model="padded",
          window=0, seed=0, epoch=0, tail="pad", order=None, resizes=(),
-         attention_length=0):
+         attention_length=0, costs_total=None):
     """The epoch's steps; `costs` gives each sample's cost, `order` is the
     job's epoch order (its N entries are samples: a permutation of them,
     or a mixture's chosen samples shuffled; None: the identity), position
@@ -254,11 +270,15 @@ def plan(costs, world, batch_size=0, batch_tokens=0, cost_model="padded",
     (bases increasing), a world of that size serves what the previous one
     left from each base on, and the last world's steps are returned."""
     order = order if order is not None else range(len(costs))
+    # The job's costs_total: the costs' sum, as the clients give it (0: a
+    # job created without it).
+    total = sum(costs) if costs_total is None else costs_total
     n = len(order)
     worlds = [(0, world)] + list(resizes)
     rest, next_pad, first_window = list(range(n)), n, 0
     for k, (base, size_of_world) in enumerate(worlds):
-        size = window_samples(size_of_world, batch_size, window)
+        size = window_samples(size_of_world, batch_size, window,
+                              batch_tokens, total, len(costs))
         rest, next_pad = with_tail(rest, next_pad, size_of_world, size, tail)
         spans = [(i, min(i + size, len(rest)))
                  for i in range(0, len(rest), size)]

@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/plan/batches/cost_digest.h"
+#include "common/plan/batches/cost_table.h"
 #include "common/plan/mixtures/mixture.h"
 #include "gtest/gtest.h"
 #include "tests/support/spread_costs.h"
@@ -341,6 +342,34 @@ TEST(BatchStreamTest, RefusesAJobWithoutItsCostsAndNextOnBatches) {
   std::vector<uint64_t> out(10);
   EXPECT_EQ(stream->Next(absl::MakeSpan(out)).status().code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// JobSpec.batches.costs_total: CreateJob refuses a sum other than the
+// costs'; a job created with the sum and one created without it each
+// match a join that gives it or not (the job keeps its own).
+TEST(BatchStreamTest, TheCostsSumIsCheckedAtCreateAndKeptByTheJob) {
+  testing::TestCluster cluster;
+  auto client = cluster.NewClient();
+  const std::string costs = Costs();
+  const std::string sha256 = plan::Sha256Hex(costs);
+  ASSERT_TRUE(client->PutCosts(sha256, costs).ok());
+  shard::v1::JobSpec spec = Spec(sha256);
+  spec.mutable_batches()->set_costs_total(plan::CostsTotal(costs) + 1);
+  const absl::StatusOr<shard::v1::Job> wrong =
+      client->CreateJob("balanced", spec);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong.status().message().find("costs_total"), std::string::npos)
+      << wrong.status();
+  spec.mutable_batches()->set_costs_total(plan::CostsTotal(costs));
+  ASSERT_TRUE(client->CreateJob("balanced", spec).ok());
+  shard::v1::JobSpec without = spec;
+  without.mutable_batches()->clear_costs_total();
+  const absl::StatusOr<shard::v1::Job> again =
+      client->CreateJob("balanced", without);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->spec().batches().costs_total(), plan::CostsTotal(costs));
+  ASSERT_TRUE(client->CreateJob("plain-sum", without).ok());
+  EXPECT_TRUE(client->CreateJob("plain-sum", spec).ok());
 }
 
 // A mixture with balanced batches: its costs are its sources' one after

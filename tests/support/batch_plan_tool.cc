@@ -112,6 +112,9 @@ int Run(const Options& options) {
                           : plan::BatchCostModel::kPadded;
   policy.window = options.window;
   policy.attention_length = options.attention_length;
+  // As a client that uploads the costs gives them (JobSpec.costs_total).
+  for (uint32_t cost : costs) policy.costs_total += cost;
+  policy.costs_count = costs.size();
   const std::optional<std::vector<plan::EpochLink>> worlds = WorldsOf(options);
   if (!worlds.has_value()) {
     std::fprintf(stderr, "--resize takes BASE:W, W >= 1, bases increasing\n");

@@ -331,6 +331,27 @@ TEST(WindowBatchesTest, WindowSizes) {
   EXPECT_EQ(size.WindowSamples(7), 126u);  // 16 x 7 = 112 -> 6 steps of 21
 }
 
+// With a token budget and the costs' sum, the default window holds 64
+// steps at the costs' mean, within 65,536 .. 2^22 samples.
+TEST(WindowBatchesTest, TheDefaultWindowHoldsSixtyFourStepsOfTheMeanCost) {
+  BatchPolicy policy = Tokens(16384);
+  policy.costs_count = 862573;
+  policy.costs_total = 30 * policy.costs_count;  // a mean of 30 tokens
+  // ceil(64 x 64 x 16,384 / 30) = 2,236,963, rounded up to W.
+  EXPECT_EQ(policy.WindowSamples(64), 2236992u);
+  policy.costs_total = 1000 * policy.costs_count;  // 64 steps: 67,109
+  EXPECT_EQ(policy.WindowSamples(64), 67136u);
+  policy.costs_total = 4000 * policy.costs_count;  // 16,778: at least 65,536
+  EXPECT_EQ(policy.WindowSamples(64), kDefaultBatchWindow);
+  policy.costs_total = policy.costs_count;  // a mean of 1: at most 2^22
+  EXPECT_EQ(policy.WindowSamples(64), kMaxDefaultBatchWindow);
+  policy.window = 1000;  // a window given is the window
+  EXPECT_EQ(policy.WindowSamples(64), 1024u);
+  policy.window = 0;
+  policy.costs_total = 0;  // no sum (a job created without it)
+  EXPECT_EQ(policy.WindowSamples(64), kDefaultBatchWindow);
+}
+
 TEST(EpochBatchesTest, TailsOfAShortLastWindow) {
   BatchPolicy policy = Tokens(100);
   policy.window = 64;  // W = 4: windows of 64

@@ -13,9 +13,9 @@ CoordinatorStore. Errors are shard.ShardError, raised as the subclass of
 their status code (shard.errors.NotFoundError, AbortedError, ...). The
 package is typed (py.typed).
 """
-from shard.client import Client, Membership, job_spec, source
+from shard.client import Client, Membership, costs_total, job_spec, source
 from shard.errors import ShardError
 
 __version__ = "0.1.0"
-__all__ = ["Client", "Membership", "ShardError", "job_spec", "source",
-           "__version__"]
+__all__ = ["Client", "Membership", "ShardError", "costs_total", "job_spec",
+           "source", "__version__"]

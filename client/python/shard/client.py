@@ -81,7 +81,8 @@ def job_spec(dataset_size: int, world_size: int, *, seed: int = 0,
              max_world_size: int = 0, sources: Sequence[pb.Source] = (),
              epoch_size: int = 0, batch_size: int = 0, batch_tokens: int = 0,
              cost_model: str = "padded", batch_window: int = 0,
-             costs_sha256: str = "", attention_length: int = 0) -> pb.JobSpec:
+             costs_sha256: str = "", attention_length: int = 0,
+             costs_total: int = 0) -> pb.JobSpec:
     """A JobSpec with DistributedSampler's meaning: tail "pad" is
     drop_last=False, "drop" is drop_last=True, "uneven" splits every sample
     exactly once (evaluation). With `sources` (see source()) the job is a
@@ -91,7 +92,8 @@ def job_spec(dataset_size: int, world_size: int, *, seed: int = 0,
     over the costs named `costs_sha256` (Client.put_costs); with
     `attention_length` d too (cost_model "sum", batch_tokens), the costs
     are lengths, batch_tokens caps each micro-batch's tokens and the steps
-    are balanced by L + L^2 / d."""
+    are balanced by L + L^2 / d. `costs_total` (costs_total(costs)) sizes
+    a token budget's default window by the costs' mean."""
     if tail not in _TAILS:
         raise ValueError(f"tail must be one of {sorted(_TAILS)}, got {tail!r}")
     spec = pb.JobSpec(dataset_size=dataset_size, world_size=world_size,
@@ -106,7 +108,8 @@ def job_spec(dataset_size: int, world_size: int, *, seed: int = 0,
         spec.batches.CopyFrom(pb.BatchPolicy(
             batch_size=batch_size, batch_tokens=batch_tokens,
             cost_model=_COST_MODELS[cost_model], window=batch_window,
-            costs_sha256=costs_sha256, attention_length=attention_length))
+            costs_sha256=costs_sha256, attention_length=attention_length,
+            costs_total=costs_total))
     return spec
 
 
@@ -121,6 +124,12 @@ def costs_bytes(costs) -> bytes:
     if array.size and (int(array.min()) < 0 or int(array.max()) >= 1 << 32):
         raise ValueError("costs must be in 0..2^32-1")
     return array.astype("<u4").tobytes()
+
+
+def costs_total(costs) -> int:
+    """The sum of per-sample costs (as costs_bytes takes them), the
+    costs_total a spec gives with them."""
+    return int(np.frombuffer(costs_bytes(costs), "<u4").sum(dtype=np.uint64))
 
 
 def source(name: str, size: int = 0, *, weight: Optional[float] = None,

@@ -27,12 +27,23 @@ struct BatchPolicy {
   // With kSum and batch_tokens: steps are balanced by time (TimeOf) while
   // batch_tokens caps tokens; 0 balances by the cost model.
   uint64_t attention_length = 0;
+  // The sum and the count of the job's costs (0: not known): with
+  // batch_tokens they size the default window (DefaultWindow).
+  uint64_t costs_total = 0;
+  uint64_t costs_count = 0;
 
   // Samples per window for a world of `world_size` ranks (>= 1):
-  // max(window or 65,536, 16 x W) rounded up to a multiple of W (with
-  // batch_tokens), or of W x batch_size (with batch_size), so that a full
-  // window makes whole steps under the budget, or of full micro-batches.
+  // max(window or DefaultWindow(W), 16 x W) rounded up to a multiple of W
+  // (with batch_tokens), or of W x batch_size (with batch_size), so that a
+  // full window makes whole steps under the budget, or of full
+  // micro-batches.
   uint64_t WindowSamples(uint64_t world_size) const;
+  // The window when none is given: 65,536 samples, or with batch_tokens
+  // and the costs' total the samples that hold kDefaultWindowSteps steps
+  // at the costs' mean, ceil(64 x W x T x count / total), within
+  // 65,536 .. 2^22 (each window's last steps are partly filled: more
+  // steps a window, fuller micro-batches).
+  uint64_t DefaultWindow(uint64_t world_size) const;
   // The model's cost of a micro-batch of `count` samples whose costs sum
   // to `sum` and whose largest is `longest`.
   uint64_t CostOf(uint64_t count, uint64_t sum, uint64_t longest) const {
@@ -47,6 +58,8 @@ struct BatchPolicy {
 };
 
 inline constexpr uint64_t kDefaultBatchWindow = 65536;
+inline constexpr uint64_t kMaxDefaultBatchWindow = uint64_t{1} << 22;
+inline constexpr uint64_t kDefaultWindowSteps = 64;
 
 }  // namespace shard::plan
 

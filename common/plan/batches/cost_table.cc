@@ -22,6 +22,7 @@ CostTable CostTable::FromLittleEndian32(absl::string_view le32) {
     largest = std::max(largest, ReadLe32(le32.data() + 4 * i));
   }
   CostTable table;
+  table.total_ = CostsTotal(le32);
   if (largest <= UINT16_MAX) {
     table.narrow_.resize(count);
     for (uint64_t i = 0; i < count; ++i) {
@@ -34,6 +35,14 @@ CostTable CostTable::FromLittleEndian32(absl::string_view le32) {
     }
   }
   return table;
+}
+
+uint64_t CostsTotal(absl::string_view le32) {
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < le32.size() / 4; ++i) {
+    total += ReadLe32(le32.data() + 4 * i);
+  }
+  return total;
 }
 
 void CostTable::Gather(absl::Span<const uint64_t> samples,

@@ -19,6 +19,8 @@ class CostTable {
   static CostTable FromLittleEndian32(absl::string_view le32);
 
   uint64_t size() const { return narrow_.size() + wide_.size(); }
+  // The sum of the costs (below 2^64: at most 2^32 costs of u32).
+  uint64_t total() const { return total_; }
   uint32_t At(uint64_t sample) const {
     return narrow_.empty() ? wide_[sample] : narrow_[sample];
   }
@@ -41,7 +43,12 @@ class CostTable {
   // samples scattered over the whole table.
   std::vector<uint16_t, OrderAllocator<uint16_t>> narrow_;
   std::vector<uint32_t, OrderAllocator<uint32_t>> wide_;
+  uint64_t total_ = 0;
 };
+
+// The sum of the little-endian u32 costs in `le32` (at most 2^32 of them),
+// as JobSpec.batches.costs_total names it.
+uint64_t CostsTotal(absl::string_view le32);
 
 // Whether `text` is 64 lowercase hex digits.
 bool IsSha256Hex(absl::string_view text);

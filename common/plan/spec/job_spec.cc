@@ -399,6 +399,8 @@ BatchPolicy BatchPolicyOf(const shard::v1::JobSpec& spec) {
           : BatchCostModel::kPadded;
   policy.window = spec.batches().window();
   policy.attention_length = spec.batches().attention_length();
+  policy.costs_total = spec.batches().costs_total();
+  policy.costs_count = spec.dataset_size();
   return policy;
 }
 

@@ -5,7 +5,8 @@ import os
 import sys
 import warnings
 
-from shard.client import Client, costs_bytes, default_member_id, job_spec
+from shard.client import (Client, costs_bytes, costs_total, default_member_id,
+                          job_spec)
 from shard.errors import HEARTBEAT_ENDS, FailedPreconditionError
 
 
@@ -486,7 +487,8 @@ class DistributedBatchSampler(DistributedShardSampler):
             self._costs_sha256 = self.client.put_costs(self._costs)
         return job_spec(world_size=num_replicas, seed=self.seed,
                         shuffle=self.shuffle, tail=self._tail,
-                        costs_sha256=self._costs_sha256, **self._policy,
+                        costs_sha256=self._costs_sha256,
+                        costs_total=costs_total(self._costs), **self._policy,
                         **self._dataset_fields())
 
     def rejoin(self):
