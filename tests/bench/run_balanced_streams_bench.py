@@ -2,13 +2,15 @@
 """What serving balanced batches costs the coordinator as the world grows,
 in one run: a job of --samples lognormal lengths (mu 5, sigma 1, clamped
 to [16, 1024]) with a token budget of 8,192 (--cost-model padded, or sum:
-packed sequences) and the default window; for
+packed sequences) and the default window (the job gives the costs' sum,
+as the clients do: a token budget's window then holds 256 steps at the
+mean cost); for
 each W of --worlds, W ranks join and drain epoch 0 together, step by
 step as DDP ranks train (one Python client reads each rank's next
 micro-batch in turn; each stream reads ahead as the client does). Prints, per W: the wall time of the drain, the coordinator's CPU
-time over it (user + system of shardd, from /proc), its CPU time per
-window of the epoch, the windows it arranged (its metric
-shard_batch_windows_arranged_total) and the samples served (the epoch once, plus the
+time over it (user + system of shardd, from /proc), the windows it
+arranged (its metric shard_batch_windows_arranged_total), its CPU time per
+million samples served, and the samples served (the epoch once, plus the
 pad tail's repeats). With --baseline-bin-dir the same against another
 shardd (a fresh one for each W and build), for a ratio in one run.
 
@@ -25,9 +27,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "conformance"))
 from python_client_runs import join_world  # noqa: E402
 from shardd_process import ShardDaemon  # noqa: E402
-
-WINDOW = 65_536  # the coordinator's default window
-
 
 def cpu_seconds(pid):
     """User + system CPU time of process `pid` so far."""
@@ -73,7 +72,8 @@ def measure(bin_dir, costs, world, cost_model):
         digest = client.put_costs(costs)
         client.create_job("streams", shard.job_spec(
             len(costs), world, seed=1, batch_tokens=8192,
-            cost_model=cost_model, costs_sha256=digest))
+            cost_model=cost_model, costs_sha256=digest,
+            costs_total=shard.costs_total(costs)))
         members = join_world(client, "streams", world)
         cpu_before = cpu_seconds(daemon.pid)
         began = time.perf_counter()
@@ -105,19 +105,16 @@ def main():
     if args.baseline_bin_dir:
         builds.append(("baseline", args.baseline_bin_dir))
     print(f"samples: {args.samples}, batch_tokens 8192, cost model "
-          f"{args.cost_model}, window {WINDOW}")
-    print("shardd | W | drain | coordinator CPU | CPU per window | "
-          "windows arranged | served")
+          f"{args.cost_model}, the default window")
+    print("shardd | W | drain | coordinator CPU | windows arranged | "
+          "CPU per 10^6 samples | served")
     for world in (int(w) for w in args.worlds.split(",")):
-        windows = -(-args.samples // max(WINDOW, 16 * world))
         for name, bin_dir in builds:
             wall, cpu, served, arranged = measure(bin_dir, costs, world,
                                                   args.cost_model)
-            arranged = ("-" if arranged is None else
-                        f"{arranged} of {windows}")
             print(f"{name} | {world} | {wall:.2f} s | {cpu:.2f} s | "
-                  f"{1000 * cpu / windows:.1f} ms | {arranged} | {served}",
-                  flush=True)
+                  f"{'-' if arranged is None else arranged} | "
+                  f"{1e9 * cpu / served:.1f} ms | {served}", flush=True)
 
 
 if __name__ == "__main__":

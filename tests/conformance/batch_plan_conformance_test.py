@@ -82,8 +82,8 @@ def cases():
         tail="drop")
     yield "packed zero costs W=4", [0] * 50 + [3] * 50, dict(
         world=4, batch_tokens=8, cost_model="sum")
-    # The default window sized by the costs' mean (4.5): 233,472 samples,
-    # the whole epoch, where 65,536 made two windows.
+    # The default window sized by the costs' mean (4.5): about 932,000
+    # samples, the whole epoch, where 65,536 made two windows.
     small = [rng.randint(1, 8) for _ in range(100000)]
     yield "default window by the mean W=4", small, dict(
         world=4, batch_tokens=4096, cost_model="sum")

@@ -331,17 +331,17 @@ TEST(WindowBatchesTest, WindowSizes) {
   EXPECT_EQ(size.WindowSamples(7), 126u);  // 16 x 7 = 112 -> 6 steps of 21
 }
 
-// With a token budget and the costs' sum, the default window holds 64
+// With a token budget and the costs' sum, the default window holds 256
 // steps at the costs' mean, within 65,536 .. 2^22 samples.
-TEST(WindowBatchesTest, TheDefaultWindowHoldsSixtyFourStepsOfTheMeanCost) {
+TEST(WindowBatchesTest, TheDefaultWindowHoldsTwoHundredFiftySixMeanSteps) {
   BatchPolicy policy = Tokens(16384);
   policy.costs_count = 862573;
-  policy.costs_total = 30 * policy.costs_count;  // a mean of 30 tokens
-  // ceil(64 x 64 x 16,384 / 30) = 2,236,963, rounded up to W.
+  policy.costs_total = 120 * policy.costs_count;  // a mean of 120 tokens
+  // ceil(256 x 64 x 16,384 / 120) = 2,236,963, rounded up to W.
   EXPECT_EQ(policy.WindowSamples(64), 2236992u);
-  policy.costs_total = 1000 * policy.costs_count;  // 64 steps: 67,109
-  EXPECT_EQ(policy.WindowSamples(64), 67136u);
-  policy.costs_total = 4000 * policy.costs_count;  // 16,778: at least 65,536
+  policy.costs_total = 1000 * policy.costs_count;  // 268,436 samples
+  EXPECT_EQ(policy.WindowSamples(64), 268480u);
+  policy.costs_total = 16000 * policy.costs_count;  // 16,778: at least 65,536
   EXPECT_EQ(policy.WindowSamples(64), kDefaultBatchWindow);
   policy.costs_total = policy.costs_count;  // a mean of 1: at most 2^22
   EXPECT_EQ(policy.WindowSamples(64), kMaxDefaultBatchWindow);

@@ -40,7 +40,7 @@ struct BatchPolicy {
   uint64_t WindowSamples(uint64_t world_size) const;
   // The window when none is given: 65,536 samples, or with batch_tokens
   // and the costs' total the samples that hold kDefaultWindowSteps steps
-  // at the costs' mean, ceil(64 x W x T x count / total), within
+  // at the costs' mean, ceil(256 x W x T x count / total), within
   // 65,536 .. 2^22 (each window's last steps are partly filled: more
   // steps a window, fuller micro-batches).
   uint64_t DefaultWindow(uint64_t world_size) const;
@@ -59,7 +59,7 @@ struct BatchPolicy {
 
 inline constexpr uint64_t kDefaultBatchWindow = 65536;
 inline constexpr uint64_t kMaxDefaultBatchWindow = uint64_t{1} << 22;
-inline constexpr uint64_t kDefaultWindowSteps = 64;
+inline constexpr uint64_t kDefaultWindowSteps = 256;
 
 }  // namespace shard::plan
 

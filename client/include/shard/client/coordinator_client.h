@@ -86,7 +86,8 @@ class CoordinatorClient {
   // pieces of 1 MiB, each retried on UNAVAILABLE; a coordinator that has
   // them already answers the first piece as complete, and one that holds
   // less than was sent (it restarted or took over) is sent the rest from
-  // what it holds.
+  // what it holds. Give the costs' sum as JobSpec.batches.costs_total: it
+  // sizes a token budget's default window.
   absl::Status PutCosts(const std::string& sha256, absl::string_view le32);
   absl::StatusOr<shard::v1::Job> GetJob(const std::string& job_id);
   absl::StatusOr<std::vector<shard::v1::Job>> ListJobs();
