@@ -52,6 +52,8 @@ shard::v1::StoreScope ScopeOf(const Membership& membership) {
   shard::v1::StoreScope scope;
   scope.set_job_id(membership.job_id);
   scope.set_generation(membership.generation);
+  scope.set_member_id(membership.member_id);
+  scope.set_incarnation(membership.incarnation);
   return scope;
 }
 
@@ -186,6 +188,7 @@ Membership CoordinatorClient::Joined(
   membership.committed_epoch = response.committed_epoch();
   membership.committed_position = response.committed_position();
   membership.job_incarnation = response.job_incarnation();
+  membership.incarnation = incarnation_;
   if (membership.job_incarnation != 0) {
     absl::MutexLock lock(&joined_mu_);
     joined_incarnations_[job_id] = membership.job_incarnation;
@@ -345,6 +348,8 @@ CoordinatorClient::CommitProgress(const Membership& membership, uint64_t epoch,
   request.set_generation(membership.generation);
   request.set_epoch(epoch);
   request.set_position(position);
+  request.set_member_id(membership.member_id);
+  request.set_incarnation(membership.incarnation);
   return Call(&Stub::CommitProgress, "CommitProgress", request);
 }
 

@@ -91,8 +91,11 @@ absl::StatusOr<const JobState*> LockedCore::FindFormedJob(
 }
 
 absl::Status LockedCore::CheckStoreScope(const shard::v1::StoreScope& scope) {
-  if (absl::Status s =
-          FindFormedJob(scope.job_id(), scope.generation()).status();
+  absl::StatusOr<const JobState*> job =
+      FindFormedJob(scope.job_id(), scope.generation());
+  if (!job.ok()) return job.status();
+  if (absl::Status s = (*job)->CheckWorldMember(
+          "the rendezvous store", scope.member_id(), scope.incarnation());
       !s.ok()) {
     return s;
   }
@@ -125,8 +128,7 @@ shard::v1::JobSpec AsComparedWith(const shard::v1::JobSpec& stored,
                                   LockedCore::SpecMatch match) {
   shard::v1::JobSpec compared = requested;
   if (stored.has_batches() && compared.has_batches()) {
-    compared.mutable_batches()->set_costs_total(
-        stored.batches().costs_total());
+    compared.mutable_batches()->set_costs_total(stored.batches().costs_total());
   }
   if (match == LockedCore::SpecMatch::kLaunch &&
       stored.min_world_size() < stored.max_world_size() &&

@@ -69,7 +69,8 @@ class LockedCore {
                                                 uint64_t generation);
   // OK if rendezvous store calls may use `scope`: the job's formed
   // generation, whose keys this process still has (ABORTED for keys a
-  // restart or failover lost).
+  // restart or failover lost), called by a member of its world
+  // (JobState::CheckWorldMember).
   absl::Status CheckStoreScope(const shard::v1::StoreScope& scope);
 
   // How a request's spec must match an existing job's (the costs' sum

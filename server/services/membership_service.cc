@@ -39,22 +39,6 @@ absl::Status CheckJoinedIncarnation(const CoordinatorState& state,
       "): this process must stop, not re-join"));
 }
 
-// FAILED_PRECONDITION when `incarnation` (a Heartbeat's or Leave's) names
-// an older process of a member that re-joined from a restarted one.
-absl::Status CheckCurrentIncarnation(const JobState& job,
-                                     const std::string& member_id,
-                                     uint64_t incarnation) {
-  const uint64_t current = job.IncarnationOf(member_id);
-  if (incarnation == 0 || current == 0 || incarnation == current) {
-    return absl::OkStatus();
-  }
-  return absl::FailedPreconditionError(
-      absl::StrCat("member \"", member_id, "\" of job \"", job.job_id,
-                   "\" was re-joined by a restarted process (incarnation ",
-                   current, "); this process (incarnation ", incarnation,
-                   ") is stale and must stop"));
-}
-
 // `pace` in milliseconds, rounded up (a member asked to wait never waits
 // less), at most what the answer's field holds.
 uint32_t WholeMilliseconds(absl::Duration pace) {
@@ -316,8 +300,8 @@ absl::StatusOr<shard::v1::HeartbeatResponse> MembershipService::Heartbeat(
               "member \"", request.member_id(), "\" is not part of job \"",
               request.job_id(), "\" (it left or its lease expired): re-join"));
         }
-        if (absl::Status s = CheckCurrentIncarnation(**job, request.member_id(),
-                                                     request.incarnation());
+        if (absl::Status s = (*job)->CheckCurrentIncarnation(
+                request.member_id(), request.incarnation());
             !s.ok()) {
           return s;
         }
@@ -346,8 +330,8 @@ void MembershipService::StartLeave(const shard::v1::LeaveRequest& request,
       [&](LockedCore& core) -> absl::StatusOr<shard::v1::LeaveResponse> {
         absl::StatusOr<const JobState*> job = core.FindJob(request.job_id());
         if (!job.ok()) return job.status();
-        if (absl::Status s = CheckCurrentIncarnation(**job, request.member_id(),
-                                                     request.incarnation());
+        if (absl::Status s = (*job)->CheckCurrentIncarnation(
+                request.member_id(), request.incarnation());
             !s.ok()) {
           return s;
         }

@@ -34,6 +34,11 @@ absl::StatusOr<shard::v1::CommitProgressResponse> Commit(
   absl::StatusOr<const JobState*> job =
       core.FindFormedJob(job_id, request.generation());
   if (!job.ok()) return job.status();
+  if (absl::Status s = (*job)->CheckWorldMember(
+          "CommitProgress", request.member_id(), request.incarnation());
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<plan::ShardLayout> layout =
       (*job)->WorldLayout(request.epoch());
   if (!layout.ok()) return layout.status();

@@ -90,6 +90,36 @@ absl::Status JobState::CheckNotFromEarlierJob(uint64_t generation) const {
       incarnation, "): this process must stop, not re-join"));
 }
 
+absl::Status JobState::CheckCurrentIncarnation(const std::string& member_id,
+                                               uint64_t incarnation) const {
+  const uint64_t current = IncarnationOf(member_id);
+  if (incarnation == 0 || current == 0 || incarnation == current) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("member \"", member_id, "\" of job \"", job_id,
+                   "\" was re-joined by a restarted process (incarnation ",
+                   current, "); this process (incarnation ", incarnation,
+                   ") is stale and must stop"));
+}
+
+absl::Status JobState::CheckWorldMember(absl::string_view call,
+                                        const std::string& member_id,
+                                        uint64_t incarnation) const {
+  if (member_id.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        call, " of job \"", job_id,
+        "\" names no member: it is a call of a member of the generation's "
+        "world (member_id); upgrade the client"));
+  }
+  if (!RankOf(member_id).has_value()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        call, " of job \"", job_id, "\" is a member's: \"", member_id,
+        "\" holds no rank of generation ", generation, "'s world"));
+  }
+  return CheckCurrentIncarnation(member_id, incarnation);
+}
+
 absl::StatusOr<plan::ShardLayout> JobState::WorldLayout(uint64_t epoch) const {
   if (epoch < generation_epoch) {
     return absl::FailedPreconditionError(

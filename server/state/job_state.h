@@ -114,6 +114,18 @@ struct JobState {
   // NOT_FOUND if PredatesJob(generation): the caller belongs to a deleted
   // job that had the same id and must stop, not re-join.
   absl::Status CheckNotFromEarlierJob(uint64_t generation) const;
+  // FAILED_PRECONDITION when `incarnation` (0: not given) names an older
+  // process of `member_id`, which re-joined from a restarted one.
+  absl::Status CheckCurrentIncarnation(const std::string& member_id,
+                                       uint64_t incarnation) const;
+  // OK when `member_id` holds a rank of the current world, of its current
+  // incarnation (CheckCurrentIncarnation): `call` (CommitProgress, the
+  // store calls) is a member's. FAILED_PRECONDITION when no member is
+  // named (a client that predates the rule) or the process is stale,
+  // PERMISSION_DENIED when the member holds no rank of the world.
+  absl::Status CheckWorldMember(absl::string_view call,
+                                const std::string& member_id,
+                                uint64_t incarnation) const;
   // Members any world needs at least: world_size for the job's first
   // world unless a launch said its size, min_world_size after.
   uint32_t MinWorldSize() const {

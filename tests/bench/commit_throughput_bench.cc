@@ -75,6 +75,7 @@ class MemberLoop {
     commit_.set_job_id(join_.job_id());
     commit_.set_generation(joined_.generation());
     commit_.set_epoch(0);
+    commit_.set_member_id(join_.member_id());
     commit_.set_position(++position_);
     context_ = std::make_unique<grpc::ClientContext>();
     sent_ = absl::Now();

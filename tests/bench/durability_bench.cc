@@ -85,6 +85,7 @@ bool MeasureCommitLatency(const std::string& dir, int commits) {
     request.set_job_id("job");
     request.set_generation(joined.generation());
     request.set_position(static_cast<uint64_t>(i));
+    request.set_member_id("m");
     shard::v1::CommitProgressResponse response;
     grpc::ClientContext context;
     const Clock::time_point start = Clock::now();

@@ -72,6 +72,7 @@ bool Commit(shard::v1::Coordinator::Stub* stub, const std::string& job,
   request.set_generation(generation);
   request.set_epoch(0);
   request.set_position(position);
+  request.set_member_id("member-0");
   shard::v1::CommitProgressResponse response;
   grpc::ClientContext context;
   return stub->CommitProgress(&context, request, &response).ok();

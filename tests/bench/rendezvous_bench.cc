@@ -49,11 +49,14 @@ bool CreateJob(shard::v1::Coordinator::Stub* stub, const std::string& id,
   return stub->CreateJob(&context, request, &job).ok();
 }
 
+// The gets of members 1..waiters of `scope`'s generation.
 std::vector<shard::v1::StoreGetRequest> WaiterRequests(
     const shard::v1::StoreScope& scope, int waiters) {
   std::vector<shard::v1::StoreGetRequest> requests(waiters);
-  for (auto& request : requests) {
+  for (int i = 0; i < waiters; ++i) {
+    shard::v1::StoreGetRequest& request = requests[i];
     *request.mutable_scope() = scope;
+    request.mutable_scope()->set_member_id(absl::StrCat("member-", i + 1));
     request.set_key(kKey);
     request.set_wait_ms(kWaitMs);
   }
@@ -75,6 +78,7 @@ int Run(const std::string& address, int pid, int ranks) {
   shard::v1::StoreScope scope;
   scope.set_job_id(job);
   scope.set_generation(joins.response(0).generation());
+  scope.set_member_id("member-0");
 
   const double rss_before_mib = ProcStatusField(pid, "VmRSS") / 1024;
   StoreGets waiters(WaiterRequests(scope, ranks - 1),

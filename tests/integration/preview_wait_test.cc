@@ -110,6 +110,7 @@ TEST_F(PreviewWaitTest, WaitingPreviewsDoNotStallMutations) {
   commit.set_job_id("job");
   commit.set_generation(joined_.generation());
   commit.set_position(1);
+  commit.set_member_id("m");
   shard::v1::CommitProgressResponse committed;
   grpc::ClientContext commit_context;
   commit_context.set_deadline(In(absl::Seconds(5)));

@@ -223,6 +223,7 @@ TEST_F(StatusCodesTest, CommitIsIdempotentAndNeverGoesBack) {
     request.set_generation(gen);
     request.set_epoch(epoch);
     request.set_position(position);
+    request.set_member_id("a");
     grpc::ClientContext context;
     return stub_->CommitProgress(&context, request, out);
   };
@@ -247,11 +248,69 @@ TEST_F(StatusCodesTest, CommitIsIdempotentAndNeverGoesBack) {
   EXPECT_EQ(joined.committed_epoch(), 1u);
 }
 
+// CommitProgress and the store calls name a member of the generation's
+// world: none named is FAILED_PRECONDITION, another job's member or one
+// that joined no world PERMISSION_DENIED, and a refused call changes
+// nothing.
+TEST_F(StatusCodesTest, CommitAndStoreCallsAreAMembers) {
+  const uint64_t generation = FormWorld();
+  ASSERT_EQ(CreateJob("other", 10, 1).error_code(), StatusCode::OK);
+  shard::v1::JoinJobResponse other;
+  ASSERT_TRUE(Join("other", "stranger", 1000, &other).ok());
+  auto commit = [&](const std::string& member) {
+    shard::v1::CommitProgressRequest request;
+    request.set_job_id("job");
+    request.set_generation(generation);
+    request.set_position(4);
+    request.set_member_id(member);
+    shard::v1::CommitProgressResponse response;
+    grpc::ClientContext context;
+    return stub_->CommitProgress(&context, request, &response);
+  };
+  auto set = [&](const std::string& member) {
+    shard::v1::StoreSetRequest request;
+    request.mutable_scope()->set_job_id("job");
+    request.mutable_scope()->set_generation(generation);
+    request.mutable_scope()->set_member_id(member);
+    request.set_key("MASTER_ADDR");
+    request.set_value("attacker:29500");
+    shard::v1::StoreSetResponse response;
+    grpc::ClientContext context;
+    return stub_->StoreSet(&context, request, &response);
+  };
+  ExpectCode(commit(""), StatusCode::FAILED_PRECONDITION, "names no member");
+  ExpectCode(commit("stranger"), StatusCode::PERMISSION_DENIED,
+             "\"stranger\" holds no rank");
+  ExpectCode(set(""), StatusCode::FAILED_PRECONDITION, "names no member");
+  ExpectCode(set("stranger"), StatusCode::PERMISSION_DENIED, "holds no rank");
+
+  shard::v1::GetJobRequest get;
+  get.set_job_id("job");
+  shard::v1::Job job;
+  grpc::ClientContext get_context;
+  ASSERT_TRUE(stub_->GetJob(&get_context, get, &job).ok());
+  EXPECT_EQ(job.committed_position(), 0u);
+  EXPECT_EQ(job.generation(), generation);
+  shard::v1::StoreGetRequest read;
+  read.mutable_scope()->set_job_id("job");
+  read.mutable_scope()->set_generation(generation);
+  read.mutable_scope()->set_member_id("a");
+  read.set_key("MASTER_ADDR");
+  shard::v1::StoreGetResponse value;
+  grpc::ClientContext read_context;
+  ASSERT_TRUE(stub_->StoreGet(&read_context, read, &value).ok());
+  EXPECT_FALSE(value.found());
+  // The members themselves are served.
+  EXPECT_TRUE(commit("b").ok());
+  EXPECT_TRUE(set("a").ok());
+}
+
 TEST_F(StatusCodesTest, StoreRequestsAreValidated) {
   const uint64_t generation = FormWorld();
   shard::v1::StoreSetRequest request;
   request.mutable_scope()->set_job_id("job");
   request.mutable_scope()->set_generation(generation);
+  request.mutable_scope()->set_member_id("b");
   shard::v1::StoreSetResponse response;
   {
     grpc::ClientContext context;

@@ -15,6 +15,9 @@
   cuts each call at its --max-wait; a missing key's error names the key and
   how long was waited; store_add is never retried (not idempotent); a call
   that retries an unavailable coordinator says so in a line;
+- commit and the store calls are a member's: a member of another job
+  naming this job's generation gets PermissionDeniedError,
+  and the job's progress and keys are unchanged;
 - a stream continues across a coordinator restart (SIGKILL, same port and
   data directory) with exactly the indices it was still owed;
 - two processes form a Gloo process group through CoordinatorStore (no
@@ -161,6 +164,31 @@ def main():
         check(client.store_count(a) == 2, "store count")
         check(client.store_delete(a, "n") and client.store_count(a) == 1,
               "store delete")
+
+        # A member of another job (the same token) that names this job's
+        # generation: refused, typed, and nothing changes.
+        import dataclasses
+        from shard.errors import PermissionDeniedError
+        client.create_job("other", job_spec(10, 1))
+        stranger = dataclasses.replace(
+            client.join("other", "stranger", wait=10), job_id="job",
+            generation=a.generation)
+        for name, call in (
+                ("commit", lambda: client.commit(stranger, 0, 2)),
+                ("store_set", lambda: client.store_set(stranger, "k", b"x")),
+                ("store_get", lambda: client.store_get(stranger, "k"))):
+            try:
+                call()
+                refused = None
+            except PermissionDeniedError as error:
+                refused = error.message
+            check(refused is not None and '"stranger" holds no rank' in
+                  refused,
+                  f"{name} by a member of another job: PermissionDeniedError "
+                  f"({refused})")
+        check(client.get_job("job").committed_position == 0 and
+              client.store_get(a, "k") == b"w",
+              "the refused calls changed neither progress nor keys")
 
         client.leave(b)
         check(raises(grpc.StatusCode.ABORTED,

@@ -131,6 +131,7 @@ TEST_P(DurableIncarnationTest, ARecoveredGenerationsStoreAnswersAborted) {
     shard::v1::StoreSetRequest request;
     request.mutable_scope()->set_job_id("job");
     request.mutable_scope()->set_generation(generation);
+    request.mutable_scope()->set_member_id("a");
     request.set_key("MASTER_ADDR");
     request.set_value("10.0.0.1");
     return service.store().StoreSet(request).status();
@@ -145,6 +146,7 @@ TEST_P(DurableIncarnationTest, ARecoveredGenerationsStoreAnswersAborted) {
   shard::v1::StoreGetRequest get;
   get.mutable_scope()->set_job_id("job");
   get.mutable_scope()->set_generation(generation);
+  get.mutable_scope()->set_member_id("a");
   get.set_key("MASTER_ADDR");
   get.set_wait_ms(60000);
   // Without the refusal this get would wait its full minute for a key the

@@ -86,6 +86,7 @@ class JobIncarnationTest : public ::testing::Test {
     request.set_generation(generation);
     request.set_epoch(epoch);
     request.set_position(position);
+    request.set_member_id("a");  // Every test's committing member.
     return service_.CommitProgress(request);
   }
 
@@ -94,6 +95,7 @@ class JobIncarnationTest : public ::testing::Test {
     shard::v1::StoreSetRequest request;
     request.mutable_scope()->set_job_id(job);
     request.mutable_scope()->set_generation(generation);
+    request.mutable_scope()->set_member_id("a");
     request.set_key(key);
     request.set_value(std::string(1 << 16, 'v'));
     return service_.store().StoreSet(request).status();
@@ -104,6 +106,7 @@ class JobIncarnationTest : public ::testing::Test {
     shard::v1::StoreCountRequest request;
     request.mutable_scope()->set_job_id(job);
     request.mutable_scope()->set_generation(generation);
+    request.mutable_scope()->set_member_id("a");
     absl::StatusOr<shard::v1::StoreCountResponse> count =
         service_.store().StoreCount(request);
     if (!count.ok()) return count.status();

@@ -130,6 +130,7 @@ shard::v1::StoreGetRequest StoreGetOfOneRankJob(
   shard::v1::StoreGetRequest get;
   get.mutable_scope()->set_job_id("job");
   get.mutable_scope()->set_generation(joined.ok() ? joined->generation() : 0);
+  get.mutable_scope()->set_member_id("a");
   get.set_key("key");
   return get;
 }
@@ -253,6 +254,7 @@ TEST(SlowDiskTest, FsyncLongerThanTheLeaseEvictsNobody) {
     commit.set_generation(generation);
     commit.set_epoch(0);
     commit.set_position(10);
+    commit.set_member_id("a");
     committing.store(true);
     absl::StatusOr<shard::v1::CommitProgressResponse> committed =
         service.CommitProgress(commit);

@@ -64,14 +64,18 @@ class MembershipTest : public ::testing::Test {
     return service_.Heartbeat(request).status();
   }
 
-  absl::StatusOr<shard::v1::CommitProgressResponse> Commit(uint64_t generation,
-                                                           uint64_t epoch,
-                                                           uint64_t position) {
+  // A commit by `member` (a member of the generation's world), of its
+  // process `incarnation` (0: not named).
+  absl::StatusOr<shard::v1::CommitProgressResponse> Commit(
+      uint64_t generation, uint64_t epoch, uint64_t position,
+      const std::string& member = "a", uint64_t incarnation = 0) {
     shard::v1::CommitProgressRequest request;
     request.set_job_id("job");
     request.set_generation(generation);
     request.set_epoch(epoch);
     request.set_position(position);
+    request.set_member_id(member);
+    request.set_incarnation(incarnation);
     return service_.CommitProgress(request);
   }
 
@@ -347,7 +351,7 @@ class RelaunchTest : public MembershipTest {
         ++seen[shard[k]];
       }
     }
-    ASSERT_TRUE(Commit(generation, 0, to).ok());
+    ASSERT_TRUE(Commit(generation, 0, to, "worker-0").ok());
   }
 
   static constexpr uint64_t kN = 101;
@@ -409,6 +413,18 @@ TEST_F(RelaunchTest, ANewcomersLaunchSizeDoesNotHoldSurvivors) {
   ASSERT_TRUE(survivor.ok()) << survivor.status();
   EXPECT_TRUE(survivor->world_formed());
   EXPECT_EQ(Job().current_world_size(), 2u);
+}
+
+// A commit names the member's process: another process under the same
+// member id (a stale one, whose successor joined) commits nothing.
+TEST_F(RelaunchTest, ACommitOfAnotherProcessOfTheMemberIsRefused) {
+  const uint64_t two = Launch(2, 10);  // worker-1 is incarnation 11.
+  const absl::Status stale = Commit(two, 0, 20, "worker-1", 99).status();
+  EXPECT_EQ(stale.code(), absl::StatusCode::kFailedPrecondition) << stale;
+  EXPECT_NE(stale.message().find("is stale"), std::string::npos) << stale;
+  EXPECT_EQ(Job().committed_position(), 0u);
+  EXPECT_TRUE(Commit(two, 0, 20, "worker-1", 11).ok());
+  EXPECT_EQ(Job().committed_position(), 20u);
 }
 
 TEST_F(RelaunchTest, ALaunchOutsideTheJobsBoundsIsRefused) {

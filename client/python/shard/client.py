@@ -74,6 +74,10 @@ class Membership:
     # The job's incarnation (a job deleted and re-created under the same id
     # is another incarnation).
     job_incarnation: int = 0
+    # The joining Client's incarnation: commit() and the store calls name
+    # the member and it (a stale process of a member that re-joined is
+    # refused).
+    incarnation: int = 0
 
 
 def job_spec(dataset_size: int, world_size: int, *, seed: int = 0,
@@ -244,7 +248,9 @@ class Client:
     @staticmethod
     def _scope(membership: Membership) -> pb.StoreScope:
         return pb.StoreScope(job_id=membership.job_id,
-                             generation=membership.generation)
+                             generation=membership.generation,
+                             member_id=membership.member_id,
+                             incarnation=membership.incarnation)
 
     # -- jobs and membership ----------------------------------------------
 
@@ -368,7 +374,7 @@ class Client:
                           response.world_size, response.generation,
                           response.spec, response.committed_epoch,
                           response.committed_position,
-                          response.job_incarnation)
+                          response.job_incarnation, self._incarnation)
 
     def _report_waiting(self, job_id: str, until: float,
                         progress: Callable[[str], None]) -> None:
@@ -419,7 +425,8 @@ class Client:
         start."""
         response = self._call("CommitProgress", pb.CommitProgressRequest(
             job_id=membership.job_id, generation=membership.generation,
-            epoch=epoch, position=position))
+            epoch=epoch, position=position, member_id=membership.member_id,
+            incarnation=membership.incarnation))
         return response.committed_epoch, response.committed_position
 
     # -- streaming --------------------------------------------------------

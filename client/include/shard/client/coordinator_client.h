@@ -59,6 +59,10 @@ struct Membership {
   // The job's incarnation (a job deleted and re-created under the same id
   // is another incarnation).
   uint64_t job_incarnation = 0;
+  // The joining client's incarnation: CommitProgress and the store calls
+  // name the member and it (a stale process of a member that re-joined is
+  // refused).
+  uint64_t incarnation = 0;
 };
 
 class CoordinatorClient {
