@@ -17,10 +17,16 @@ sampler, and writes what it trained.
                          share), in a DataLoader of --batch-size
 --sampler random         Trainer's default (RandomSampler, sharded by
                          accelerate)
-The samples are random byte tokens of the given lengths; micro-batches
-are padded to their longest. Writes --out (a JSON line per micro-batch:
-count, longest, real tokens, the sample indices) and, last, {"seconds":
-the epoch's training time} (from its first step, see OneEpochTimer).
+With --packed every sampler's micro-batches are packed sequences without
+padding (transformers' DataCollatorWithFlattening: one row, position ids
+from 0 in each sample, SDPA attention); shard then plans with
+--cost-model sum and --batch-tokens as the cap on a row's tokens.
+The samples are random byte tokens of the given lengths; without --packed
+micro-batches are padded to their longest. Writes --out (a JSON line per
+micro-batch: count, longest, real tokens, the sample indices, the tokens
+the step computes: count x longest padded, the real tokens packed) and,
+last, {"seconds": the epoch's training time} (from its first step, see
+OneEpochTimer).
 """
 import argparse
 import json
@@ -48,20 +54,28 @@ class Tokens(torch.utils.data.Dataset):
 
 
 class Recorder:
-    """The collator: pads to the longest and records the micro-batch."""
+    """The collator: pads to the longest (or, packed, flattens into one
+    row) and records the micro-batch."""
 
-    def __init__(self, out):
+    def __init__(self, out, packed):
         self.out = out
+        self.packed = packed
 
     def __call__(self, samples):
-        longest = max(len(s["input_ids"]) for s in samples)
-        ids = torch.zeros(len(samples), longest, dtype=torch.long)
+        lengths = [len(s["input_ids"]) for s in samples]
+        real = sum(lengths)
+        computed = real if self.packed else len(samples) * max(lengths)
+        self.out.write(json.dumps([len(samples), max(lengths), real,
+                                   [s["index"] for s in samples],
+                                   computed]) + "\n")
+        self.out.flush()
+        if self.packed:
+            return transformers.DataCollatorWithFlattening()(
+                [{"input_ids": s["input_ids"]} for s in samples])
+        ids = torch.zeros(len(samples), max(lengths), dtype=torch.long)
         for row, sample in enumerate(samples):
             ids[row, :len(sample["input_ids"])] = sample["input_ids"]
         mask = (ids != 0).long()
-        self.out.write(json.dumps([len(samples), longest, int(mask.sum()),
-                                   [s["index"] for s in samples]]) + "\n")
-        self.out.flush()
         return {"input_ids": ids, "attention_mask": mask,
                 "labels": ids.masked_fill(mask == 0, -100)}
 
@@ -115,6 +129,7 @@ def main():
     parser.add_argument("--batch-tokens", type=int, default=8192)
     parser.add_argument("--context", type=int, default=1024)
     parser.add_argument("--attention-d", type=float, default=None)
+    parser.add_argument("--packed", action="store_true")
     parser.add_argument("--out", required=True)
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
@@ -122,7 +137,8 @@ def main():
     lengths = np.load(args.lengths).astype(np.int64)
     dataset = Tokens(lengths)
     config = transformers.GPT2Config(vocab_size=257, n_positions=args.context,
-                                     n_embd=64, n_layer=2, n_head=2)
+                                     n_embd=64, n_layer=2, n_head=2,
+                                     attn_implementation="sdpa")
     torch.manual_seed(0)
     model = transformers.GPT2LMHeadModel(config)
     out = open(args.out.format(rank=os.environ.get("RANK", "0")), "w")
@@ -141,17 +157,23 @@ def main():
     training_args = transformers.TrainingArguments(**settings)
     timer = OneEpochTimer()
     common = dict(model=model, args=training_args, train_dataset=dataset,
-                  data_collator=Recorder(out),
+                  data_collator=Recorder(out, args.packed),
                   callbacks=[timer])
     if args.sampler == "shard":
         from shard.costs import attention_costs
         from shard.hf import ShardTrainer
-        costs, budget = lengths, args.batch_tokens
-        if args.attention_d is not None:
+        costs, budget, policy = lengths, args.batch_tokens, {}
+        if args.packed:
+            # T caps a row's tokens; with --attention-d the steps are
+            # balanced by L + L^2 / d.
+            policy = dict(cost_model="sum",
+                          attention_length=round(args.attention_d or 0))
+        elif args.attention_d is not None:
             costs = attention_costs(lengths, args.attention_d)
             budget = int(costs.max()) * args.batch_size
         trainer = ShardTrainer(coordinator=args.coordinator, job=args.job,
-                               costs=costs, batch_tokens=budget, **common)
+                               costs=costs, batch_tokens=budget, **policy,
+                               **common)
     elif args.sampler == "distributed_length_grouped":
         trainer = DistributedLengthGroupedTrainer(lengths=lengths.tolist(),
                                                   **common)

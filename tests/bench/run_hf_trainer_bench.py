@@ -32,6 +32,12 @@ For each length distribution (--distributions, of):
 --samplers may also name shard_attention: the project's batches with costs
 L + L^2/d, d measured on the same model (shard.costs, shard.hf.
 lm_step_seconds), trained at W = 2 only.
+--packed-tokens T: packed sequences instead (part 1 only): every sampler's
+micro-batches flattened into one row without padding (transformers'
+DataCollatorWithFlattening), shard with --cost-model sum and T tokens a
+row at most (shard_attention: T caps tokens, steps balanced by L + L^2/d),
+the others micro-batches of round(T / the mean length) samples (rows over
+T counted in the last column).
 One run; no figure is asserted.
 """
 import argparse
@@ -68,6 +74,8 @@ def arguments():
     parser.add_argument("--simulate-samples", type=int, default=20000)
     parser.add_argument("--no-training", action="store_true",
                         help="only the simulated worlds")
+    parser.add_argument("--packed-tokens", type=int, default=0,
+                        help="packed rows of at most T tokens (no padding)")
     return parser.parse_args()
 
 
@@ -113,15 +121,20 @@ def train(args, address, sampler, lengths_file, work, attention_d=None):
     extra = []
     if sampler == ATTENTION:
         sampler, extra = "shard", ["--attention-d", str(attention_d)]
+    lengths = np.load(lengths_file)
+    batch_size = args.batch_size
+    batch_tokens = args.batch_size * int(lengths.max())
+    if args.packed_tokens:
+        extra.append("--packed")
+        batch_tokens = args.packed_tokens
+        batch_size = max(1, round(args.packed_tokens / float(lengths.mean())))
     subprocess.run(
         ["torchrun", "--rdzv-backend", "shard", "--nnodes", "1",
          "--nproc-per-node", "2", "--rdzv-endpoint", address, "--rdzv-id",
          f"bench-{sampler}-{os.path.basename(work)}", WORKER, "--sampler",
          sampler, "--lengths", lengths_file, "--coordinator", address,
          "--job", f"{os.path.basename(work)}-{sampler}", "--batch-size",
-         str(args.batch_size), "--batch-tokens",
-         str(args.batch_size * int(np.load(lengths_file).max())),
-         "--context",
+         str(batch_size), "--batch-tokens", str(batch_tokens), "--context",
          str(args.context), "--out", out, "--work",
          os.path.join(work, sampler), *extra],
         env=env, check=True, capture_output=True, text=True, timeout=3600)
@@ -133,22 +146,27 @@ def train(args, address, sampler, lengths_file, work, attention_d=None):
     return ranks, seconds
 
 
-def figures(ranks):
-    """steps, padding, imbalance p50/p99, padded cost of the steps' largest
-    ranks, real tokens, samples trained more than once."""
+def figures(ranks, cap=0):
+    """steps, padding, imbalance p50/p99, computed tokens of the steps'
+    largest ranks, real tokens, samples trained more than once, rows of
+    two or more samples over `cap` tokens (0: not counted). A row is
+    (count, longest, real, indices, computed tokens: count x longest
+    padded, real packed)."""
     steps = min(len(rows) for rows in ranks)
     imbalance, largest = [], 0
     for step in range(steps):
-        costs = [rows[step][0] * rows[step][1] for rows in ranks]
+        costs = [rows[step][4] for rows in ranks]
         imbalance.append(max(costs) / (sum(costs) / len(costs)))
         largest += max(costs)
     real = sum(row[2] for rows in ranks for row in rows)
-    padded = sum(row[0] * row[1] for rows in ranks for row in rows)
+    computed = sum(row[4] for rows in ranks for row in rows)
     seen = [i for rows in ranks for row in rows for i in row[3]]
-    return dict(steps=steps, padding=1 - real / padded,
+    over = sum(1 for rows in ranks for row in rows
+               if cap and row[0] > 1 and row[4] > cap)
+    return dict(steps=steps, padding=1 - real / computed,
                 p50=float(np.percentile(imbalance, 50)),
                 p99=float(np.percentile(imbalance, 99)),
-                largest=largest, real=real,
+                largest=largest, real=real, over=over,
                 repeated=len(seen) - len(set(seen)))
 
 
@@ -190,7 +208,8 @@ def simulated(sampler, lengths, world, args, work):
             batches.append(batches[len(batches) % world])
         per_rank = [batches[rank::world] for rank in range(world)]
     return [[(len(batch), int(lengths[batch].max()),
-              int(lengths[batch].sum()), list(batch)) for batch in rows]
+              int(lengths[batch].sum()), list(batch),
+              len(batch) * int(lengths[batch].max())) for batch in rows]
             for rows in per_rank]
 
 
@@ -227,9 +246,13 @@ def main():
                     os.makedirs(run_dir)
                     ranks, seconds = train(args, daemon.address, sampler,
                                            path, run_dir, attention_d)
-                    found = figures(ranks)
+                    found = figures(ranks, args.packed_tokens)
+                    over = (f" ({found['over']} rows over T)"
+                            if args.packed_tokens else "")
                     print_row(distribution, 2, sampler, found,
-                              f"{found['real'] / seconds:,.0f}")
+                              f"{found['real'] / seconds:,.0f}{over}")
+            if args.packed_tokens:
+                continue  # run_packing_bench.py simulates packed worlds
             many = (lengths_of(distribution, args, args.simulate_samples)
                     if args.simulate else None)
             for world in map(int, filter(None, args.simulate.split(","))):
