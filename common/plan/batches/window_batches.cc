@@ -90,6 +90,23 @@ std::vector<MicroBatch> ConsecutiveBatches(
   return batches;
 }
 
+// The most micro-batches first fit makes of `sorted` under batch_tokens T:
+// one per sample over T, and of the others' sum C at most 2C / T + 1 (of
+// any two micro-batches at most half full, the later one's first sample
+// would have fitted in the earlier one).
+uint64_t FirstFitBound(const std::vector<WindowEntry>& sorted,
+                       const BatchPolicy& policy) {
+  uint64_t over = 0, sum = 0;
+  for (const WindowEntry& entry : sorted) {
+    if (entry.cost > policy.batch_tokens) {
+      ++over;
+    } else {
+      sum += entry.cost;
+    }
+  }
+  return over + 2 * sum / policy.batch_tokens + 1;
+}
+
 // `sum` with a token budget: first-fit-decreasing. Each sample of the
 // cost-sorted window in turn goes to the first micro-batch (in the order
 // they were started) whose sum with it is at most batch_tokens, or starts
@@ -97,16 +114,11 @@ std::vector<MicroBatch> ConsecutiveBatches(
 std::vector<MicroBatch> FirstFitDecreasing(
     const std::vector<WindowEntry>& sorted, const BatchPolicy& policy) {
   std::vector<MicroBatch> batches;
-  FirstFit fit(sorted.size(), policy.batch_tokens);
+  FirstFit fit(policy.batch_tokens, FirstFitBound(sorted, policy));
   for (uint64_t sample = 0; sample < sorted.size(); ++sample) {
-    const uint64_t cost = sorted[sample].cost;
-    uint64_t batch = fit.FirstWithRoom(cost).value_or(batches.size());
-    if (batch >= batches.size()) {
-      batch = batches.size();
-      batches.emplace_back();
-    }
+    const uint64_t batch = fit.Place(sorted[sample].cost);
+    if (batch == batches.size()) batches.emplace_back();
     Add(sorted, sample, policy, batches[batch]);
-    fit.Take(batch, cost);
   }
   return batches;
 }
