@@ -239,9 +239,9 @@ void CostStore::WhenCostsOfChecked(const shard::v1::JobSpec& spec,
                        " samples, the job has ", count)));
     }
     if (total != 0 && (*table)->total() != total) {
-      return std::move(done)(absl::InvalidArgumentError(absl::StrCat(
-          "costs_total ", total, " is not the sum of the costs ", sha256,
-          " (", (*table)->total(), ")")));
+      return std::move(done)(absl::InvalidArgumentError(
+          absl::StrCat("costs_total ", total, " is not the sum of the costs ",
+                       sha256, " (", (*table)->total(), ")")));
     }
     std::move(done)(absl::OkStatus());
   });

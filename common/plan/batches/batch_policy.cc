@@ -8,9 +8,9 @@ uint64_t BatchPolicy::DefaultWindow(uint64_t world_size) const {
   if (batch_tokens == 0 || costs_total == 0) return kDefaultBatchWindow;
   // ceil(kDefaultWindowSteps x W x T x count / total), in 128 bits: W < 2^21,
   // T <= 2^40, count <= 2^32.
-  const unsigned __int128 tokens = static_cast<unsigned __int128>(
-                                       kDefaultWindowSteps * world_size) *
-                                   batch_tokens * costs_count;
+  const unsigned __int128 tokens =
+      static_cast<unsigned __int128>(kDefaultWindowSteps * world_size) *
+      batch_tokens * costs_count;
   const unsigned __int128 samples = (tokens + costs_total - 1) / costs_total;
   return static_cast<uint64_t>(std::clamp<unsigned __int128>(
       samples, kDefaultBatchWindow, kMaxDefaultBatchWindow));
