@@ -18,11 +18,14 @@ uint32_t ReadLe32(const char* at) {
 CostTable CostTable::FromLittleEndian32(absl::string_view le32) {
   const uint64_t count = le32.size() / 4;
   uint32_t largest = 0;
+  uint64_t total = 0;  // CostsTotal, in the same pass
   for (uint64_t i = 0; i < count; ++i) {
-    largest = std::max(largest, ReadLe32(le32.data() + 4 * i));
+    const uint32_t cost = ReadLe32(le32.data() + 4 * i);
+    largest = std::max(largest, cost);
+    total += cost;
   }
   CostTable table;
-  table.total_ = CostsTotal(le32);
+  table.total_ = total;
   if (largest <= UINT16_MAX) {
     table.narrow_.resize(count);
     for (uint64_t i = 0; i < count; ++i) {

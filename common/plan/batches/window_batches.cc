@@ -255,11 +255,12 @@ void SortByCost(std::vector<MicroBatch>::iterator begin,
 
 // The final run (docs/balanced-batches.md, "A window's micro-batches",
 // step 3): the index of its first consecutive batch among the window's
-// `batches` (batches.size() when nothing is dealt again), and how many
-// micro-batches it is dealt into.
+// `batches` (batches.size() when nothing is dealt again), how many
+// micro-batches it is dealt into, and its samples (RunFrom).
 struct FinalRun {
   size_t first_batch;
   uint64_t dealt;
+  std::vector<uint64_t> samples;
 };
 
 uint64_t RoundUp(uint64_t value, uint64_t multiple) {
@@ -273,7 +274,7 @@ FinalRun ChooseFinalRun(const std::vector<WindowEntry>& sorted,
   const size_t k = m % world;
   if (k == 0 && policy.batch_size > 0 &&
       batches.back().samples.size() == policy.batch_size) {
-    return {m, 0};  // whole steps of full micro-batches
+    return {m, 0, {}};  // whole steps of full micro-batches
   }
   // samples_after[b]: the samples of batches b .. m - 1.
   std::vector<uint64_t> samples_after(m + 1, 0);
@@ -290,18 +291,20 @@ FinalRun ChooseFinalRun(const std::vector<WindowEntry>& sorted,
   }
   uint64_t dealt =
       m > 2 * world && samples_from(first) >= 2 * world ? 2 * world : world;
-  if (policy.batch_tokens == 0) return {first, dealt};
+  if (policy.batch_tokens == 0) return {first, dealt, RunFrom(batches, first)};
   // A token budget is a hard cap: the run is cut into no fewer
   // micro-batches than Pack makes of it under the budget, and needs a
   // sample for each; the W micro-batches before it at a time join it until
   // it has them. The whole window always has: it holds a multiple of W
   // samples (EpochBatches).
   while (true) {
-    const uint64_t cut = Pack(sorted, RunFrom(batches, first),
-                              TokenLimit(policy), policy, std::nullopt)
-                             .size();
+    std::vector<uint64_t> run = RunFrom(batches, first);
+    const uint64_t cut =
+        Pack(sorted, run, TokenLimit(policy), policy, std::nullopt).size();
     dealt = std::max<uint64_t>(dealt, RoundUp(cut, world));
-    if (samples_from(first) >= dealt || first == 0) return {first, dealt};
+    if (samples_from(first) >= dealt || first == 0) {
+      return {first, dealt, std::move(run)};
+    }
     first = first > world ? first - world : 0;
   }
 }
@@ -320,13 +323,12 @@ std::vector<MicroBatch> GroupWindow(const std::vector<WindowEntry>& sorted,
     SortByCost(batches.begin(), batches.end());
     return batches;
   }
-  const std::vector<uint64_t> run_samples = RunFrom(batches, kept);
   batches.resize(kept);
   SortByCost(batches.begin(), batches.end());
   for (MicroBatch& batch :
        policy.batch_size > 0
-           ? DealByLeastCost(sorted, run_samples, run.dealt, policy)
-           : CutByLeastLargest(sorted, run_samples, run.dealt, policy)) {
+           ? DealByLeastCost(sorted, run.samples, run.dealt, policy)
+           : CutByLeastLargest(sorted, run.samples, run.dealt, policy)) {
     batches.push_back(std::move(batch));
   }
   SortByCost(batches.begin() + kept, batches.end());
