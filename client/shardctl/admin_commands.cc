@@ -174,6 +174,22 @@ void PrintBalance(const shard::v1::BatchBalance& balance) {
       BalanceLines(balance).c_str());
 }
 
+// The samples a window of balanced batches holds for the job's world (the
+// current one, else the spec's) and where that size comes from.
+std::string BatchWindowOf(const shard::v1::Job& job) {
+  const plan::BatchPolicy policy = plan::BatchPolicyOf(job.spec());
+  const uint32_t world = job.current_world_size() > 0 ? job.current_world_size()
+                                                      : job.spec().world_size();
+  const std::string rule =
+      policy.window > 0 ? "given"
+      : policy.batch_tokens > 0 && policy.costs_total > 0
+          ? absl::StrCat("the default: ", plan::kDefaultWindowSteps,
+                         " steps at the costs' mean")
+          : "the default";
+  return absl::StrCat(policy.WindowSamples(world), " samples at W=", world,
+                      " (", rule, ")");
+}
+
 // describe's table: the job's fields (and their warnings, on stderr), then
 // a mixture's sources, then its members.
 void PrintJobDetails(const shard::v1::Job& job) {
@@ -197,6 +213,13 @@ void PrintJobDetails(const shard::v1::Job& job) {
                                          plan::DescribeBatchPolicy(spec)}
               : std::vector<std::string>{"samples per rank:",
                                          absl::StrCat(job.samples_per_rank())},
+      });
+  if (spec.has_batches()) {
+    fields.push_back({"batch window:", BatchWindowOf(job)});
+  }
+  fields.insert(
+      fields.end(),
+      {
           {"committed:", absl::StrCat("epoch ", job.committed_epoch(),
                                       " position ", job.committed_position())},
           {"generation:", absl::StrCat(job.generation())},

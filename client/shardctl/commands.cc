@@ -85,7 +85,9 @@ void AddBatchOptions(CLI::App& app, CreateJobFlags& flags) {
       ->check(CLI::IsMember({"padded", "sum"}))
       ->needs(costs);
   cli::AddOption(app, "--batch-window", flags.batch_window,
-                 "samples balanced together (0: the coordinator's default)")
+                 "samples balanced together (0: the default, 65,536, or with "
+                 "--batch-tokens the samples of 256 steps at the costs' mean, "
+                 "up to 2^22; see docs/balanced-batches.md)")
       ->needs(costs);
   cli::AddOption(app, "--attention-length", flags.attention_length,
                  "packed sequences under two budgets: --batch-tokens caps "

@@ -524,6 +524,21 @@ def check_two_budgets(args, address):
           f"{100 * figures['fill']:.2f}%" in described.stdout,
           f"shardctl describe shows d and the fill "
           f"({100 * figures['fill']:.2f}%): {described.stdout.strip()}")
+    # describe names the window and its rule: given, or by the costs' mean.
+    given = reference.window_samples(WORLD, 0, WINDOW)
+    client.create_job("by-mean", shard.job_spec(
+        N, WORLD, batch_tokens=TOKENS, cost_model="sum", costs_sha256=digest,
+        costs_total=shard.costs_total(lengths)))
+    by_mean = reference.window_samples(WORLD, 0, 0, TOKENS, sum(lengths), N)
+    windows = [subprocess.run(
+        [os.path.join(args.bin_dir, "shardctl"), "--coordinator", address,
+         "describe", "--job", job], capture_output=True, text=True,
+        timeout=60).stdout for job in ("timed", "by-mean")]
+    check(f"{given} samples at W={WORLD} (given)" in windows[0] and
+          f"{by_mean} samples at W={WORLD} (the default: 256 steps at the "
+          f"costs' mean)" in windows[1],
+          f"describe shows each job's window ({given} given, {by_mean} by "
+          f"the mean): {windows}")
     try:
         shard.torch.DistributedBatchSampler(
             range(N), costs=costs(), batch_tokens=TOKENS,
