@@ -167,6 +167,18 @@ void AddSecurityOptions(CLI::App& app, DaemonFlags* f) {
                  "must carry; the other calls accept it too")
       ->type_name("FILE")
       ->group(security);
+  cli::AddOption(app, "--auth-policy", f->auth_policy,
+                 "YAML file of principals (token digests, certificate "
+                 "identities), their roles on job patterns and the tenants' "
+                 "quotas (docs/tenants.md); re-read on SIGHUP and when it "
+                 "changes; not with the token files")
+      ->type_name("FILE")
+      ->group(security);
+  cli::AddDuration(app, "--auth-policy-check-every",
+                   &f->auth_policy_check_every,
+                   "how often --auth-policy is checked for a change (a "
+                   "rotated Secret); 0: only on SIGHUP")
+      ->group(security);
   cli::AddOption(app, "--metrics-listen", f->metrics_listen,
                  "HOST:PORT to serve Prometheus metrics on (GET /metrics); "
                  "empty: none")

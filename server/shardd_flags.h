@@ -42,6 +42,8 @@ struct DaemonFlags {
   std::string tls_client_ca;
   std::string auth_token_file;
   std::string admin_token_file;
+  std::string auth_policy;
+  absl::Duration auth_policy_check_every = absl::Seconds(10);
   std::string health_listen;
   int32_t max_request_bytes = 4 << 20;
   std::string check_data_dir;

@@ -39,6 +39,8 @@
 #include "server/plans/stored_costs_check.h"
 #include "server/rpc/coordinator_server.h"
 #include "server/runtime/event_log.h"
+#include "server/security/policy_file_watch.h"
+#include "server/security/policy_holder.h"
 #include "server/services/coordinator_service.h"
 #include "server/shardd_flags.h"
 #include "server/storage/data_dir_lock.h"
@@ -269,7 +271,8 @@ std::optional<shard::server::CoordinatorOptions> CoordinatorOptionsFromFlags(
 
 shard::server::CoordinatorServerOptions ServerOptionsFromFlags(
     const shard::server::DaemonFlags& flags,
-    shard::metrics::ServerMetrics* metrics) {
+    shard::metrics::ServerMetrics* metrics,
+    std::shared_ptr<shard::security::PolicyHolder> policy) {
   shard::server::CoordinatorServerOptions server_options;
   server_options.listen = flags.listen;
   server_options.tls_cert_file = flags.tls_cert;
@@ -277,6 +280,7 @@ shard::server::CoordinatorServerOptions ServerOptionsFromFlags(
   server_options.tls_client_ca_file = flags.tls_client_ca;
   server_options.auth_token_file = flags.auth_token_file;
   server_options.admin_token_file = flags.admin_token_file;
+  server_options.auth_policy = std::move(policy);
   server_options.max_request_bytes = flags.max_request_bytes;
   server_options.health_listen = flags.health_listen;
   server_options.metrics = metrics;
@@ -315,19 +319,32 @@ void LogServing(const shard::server::CoordinatorServerOptions& options,
       tls ? " (TLS" : " (plaintext",
       options.tls_client_ca_file.empty() ? "" : ", client certificates",
       options.auth_token_file.empty() ? "" : ", bearer token",
-      options.admin_token_file.empty() ? "" : ", admin token", ")"));
+      options.admin_token_file.empty() ? "" : ", admin token",
+      options.auth_policy == nullptr
+          ? ""
+          : absl::StrCat(", --auth-policy ", options.auth_policy->path()),
+      ")"));
   if (!health_address.empty()) {
     LogEvent(
         absl::StrCat("serving grpc.health.v1 (plaintext) on ", health_address));
   }
 }
 
-// Waits for SIGTERM or SIGINT (blocked in every thread); the grace the
-// drain gets.
+// Waits for SIGTERM or SIGINT (blocked in every thread, with SIGHUP); the
+// grace the drain gets. A SIGHUP meanwhile re-reads the --auth-policy
+// (`policy`; without one it changes nothing).
 absl::Duration AwaitShutdownSignal(const shard::server::DaemonFlags& flags,
-                                   const sigset_t& signals) {
+                                   const sigset_t& signals,
+                                   shard::security::PolicyHolder* policy) {
   int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  while (sigwait(&signals, &signal_number) == 0 && signal_number == SIGHUP) {
+    if (policy == nullptr) {
+      LogEvent("received SIGHUP: nothing to reload without --auth-policy");
+    } else {
+      // Audited either way; a refused file leaves the policy in force.
+      policy->Reload().IgnoreError();
+    }
+  }
   const absl::Duration grace = flags.shutdown_grace;
   LogEvent(absl::StrCat("received ", strsignal(signal_number),
                         ": draining for up to ", absl::FormatDuration(grace)));
@@ -393,7 +410,8 @@ absl::StatusOr<shard::storage::OpenedLog> OpenJournal(
 // One shardd over a local journal (or --in-memory).
 int RunStandalone(const shard::server::DaemonFlags& flags,
                   const sigset_t& signals,
-                  shard::server::CoordinatorOptions options) {
+                  shard::server::CoordinatorOptions options,
+                  std::shared_ptr<shard::security::PolicyHolder> policy) {
   auto metrics = std::make_unique<shard::metrics::ServerMetrics>();
   options.on_lock_held = metrics->CoreLockHoldObserver();
   std::optional<shard::storage::DataDirLock> data_dir_lock;
@@ -414,7 +432,7 @@ int RunStandalone(const shard::server::DaemonFlags& flags,
     return kExitRuntimeError;
   }
   const shard::server::CoordinatorServerOptions server_options =
-      ServerOptionsFromFlags(flags, metrics.get());
+      ServerOptionsFromFlags(flags, metrics.get(), policy);
   absl::StatusOr<std::unique_ptr<shard::server::CoordinatorServer>> server =
       shard::server::CoordinatorServer::Start(service, server_options);
   if (!server.ok()) {
@@ -427,7 +445,7 @@ int RunStandalone(const shard::server::DaemonFlags& flags,
              (*server)->health_address());
   std::cout << "listening on " << (*server)->address() << std::endl;
 
-  (*server)->Stop(AwaitShutdownSignal(flags, signals));
+  (*server)->Stop(AwaitShutdownSignal(flags, signals, policy.get()));
   if (journal_broken.load()) {
     LogEvent(
         "stopped: the journal could not be written; exiting 1 so that "
@@ -442,7 +460,8 @@ int RunStandalone(const shard::server::DaemonFlags& flags,
 // One replica of a coordinator cluster whose state lives in etcd.
 int RunReplicated(const shard::server::DaemonFlags& flags,
                   const sigset_t& signals,
-                  shard::server::CoordinatorOptions options) {
+                  shard::server::CoordinatorOptions options,
+                  std::shared_ptr<shard::security::PolicyHolder> policy) {
   auto metrics = std::make_unique<shard::metrics::ServerMetrics>();
   metrics->SetLeader(false);
   options.on_lock_held = metrics->CoreLockHoldObserver();
@@ -452,7 +471,7 @@ int RunReplicated(const shard::server::DaemonFlags& flags,
   replica_options.answer_log = flags.answer_log;
   replica_options.snapshot_every = flags.snapshot_every;
   replica_options.coordinator = options;
-  replica_options.server = ServerOptionsFromFlags(flags, metrics.get());
+  replica_options.server = ServerOptionsFromFlags(flags, metrics.get(), policy);
   // A history that cannot be recovered: exit 3 like a bad data directory.
   replica_options.on_fatal = [] { kill(getpid(), SIGTERM); };
   if (absl::Status s = shard::server::replication::CheckLeaseTtl(
@@ -494,7 +513,7 @@ int RunReplicated(const shard::server::DaemonFlags& flags,
              replica_options.server.health_listen);
   std::cout << "listening on " << (*replica)->address() << std::endl;
 
-  (*replica)->Stop(AwaitShutdownSignal(flags, signals));
+  (*replica)->Stop(AwaitShutdownSignal(flags, signals, policy.get()));
   if (absl::Status fatal = (*replica)->fatal(); !fatal.ok()) {
     LogEvent(absl::StrCat("stopped: ", fatal.message()));
     return RecoveryExitCode(fatal);
@@ -504,20 +523,21 @@ int RunReplicated(const shard::server::DaemonFlags& flags,
 }
 #else
 int RunReplicated(const shard::server::DaemonFlags& flags, const sigset_t&,
-                  shard::server::CoordinatorOptions) {
+                  shard::server::CoordinatorOptions,
+                  std::shared_ptr<shard::security::PolicyHolder>) {
   return CheckEtcd(flags);  // Reports the missing etcd support.
 }
 #endif
 
 int Run(const shard::server::DaemonFlags& flags) {
-  // A hang-up (a closed terminal, or a supervisor's "reload") changes
-  // nothing: shardd logs to stderr and takes its settings at start only.
-  signal(SIGHUP, SIG_IGN);
-  // Block the shutdown signals in every thread; main waits for them below.
+  // Block the shutdown signals and SIGHUP in every thread; main waits for
+  // them below. A hang-up (a closed terminal, or a supervisor's "reload")
+  // re-reads the --auth-policy and changes nothing else.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   if (const std::string check = flags.check_data_dir; !check.empty()) {
@@ -549,8 +569,24 @@ int Run(const shard::server::DaemonFlags& flags) {
   if (!options) return kExitUsage;
   LogEvent(absl::StrCat("order cache budget ", options->order_cache_bytes,
                         " bytes"));
+  std::shared_ptr<shard::security::PolicyHolder> policy;
+  std::optional<shard::security::PolicyFileWatch> policy_watch;
+  if (!flags.auth_policy.empty()) {
+    absl::StatusOr<std::shared_ptr<shard::security::PolicyHolder>> loaded =
+        shard::security::PolicyHolder::Load(flags.auth_policy);
+    if (!loaded.ok()) {
+      std::cerr << "shardd: --auth-policy: " << loaded.status().message()
+                << "\n";
+      return kExitUsage;
+    }
+    policy = *std::move(loaded);
+    if (flags.auth_policy_check_every > absl::ZeroDuration()) {
+      policy_watch.emplace(policy, flags.auth_policy_check_every);
+    }
+  }
   if (!shard::server::IsLoopbackListen(flags.listen) &&
-      flags.tls_cert.empty() && flags.auth_token_file.empty()) {
+      flags.tls_cert.empty() && flags.auth_token_file.empty() &&
+      policy == nullptr) {
     LogEvent(absl::StrCat(
         "warning: serving ", flags.listen,
         " in plaintext with no --auth-token-file: anyone who can reach this "
@@ -558,8 +594,8 @@ int Run(const shard::server::DaemonFlags& flags) {
         "--auth-token-file (docs/operations.md, \"TLS and tokens\") or "
         "listen on 127.0.0.1"));
   }
-  if (etcd) return RunReplicated(flags, signals, *std::move(options));
-  return RunStandalone(flags, signals, *std::move(options));
+  if (etcd) return RunReplicated(flags, signals, *std::move(options), policy);
+  return RunStandalone(flags, signals, *std::move(options), policy);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@ packages=(
   dpkg-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev zlib1g-dev libssl-dev prometheus-cpp-dev
+  # the --auth-policy file (YAML)
+  libyaml-cpp-dev
   # command lines of the binaries (header-only)
   libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -327,6 +327,11 @@ ServerMetrics::ServerMetrics()
       active_streams_(
           Gauge(*registry_, "shard_active_streams",
                 "StreamShard calls in progress (opening or streaming).")),
+      auth_denials_(prometheus::BuildCounter()
+                        .Name("shard_auth_denials_total")
+                        .Help("Calls refused by the authorization, by "
+                              "reason: unauthenticated, no_role, quota.")
+                        .Register(*registry_)),
       journal_write_(Histogram(
           *registry_, "shard_journal_write_duration_seconds",
           "Writing one group of records to the journal, before fsync.",
@@ -397,6 +402,10 @@ void ServerMetrics::ObserveRpc(absl::string_view full_method, int grpc_code,
 
 void ServerMetrics::AddIndicesStreamed(uint64_t count) {
   indices_streamed_.Increment(static_cast<double>(count));
+}
+
+void ServerMetrics::AddAuthDenial(absl::string_view reason) {
+  auth_denials_.Add({{"reason", std::string(reason)}}).Increment();
 }
 
 void ServerMetrics::AddActiveStreams(int delta) {

@@ -51,6 +51,11 @@ class ServerMetrics {
   void ObserveJournalGroup(absl::Duration write, absl::Duration sync,
                            size_t records);
 
+  // A call refused by the authorization: `reason` is "unauthenticated"
+  // (no credential the coordinator knows), "no_role" (a known caller
+  // without the role, --auth-policy) or "quota" (a tenant's quota).
+  void AddAuthDenial(absl::string_view reason);
+
   // Replicated coordinators (shardd --etcd-endpoints).
   // Whether this replica leads (shard_leader 1) or stands by (0).
   void SetLeader(bool leading);
@@ -73,6 +78,7 @@ class ServerMetrics {
   prometheus::Family<prometheus::Histogram>& rpc_duration_;
   prometheus::Counter& indices_streamed_;
   prometheus::Gauge& active_streams_;
+  prometheus::Family<prometheus::Counter>& auth_denials_;
   prometheus::Histogram& journal_write_;
   prometheus::Histogram& journal_sync_;
   prometheus::Histogram& journal_group_;

@@ -82,6 +82,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       Credentials(opts);
   if (!credentials.ok()) return credentials.status();
   server->tls_ = !opts.tls_cert_file.empty();
+  if (absl::Status s = CheckPolicyOptions(opts); !s.ok()) return s;
   absl::StatusOr<std::optional<security::BearerToken>> token =
       TokenOf(opts.auth_token_file, "--auth-token-file");
   if (!token.ok()) return token.status();
@@ -115,11 +116,35 @@ absl::StatusOr<std::optional<security::BearerToken>> CoordinatorServer::TokenOf(
   return *std::move(token);
 }
 
+absl::Status CoordinatorServer::CheckPolicyOptions(
+    const CoordinatorServerOptions& opts) {
+  if (opts.auth_policy == nullptr) return absl::OkStatus();
+  if (!opts.auth_token_file.empty() || !opts.admin_token_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--auth-policy names every principal: give it without "
+        "--auth-token-file and --admin-token-file (put the tokens' SHA-256 "
+        "digests in the policy, docs/tenants.md)");
+  }
+  if (opts.auth_policy->Current()->NamesIdentities() &&
+      opts.tls_client_ca_file.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        opts.auth_policy->path(),
+        " names client certificate identities, which only --tls-client-ca "
+        "verifies: add --tls-client-ca (with --tls-cert and --tls-key)"));
+  }
+  return absl::OkStatus();
+}
+
 GrpcCoordinatorOptions CoordinatorServer::GlueOptions() {
   GrpcCoordinatorOptions glue;
-  glue.token = token_ ? &*token_ : nullptr;
-  glue.admin_token = admin_token_ ? &*admin_token_ : nullptr;
+  glue.authorization.token = token_ ? &*token_ : nullptr;
+  glue.authorization.admin_token = admin_token_ ? &*admin_token_ : nullptr;
+  glue.authorization.policy = options_.auth_policy;
   if (options_.metrics != nullptr) {
+    glue.authorization.on_denied =
+        [metrics = options_.metrics](absl::string_view reason) {
+          metrics->AddAuthDenial(reason);
+        };
     glue.stream_hooks.indices_streamed =
         [metrics = options_.metrics](uint64_t count) {
           metrics->AddIndicesStreamed(count);

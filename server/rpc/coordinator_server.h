@@ -29,6 +29,7 @@
 #include "server/rpc/serving_slot.h"
 #include "server/rpc/waiting_call_queues.h"
 #include "server/security/bearer_token.h"
+#include "server/security/policy_holder.h"
 #include "server/services/coordinator_service.h"
 
 namespace shard::server {
@@ -48,6 +49,10 @@ struct CoordinatorServerOptions {
   // Admin calls (DeleteJob, Drain) must carry the token in this file; the
   // other calls accept it too (empty: admin calls take auth_token_file's).
   std::string admin_token_file;
+  // --auth-policy: principals, roles and tenants (call_authorizer.h);
+  // null: the token files above decide. Not with them (INVALID_ARGUMENT);
+  // a policy naming certificate identities needs tls_client_ca_file.
+  std::shared_ptr<security::PolicyHolder> auth_policy;
   // "HOST:PORT" of a second, plaintext listener serving only the gRPC
   // health service, for probes that cannot speak TLS (Kubernetes' native
   // gRPC probes). Empty: none.
@@ -110,7 +115,9 @@ class CoordinatorServer {
   // The bearer token in `path` (nullopt for no path); errors name `flag`.
   static absl::StatusOr<std::optional<security::BearerToken>> TokenOf(
       const std::string& path, absl::string_view flag);
-  // The gRPC glue's options: tokens, gate, stream metrics, drain.
+  // INVALID_ARGUMENT when auth_policy cannot go with the other options.
+  static absl::Status CheckPolicyOptions(const CoordinatorServerOptions& opts);
+  // The gRPC glue's options: authorization, gate, stream metrics, drain.
   GrpcCoordinatorOptions GlueOptions();
   // Builds and starts the main server on options_.listen.
   absl::Status Listen(

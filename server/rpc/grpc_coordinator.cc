@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/types/optional.h"
 #include "common/leader_hint.h"
@@ -22,51 +23,37 @@ absl::Time DeadlineOf(const grpc::ServerContextBase* context) {
 
 GrpcCoordinator::GrpcCoordinator(const ServingSlot* slot,
                                  GrpcCoordinatorOptions options)
-    : slot_(slot), options_(std::move(options)) {}
-
-absl::Status GrpcCoordinator::Authenticate(grpc::ServerContextBase* context,
-                                           Access access) const {
-  const security::BearerToken* token = options_.token;
-  const security::BearerToken* admin = options_.admin_token;
-  if (token == nullptr && (admin == nullptr || access == Access::kMember)) {
-    return absl::OkStatus();
-  }
-  const auto& metadata = context->client_metadata();
-  const auto found = metadata.find("authorization");
-  std::optional<absl::string_view> authorization;
-  if (found != metadata.end()) {
-    authorization =
-        absl::string_view(found->second.data(), found->second.size());
-  }
-  if (access == Access::kAdmin && admin != nullptr) {
-    if (admin->Check(authorization).ok()) return absl::OkStatus();
-    if (token != nullptr && token->Check(authorization).ok()) {
-      return absl::PermissionDeniedError(
-          "this call needs the admin token (shardd --admin-token-file); "
-          "the token given is a member's, which cannot delete jobs or "
-          "drain the coordinator");
-    }
-    return absl::UnauthenticatedError(
-        "this call needs the admin token (shardd --admin-token-file): pass "
-        "its file with --auth-token-file");
-  }
-  // A member call: the member token (one digest on the common path), else
-  // the admin token.
-  absl::Status member = token->Check(authorization);
-  if (!member.ok() && admin != nullptr && admin->Check(authorization).ok()) {
-    return absl::OkStatus();
-  }
-  return member;
-}
+    : slot_(slot),
+      options_(std::move(options)),
+      authorizer_(options_.authorization) {}
 
 absl::StatusOr<ServingSlot::Claim> GrpcCoordinator::Admit(
-    grpc::ServerContextBase* context, Access access) {
-  if (absl::Status denied = Authenticate(context, access); !denied.ok()) {
+    grpc::ServerContextBase* context, absl::string_view rpc,
+    absl::string_view job_id) {
+  const security::CallRule* rule = security::FindCallRule(rpc);
+  if (rule == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(rpc, " has no access rule"));
+  }
+  if (absl::Status denied = authorizer_.Check(context, *rule, job_id);
+      !denied.ok()) {
     return denied;
   }
   absl::StatusOr<ServingSlot::Claim> claim = slot_->Acquire();
   if (!claim.ok()) AddRefusalTrailers(context, claim.status());
   return claim;
+}
+
+void GrpcCoordinator::KeepViewable(shard::v1::ListJobsResponse& listed,
+                                   grpc::ServerContextBase* context) const {
+  const std::function<bool(absl::string_view)> may_view =
+      authorizer_.ViewFilter(context);
+  auto* jobs = listed.mutable_jobs();
+  int kept = 0;
+  for (int i = 0; i < jobs->size(); ++i) {
+    if (may_view(jobs->Get(i).job_id())) jobs->SwapElements(i, kept++);
+  }
+  jobs->DeleteSubrange(kept, jobs->size() - kept);
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Finished(
@@ -78,9 +65,9 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Finished(
 
 template <typename Response, typename Call>
 grpc::ServerUnaryReactor* GrpcCoordinator::Serve(
-    grpc::CallbackServerContext* context, Response* response, Call call,
-    Access access) {
-  absl::StatusOr<ServingSlot::Claim> claim = Admit(context, access);
+    grpc::CallbackServerContext* context, absl::string_view rpc,
+    absl::string_view job_id, Response* response, Call call) {
+  absl::StatusOr<ServingSlot::Claim> claim = Admit(context, rpc, job_id);
   if (!claim.ok()) return Finished(context, ToGrpcStatus(claim.status()));
   CoordinatorService& service = *claim->service;
   if constexpr (std::is_invocable_v<Call, CoordinatorService&>) {
@@ -98,8 +85,10 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Serve(
 
 template <typename Response, typename Call>
 void GrpcCoordinator::ServeLater(grpc::ServerContextBase* context,
+                                 absl::string_view rpc,
+                                 absl::string_view job_id,
                                  Reply<Response> reply, Call call) {
-  absl::StatusOr<ServingSlot::Claim> claim = Admit(context);
+  absl::StatusOr<ServingSlot::Claim> claim = Admit(context, rpc, job_id);
   if (!claim.ok()) {
     std::move(reply)(claim.status());
     return;
@@ -121,7 +110,7 @@ void GrpcCoordinator::ServeLater(grpc::ServerContextBase* context,
 grpc::ServerUnaryReactor* GrpcCoordinator::CreateJob(
     grpc::CallbackServerContext* context,
     const shard::v1::CreateJobRequest* request, shard::v1::Job* response) {
-  return Serve(context, response,
+  return Serve(context, "CreateJob", request->job_id(), response,
                [&](CoordinatorService& service, Reply<shard::v1::Job> reply) {
                  service.jobs().StartCreateJob(*request, std::move(reply));
                });
@@ -131,32 +120,37 @@ grpc::ServerUnaryReactor* GrpcCoordinator::PutCosts(
     grpc::CallbackServerContext* context,
     const shard::v1::PutCostsRequest* request,
     shard::v1::PutCostsResponse* response) {
-  return Serve(context, response, [&](CoordinatorService& service) {
-    return service.jobs().PutCosts(*request);
-  });
+  return Serve(context, "PutCosts", "", response,
+               [&](CoordinatorService& service) {
+                 return service.jobs().PutCosts(*request);
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::GetJob(
     grpc::CallbackServerContext* context,
     const shard::v1::GetJobRequest* request, shard::v1::Job* response) {
-  return Serve(context, response, [&](CoordinatorService& service) {
-    return service.GetJob(*request);
-  });
+  return Serve(
+      context, "GetJob", request->job_id(), response,
+      [&](CoordinatorService& service) { return service.GetJob(*request); });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::ListJobs(
     grpc::CallbackServerContext* context,
     const shard::v1::ListJobsRequest* request,
     shard::v1::ListJobsResponse* response) {
-  return Serve(context, response, [&](CoordinatorService& service) {
-    return service.jobs().ListJobs(*request);
-  });
+  return Serve(context, "ListJobs", "", response,
+               [&](CoordinatorService& service) {
+                 absl::StatusOr<shard::v1::ListJobsResponse> listed =
+                     service.jobs().ListJobs(*request);
+                 if (listed.ok()) KeepViewable(*listed, context);
+                 return listed;
+               });
 }
 
 void GrpcCoordinator::ServeJoinJob(grpc::ServerContext* context,
                                    const shard::v1::JoinJobRequest& request,
                                    Reply<shard::v1::JoinJobResponse> reply) {
-  ServeLater(context, std::move(reply),
+  ServeLater(context, "JoinJob", request.job_id(), std::move(reply),
              [&](CoordinatorService& service,
                  Reply<shard::v1::JoinJobResponse> later) {
                service.membership().StartJoinJob(request, DeadlineOf(context),
@@ -167,12 +161,15 @@ void GrpcCoordinator::ServeJoinJob(grpc::ServerContext* context,
 grpc::ServerWriteReactor<shard::v1::IndexChunk>* GrpcCoordinator::StreamShard(
     grpc::CallbackServerContext* context,
     const shard::v1::StreamShardRequest* request) {
-  absl::StatusOr<ServingSlot::Claim> claim = Admit(context);
+  absl::StatusOr<ServingSlot::Claim> claim =
+      Admit(context, "StreamShard", request->job_id());
   if (!claim.ok()) {
     return ShardStreamReactor::Refuse(ToGrpcStatus(claim.status()));
   }
-  return ShardStreamReactor::Serve(*std::move(claim), slot_, context, *request,
-                                   &options_.stream_hooks);
+  return ShardStreamReactor::Serve(
+      *std::move(claim), slot_, context, *request, &options_.stream_hooks,
+      authorizer_.Recheck(context, *security::FindCallRule("StreamShard"),
+                          request->job_id()));
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::PreviewShard(
@@ -181,7 +178,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::PreviewShard(
     shard::v1::PreviewShardResponse* response) {
   // Waiting for the order (bounded by --max-wait) is not parked: the call
   // cannot be cancelled early, but holds no thread.
-  return Serve(context, response,
+  return Serve(context, "PreviewShard", request->job_id(), response,
                [&](CoordinatorService& service,
                    Reply<shard::v1::PreviewShardResponse> reply) {
                  service.shards().StartPreviewShard(
@@ -193,9 +190,10 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Heartbeat(
     grpc::CallbackServerContext* context,
     const shard::v1::HeartbeatRequest* request,
     shard::v1::HeartbeatResponse* response) {
-  return Serve(context, response, [&](CoordinatorService& service) {
-    return service.membership().Heartbeat(*request);
-  });
+  return Serve(context, "Heartbeat", request->job_id(), response,
+               [&](CoordinatorService& service) {
+                 return service.membership().Heartbeat(*request);
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Leave(
@@ -203,7 +201,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::Leave(
     const shard::v1::LeaveRequest* request,
     shard::v1::LeaveResponse* response) {
   return Serve(
-      context, response,
+      context, "Leave", request->job_id(), response,
       [&](CoordinatorService& service, Reply<shard::v1::LeaveResponse> reply) {
         service.membership().StartLeave(*request, std::move(reply));
       });
@@ -213,7 +211,7 @@ grpc::ServerUnaryReactor* GrpcCoordinator::CommitProgress(
     grpc::CallbackServerContext* context,
     const shard::v1::CommitProgressRequest* request,
     shard::v1::CommitProgressResponse* response) {
-  return Serve(context, response,
+  return Serve(context, "CommitProgress", request->job_id(), response,
                [&](CoordinatorService& service,
                    Reply<shard::v1::CommitProgressResponse> reply) {
                  service.progress().StartCommitProgress(*request,
@@ -225,15 +223,16 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreSet(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreSetRequest* request,
     shard::v1::StoreSetResponse* response) {
-  return Serve(context, response, [&](CoordinatorService& service) {
-    return service.store().StoreSet(*request);
-  });
+  return Serve(context, "StoreSet", request->scope().job_id(), response,
+               [&](CoordinatorService& service) {
+                 return service.store().StoreSet(*request);
+               });
 }
 
 void GrpcCoordinator::ServeStoreGet(grpc::ServerContext* context,
                                     const shard::v1::StoreGetRequest& request,
                                     Reply<shard::v1::StoreGetResponse> reply) {
-  ServeLater(context, std::move(reply),
+  ServeLater(context, "StoreGet", request.scope().job_id(), std::move(reply),
              [&](CoordinatorService& service,
                  Reply<shard::v1::StoreGetResponse> later) {
                service.store().StartStoreGet(request, DeadlineOf(context),
@@ -245,24 +244,26 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreAdd(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreAddRequest* request,
     shard::v1::StoreAddResponse* response) {
-  return Serve(context, response, [&](CoordinatorService& service) {
-    return service.store().StoreAdd(*request);
-  });
+  return Serve(context, "StoreAdd", request->scope().job_id(), response,
+               [&](CoordinatorService& service) {
+                 return service.store().StoreAdd(*request);
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreCompareSet(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreCompareSetRequest* request,
     shard::v1::StoreCompareSetResponse* response) {
-  return Serve(context, response, [&](CoordinatorService& service) {
-    return service.store().StoreCompareSet(*request);
-  });
+  return Serve(context, "StoreCompareSet", request->scope().job_id(), response,
+               [&](CoordinatorService& service) {
+                 return service.store().StoreCompareSet(*request);
+               });
 }
 
 void GrpcCoordinator::ServeStoreWait(
     grpc::ServerContext* context, const shard::v1::StoreWaitRequest& request,
     Reply<shard::v1::StoreWaitResponse> reply) {
-  ServeLater(context, std::move(reply),
+  ServeLater(context, "StoreWait", request.scope().job_id(), std::move(reply),
              [&](CoordinatorService& service,
                  Reply<shard::v1::StoreWaitResponse> later) {
                service.store().StartStoreWait(request, DeadlineOf(context),
@@ -274,38 +275,39 @@ grpc::ServerUnaryReactor* GrpcCoordinator::StoreDelete(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreDeleteRequest* request,
     shard::v1::StoreDeleteResponse* response) {
-  return Serve(context, response, [&](CoordinatorService& service) {
-    return service.store().StoreDelete(*request);
-  });
+  return Serve(context, "StoreDelete", request->scope().job_id(), response,
+               [&](CoordinatorService& service) {
+                 return service.store().StoreDelete(*request);
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::StoreCount(
     grpc::CallbackServerContext* context,
     const shard::v1::StoreCountRequest* request,
     shard::v1::StoreCountResponse* response) {
-  return Serve(context, response, [&](CoordinatorService& service) {
-    return service.store().StoreCount(*request);
-  });
+  return Serve(context, "StoreCount", request->scope().job_id(), response,
+               [&](CoordinatorService& service) {
+                 return service.store().StoreCount(*request);
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::DeleteJob(
     grpc::CallbackServerContext* context,
     const shard::v1::DeleteJobRequest* request,
     shard::v1::DeleteJobResponse* response) {
-  return Serve(
-      context, response,
-      [&](CoordinatorService& service,
-          Reply<shard::v1::DeleteJobResponse> reply) {
-        service.jobs().StartDeleteJob(*request, std::move(reply));
-      },
-      Access::kAdmin);
+  return Serve(context, "DeleteJob", request->job_id(), response,
+               [&](CoordinatorService& service,
+                   Reply<shard::v1::DeleteJobResponse> reply) {
+                 service.jobs().StartDeleteJob(*request, std::move(reply));
+               });
 }
 
 grpc::ServerUnaryReactor* GrpcCoordinator::Drain(
     grpc::CallbackServerContext* context, const shard::v1::DrainRequest*,
     shard::v1::DrainResponse* response) {
   // Any replica answers (no claim): a standby can be drained too.
-  if (absl::Status denied = Authenticate(context, Access::kAdmin);
+  if (absl::Status denied =
+          authorizer_.Check(context, *security::FindCallRule("Drain"), "");
       !denied.ok()) {
     return Finished(context, ToGrpcStatus(denied));
   }

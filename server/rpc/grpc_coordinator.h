@@ -1,9 +1,10 @@
-// gRPC glue for shard.v1.Coordinator: checks the bearer token (when one is
-// configured), claims the service that serves now from the ServingSlot
-// (whose gate refuses calls a standby must not answer), translates each
-// call to that CoordinatorService and its absl::Status to grpc::Status. No
-// coordination logic here. Thread-safe (the slot and the service are);
-// owns neither the slot nor the token.
+// gRPC glue for shard.v1.Coordinator: asks the CallAuthorizer whether the
+// caller may make the call on the job it names, claims the service that
+// serves now from the ServingSlot (whose gate refuses calls a standby must
+// not answer), translates each call to that CoordinatorService and its
+// absl::Status to grpc::Status. No coordination logic here. Thread-safe
+// (the slot, the authorizer and the service are); owns neither the slot
+// nor the tokens.
 #ifndef SERVER_RPC_GRPC_COORDINATOR_H_
 #define SERVER_RPC_GRPC_COORDINATOR_H_
 
@@ -13,23 +14,20 @@
 #include <utility>
 
 #include "absl/time/time.h"
+#include "server/rpc/call_authorizer.h"
 #include "server/rpc/grpc_status.h"
 #include "server/rpc/serving_slot.h"
 #include "server/rpc/shard_stream_reactor.h"
 #include "server/rpc/unary_call_reactor.h"
-#include "server/security/bearer_token.h"
+#include "server/security/call_rules.h"
 #include "server/services/coordinator_service.h"
 #include "shard/v1/shard.grpc.pb.h"
 
 namespace shard::server {
 
 struct GrpcCoordinatorOptions {
-  // Every call must carry this token (null: no authentication), or
-  // admin_token.
-  const security::BearerToken* token = nullptr;
-  // Admin calls (DeleteJob, Drain) must carry this token (null: they take
-  // `token` like every call); the others accept it too.
-  const security::BearerToken* admin_token = nullptr;
+  // Who may make which call (call_authorizer.h).
+  CallAuthorizerOptions authorization;
   // Runs the Drain RPC: starts the daemon's graceful shutdown and returns
   // the grace in-flight calls get. Unset: Drain answers UNIMPLEMENTED.
   std::function<absl::Duration()> on_drain;
@@ -58,12 +56,12 @@ using Base =
 }  // namespace coordinator_grpc
 
 // Every unary call takes one path (Serve, or ServeLater for the calls
-// that wait): the token check, the claim of the service (a refusal of the
-// slot answers every call but Drain, its leader and standby payloads as
-// trailers), then the service call, answered on gRPC's own thread when it
-// returns its answer (reads, heartbeats, the store's writes) or later,
-// when it replies: mutations once their journal records are durable (from
-// the journal's writer thread), joins and store gets/waits when they stop
+// that wait): the authorization of the call on its job, the claim of the
+// service (a refusal of the slot answers every call but Drain, its leader and
+// standby payloads as trailers), then the service call, answered on gRPC's own
+// thread when it returns its answer (reads, heartbeats, the store's writes) or
+// later, when it replies: mutations once their journal records are durable
+// (from the journal's writer thread), joins and store gets/waits when they stop
 // waiting (parked, cancellable), previews when their epoch order is ready.
 // Streams wait for their order the same way, then are served chunk by
 // chunk (shard_stream_reactor.h). No thread waits on behalf of a call, so
@@ -147,17 +145,16 @@ class GrpcCoordinator final : public coordinator_grpc::Base {
                       Reply<shard::v1::StoreWaitResponse> reply);
 
  private:
-  // Which token a call needs (see GrpcCoordinatorOptions).
-  enum class Access { kMember, kAdmin };
-  // OK when the call carries a token its access accepts; else
-  // UNAUTHENTICATED (a token is configured and the call's authorization
-  // metadata does not carry it) or PERMISSION_DENIED (an admin call
-  // carrying the member token).
-  absl::Status Authenticate(grpc::ServerContextBase* context,
-                            Access access) const;
-  // Authenticate(), then the slot's claim; a refusal adds its trailers.
+  // The call `rpc` on `job_id` (empty for calls about no job): the
+  // authorizer's check, then the slot's claim; a refusal of the slot adds
+  // its trailers.
   absl::StatusOr<ServingSlot::Claim> Admit(grpc::ServerContextBase* context,
-                                           Access access = Access::kMember);
+                                           absl::string_view rpc,
+                                           absl::string_view job_id);
+
+  // Leaves in `listed` only the jobs the caller may view.
+  void KeepViewable(shard::v1::ListJobsResponse& listed,
+                    grpc::ServerContextBase* context) const;
 
   // The callback API's unary path: Admit(), then `call` with the service,
   // which either returns the answer (absl::StatusOr<Response>) or also
@@ -165,20 +162,22 @@ class GrpcCoordinator final : public coordinator_grpc::Base {
   // call holds its claim until it is answered.
   template <typename Response, typename Call>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
-                                  Response* response, Call call,
-                                  Access access = Access::kMember);
+                                  absl::string_view rpc,
+                                  absl::string_view job_id, Response* response,
+                                  Call call);
   // The path of the calls that wait: Admit(), then `call` with the
   // claimed service and a Reply that answers through `reply`, holding the
   // claim until it does.
   template <typename Response, typename Call>
-  void ServeLater(grpc::ServerContextBase* context, Reply<Response> reply,
-                  Call call);
+  void ServeLater(grpc::ServerContextBase* context, absl::string_view rpc,
+                  absl::string_view job_id, Reply<Response> reply, Call call);
   // A reactor finished with `status` (e.g. refused by Admit()).
   static grpc::ServerUnaryReactor* Finished(
       grpc::CallbackServerContext* context, const grpc::Status& status);
 
   const ServingSlot* slot_;
   const GrpcCoordinatorOptions options_;
+  const CallAuthorizer authorizer_;
 };
 
 }  // namespace shard::server

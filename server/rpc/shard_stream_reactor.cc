@@ -16,10 +16,12 @@ ShardStreamReactor* ShardStreamReactor::Refuse(const grpc::Status& status) {
 ShardStreamReactor* ShardStreamReactor::Serve(
     ServingSlot::Claim claim, const ServingSlot* slot,
     grpc::CallbackServerContext* context,
-    const shard::v1::StreamShardRequest& request, const StreamHooks* hooks) {
+    const shard::v1::StreamShardRequest& request, const StreamHooks* hooks,
+    std::function<absl::Status()> still_allowed) {
   auto* reactor = new ShardStreamReactor(hooks);
   if (hooks->active_changed) hooks->active_changed(+1);
   reactor->slot_ = slot;
+  reactor->still_allowed_ = std::move(still_allowed);
   reactor->context_ = context;
   reactor->term_ = claim.term;
   reactor->opening_on_ = std::move(claim.service);
@@ -72,6 +74,9 @@ void ShardStreamReactor::OnCancel() {
 void ShardStreamReactor::WriteNext() {
   if (absl::Status refused = slot_->StillServes(term_); !refused.ok()) {
     return FinishFailed(refused);
+  }
+  if (absl::Status denied = still_allowed_(); !denied.ok()) {
+    return FinishFailed(denied);
   }
   if (std::optional<uint64_t> entry = cursor_->Awaits()) {
     // The order is still being shuffled: the shuffle's thread resumes the

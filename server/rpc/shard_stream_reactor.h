@@ -13,6 +13,9 @@
 // stream checks that the term of the ServingSlot it opened in still serves;
 // when it does not (the coordinator drains, the replica stopped leading)
 // it ends with the refusal, UNAVAILABLE, and the client resumes elsewhere.
+// It also asks `still_allowed` (the caller's authorization, re-checked
+// against a policy reloaded meanwhile) and ends with its denial, e.g.
+// PERMISSION_DENIED for a principal revoked while it streams.
 //
 // Lifetime: created with new by the service method, deletes itself in
 // OnDone(). Finish() is called exactly once. Holds the service it is served
@@ -55,11 +58,13 @@ class ShardStreamReactor
   static ShardStreamReactor* Refuse(const grpc::Status& status);
   // Opens the shard on the claimed service, then streams it while the
   // claim's term serves in `slot`.
+  // `still_allowed` runs before each chunk, one call at a time.
   static ShardStreamReactor* Serve(ServingSlot::Claim claim,
                                    const ServingSlot* slot,
                                    grpc::CallbackServerContext* context,
                                    const shard::v1::StreamShardRequest& request,
-                                   const StreamHooks* hooks);
+                                   const StreamHooks* hooks,
+                                   std::function<absl::Status()> still_allowed);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -90,6 +95,7 @@ class ShardStreamReactor
 
   const StreamHooks* hooks_;  // Null for a refused call.
   const ServingSlot* slot_ = nullptr;
+  std::function<absl::Status()> still_allowed_;
   grpc::CallbackServerContext* context_ = nullptr;
   uint64_t term_ = 0;
   // The service the shard opens on; released once it is open.

@@ -11,8 +11,8 @@ namespace {
 
 constexpr absl::string_view kScheme = "Bearer ";
 
-std::array<uint8_t, 32> Sha256(absl::string_view text) {
-  std::array<uint8_t, 32> digest;
+TokenDigest Sha256(absl::string_view text) {
+  TokenDigest digest;
   SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(),
          digest.data());
   return digest;
@@ -32,8 +32,8 @@ absl::StatusOr<BearerToken> BearerToken::FromString(absl::string_view token) {
   return BearerToken(Sha256(token));
 }
 
-absl::Status BearerToken::Check(
-    std::optional<absl::string_view> authorization) const {
+absl::StatusOr<TokenDigest> PresentedTokenDigest(
+    std::optional<absl::string_view> authorization) {
   if (!authorization.has_value()) {
     return absl::UnauthenticatedError(
         "missing \"authorization: Bearer <token>\" metadata");
@@ -42,8 +42,14 @@ absl::Status BearerToken::Check(
     return absl::UnauthenticatedError(
         "the authorization metadata is not a Bearer token");
   }
-  const Digest presented = Sha256(authorization->substr(kScheme.size()));
-  if (CRYPTO_memcmp(presented.data(), digest_.data(), digest_.size()) != 0) {
+  return Sha256(authorization->substr(kScheme.size()));
+}
+
+absl::Status BearerToken::Check(
+    std::optional<absl::string_view> authorization) const {
+  absl::StatusOr<TokenDigest> presented = PresentedTokenDigest(authorization);
+  if (!presented.ok()) return presented.status();
+  if (CRYPTO_memcmp(presented->data(), digest_.data(), digest_.size()) != 0) {
     return absl::UnauthenticatedError("invalid bearer token");
   }
   return absl::OkStatus();

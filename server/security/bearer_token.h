@@ -20,6 +20,13 @@
 
 namespace shard::security {
 
+using TokenDigest = std::array<uint8_t, 32>;
+
+// The SHA-256 digest of the token a call presents: `authorization` must be
+// "Bearer <token>"; UNAUTHENTICATED when it is missing or anything else.
+absl::StatusOr<TokenDigest> PresentedTokenDigest(
+    std::optional<absl::string_view> authorization);
+
 class BearerToken {
  public:
   // The token of ReadTokenFile (secret_files.h), with its errors, which
@@ -34,10 +41,9 @@ class BearerToken {
   absl::Status Check(std::optional<absl::string_view> authorization) const;
 
  private:
-  using Digest = std::array<uint8_t, 32>;
-  explicit BearerToken(const Digest& digest) : digest_(digest) {}
+  explicit BearerToken(const TokenDigest& digest) : digest_(digest) {}
 
-  Digest digest_;
+  TokenDigest digest_;
 };
 
 }  // namespace shard::security

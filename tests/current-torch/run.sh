@@ -50,6 +50,7 @@ packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev zlib1g-dev libssl-dev prometheus-cpp-dev libcli11-dev
+  libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev python3-torch
   python3-grpcio python3-protobuf python3-numpy python3-setuptools

@@ -2,7 +2,9 @@
 # Writes a throwaway PKI for the TLS tests into DIR:
 #   ca.pem / ca.key           the CA that signs both sides
 #   server.pem / server.key   CN=localhost, SAN localhost + 127.0.0.1
-#   client.pem / client.key   a client certificate signed by the CA
+#   client.pem / client.key   a client certificate signed by the CA (CN=trainer)
+#   spiffe.pem / spiffe.key   a client certificate with a URI SAN
+#                             (spiffe://shard.test/team-b/trainer) and a DNS SAN
 #   other-ca.pem              an unrelated CA (verification must fail)
 # Keys are EC P-256, valid for one day.
 set -euo pipefail
@@ -27,4 +29,6 @@ sign() {  # name subject extensions
 sign server "/CN=localhost" "subjectAltName=DNS:localhost,IP:127.0.0.1
 extendedKeyUsage=serverAuth"
 sign client "/CN=trainer" "extendedKeyUsage=clientAuth"
+sign spiffe "/CN=unlisted" "subjectAltName=URI:spiffe://shard.test/team-b/trainer,DNS:trainer-b.shard.test
+extendedKeyUsage=clientAuth"
 chmod 600 ./*.key

@@ -166,7 +166,12 @@ class Client:
     heartbeat() and store_add(), which make one attempt (the clients' table:
     proto/shard/v1/client_retries.json); every other error raises the
     ShardError subclass of its code at once. Each attempt is bounded by
-    `rpc_timeout` seconds (joins add their wait). While a call retries,
+    `rpc_timeout` seconds (joins add their wait). `token_file` is the
+    file of the bearer token the coordinator requires (None: the file the
+    SHARD_TOKEN_FILE environment variable names, as shardctl and
+    shard-train take it, so that samplers, DataLoader workers and torchrun
+    workers given only an address present their tenant's token). While a
+    call retries,
     `on_retrying` gets a line every 5 s or so (default: printed on stderr;
     None: silent): "shard: coordinator ADDR unavailable (JoinJob: ...);
     retrying for 55 s more (retry_deadline)".
@@ -182,6 +187,8 @@ class Client:
             raise ValueError("address must be host:port[,host:port...]")
         self._address = address
         self._on_retrying = on_retrying
+        if token_file is None:
+            token_file = os.environ.get("SHARD_TOKEN_FILE") or None
         self._replicas = Replicas(address, token_file, tls_ca, tls_cert,
                                   tls_key)
         self._metadata = self._replicas.metadata
