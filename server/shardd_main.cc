@@ -56,6 +56,7 @@
 
 namespace {
 
+using shard::server::FlushEventLog;
 using shard::server::LogEvent;
 
 // The memory shardd may use: the machine's, or its cgroup's limit (v2
@@ -200,9 +201,39 @@ int CheckEtcd(const shard::server::DaemonFlags&) {
 #endif
 
 // The coordinator gauges Prometheus reads at scrape time.
+// Each tenant's resources of the policy in force (none without one).
+std::vector<shard::metrics::TenantFigure> TenantFiguresOf(
+    shard::server::CoordinatorService& service,
+    const shard::security::PolicyHolder* policy) {
+  std::vector<shard::metrics::TenantFigure> figures;
+  if (policy == nullptr) return figures;
+  using Limits = shard::server::TenantLimits;
+  const auto refusals = policy->quota_refusals().Counts();
+  for (const Limits& tenant : policy->Current()->tenants()) {
+    const shard::server::TenantUsage usage = service.UsageOf(tenant);
+    const struct {
+      const char* resource;
+      uint64_t used;
+      std::optional<uint64_t> Limits::*quota;
+    } resources[] = {
+        {"jobs", usage.jobs, &Limits::max_jobs},
+        {"ranks", usage.ranks, &Limits::max_ranks},
+        {"store_bytes", usage.store_bytes, &Limits::max_store_bytes},
+        {"cost_bytes", usage.cost_bytes, &Limits::max_cost_bytes},
+        {"waiting_calls", usage.waiting_calls, &Limits::max_waiting_calls}};
+    for (const auto& [resource, used, quota] : resources) {
+      const auto refused = refusals.find({tenant.tenant, resource});
+      figures.push_back({tenant.tenant, resource, used, tenant.*quota,
+                         refused == refusals.end() ? 0 : refused->second});
+    }
+  }
+  return figures;
+}
+
 shard::metrics::CoordinatorView ViewOf(
     shard::server::CoordinatorService& service,
-    const shard::server::CoordinatorOptions& options) {
+    const shard::server::CoordinatorOptions& options,
+    const shard::security::PolicyHolder* policy) {
   using Kind = shard::server::WaitingCalls::Kind;
   shard::metrics::CoordinatorView view;
   shard::server::CoordinatorFigures figures = service.Figures();
@@ -222,6 +253,7 @@ shard::metrics::CoordinatorView ViewOf(
   view.cost_bytes_limit = options.max_cost_bytes;
   view.idle_jobs_expired = figures.idle_jobs_expired;
   view.batch_windows_arranged = figures.batch_windows_arranged;
+  view.tenants = TenantFiguresOf(service, policy);
   return view;
 }
 
@@ -427,7 +459,9 @@ int RunStandalone(const shard::server::DaemonFlags& flags,
   std::optional<shard::metrics::MetricsEndpoint> endpoint;
   if (!StartMetrics(
           flags, *metrics,
-          [raw = service.get(), options] { return ViewOf(*raw, options); },
+          [raw = service.get(), options, policy] {
+            return ViewOf(*raw, options, policy.get());
+          },
           endpoint)) {
     return kExitRuntimeError;
   }
@@ -493,11 +527,11 @@ int RunReplicated(const shard::server::DaemonFlags& flags,
   std::optional<shard::metrics::MetricsEndpoint> endpoint;
   if (!StartMetrics(
           flags, *metrics,
-          [raw = replica->get(), options] {
+          [raw = replica->get(), options, policy] {
             shard::metrics::CoordinatorView view;
             raw->WithLeaderService(
                 [&](shard::server::CoordinatorService& service) {
-                  view = ViewOf(service, options);
+                  view = ViewOf(service, options, policy.get());
                 });
             return view;
           },
@@ -575,11 +609,13 @@ int Run(const shard::server::DaemonFlags& flags) {
     absl::StatusOr<std::shared_ptr<shard::security::PolicyHolder>> loaded =
         shard::security::PolicyHolder::Load(flags.auth_policy);
     if (!loaded.ok()) {
+      FlushEventLog();  // The refusal's audit line first, not interleaved.
       std::cerr << "shardd: --auth-policy: " << loaded.status().message()
                 << "\n";
       return kExitUsage;
     }
     policy = *std::move(loaded);
+    options->tenant_limits_of = shard::security::TenantLimitsFrom(policy);
     if (flags.auth_policy_check_every > absl::ZeroDuration()) {
       policy_watch.emplace(policy, flags.auth_policy_check_every);
     }

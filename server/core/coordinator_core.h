@@ -40,6 +40,7 @@
 #include "server/plans/cost_store.h"
 #include "server/plans/epoch_order_cache.h"
 #include "server/state/coordinator_state.h"
+#include "server/state/tenant_limits.h"
 #include "server/storage/state_store.h"
 #include "server/waiting/after_unlock.h"
 #include "server/waiting/parked_calls.h"
@@ -92,6 +93,11 @@ struct CoordinatorOptions {
   // Costs no job names, and uploads that stalled, are removed after this
   // long (CostStore::Options::unclaimed_ttl).
   absl::Duration cost_upload_ttl = absl::Minutes(10);
+  // The tenant of a job under --auth-policy (unset: none): its quotas on
+  // jobs and ranks are checked as jobs are created and members join, on
+  // store bytes by the rendezvous store, on waiting calls by
+  // WaitingCalls (cost bytes: CostStore::Put's uploader).
+  TenantLimitsOf tenant_limits_of;
   // The clock leases are measured with.
   std::function<absl::Time()> now = [] { return absl::Now(); };
   // Told how long each hold of the core's lock lasted: each Decide (every

@@ -160,6 +160,7 @@ absl::StatusOr<const JobState*> LockedCore::CreateOrMatchJob(
     }
     return existing;
   }
+  if (absl::Status s = CheckTenantJobs(job_id); !s.ok()) return s;
   StateUpdate update;
   update.mutable_job_created()->set_job_id(job_id);
   *update.mutable_job_created()->mutable_spec() = spec;
@@ -173,6 +174,32 @@ absl::StatusOr<const JobState*> LockedCore::CreateOrMatchJob(
   core_.mu_.AssertHeld();
   if (core_.on_job_created_) core_.on_job_created_(*this, *created);
   return created;
+}
+
+std::shared_ptr<const TenantLimits> LockedCore::TenantOf(
+    absl::string_view job_id) const {
+  const TenantLimitsOf& tenant_of = core_.options_.tenant_limits_of;
+  return tenant_of ? tenant_of(job_id) : nullptr;
+}
+
+absl::Status LockedCore::CheckTenantJobs(absl::string_view job_id) const {
+  const std::shared_ptr<const TenantLimits> tenant = TenantOf(job_id);
+  if (tenant == nullptr || !tenant->max_jobs) return absl::OkStatus();
+  uint64_t jobs = 0;
+  tenant->jobs.ForEachMatch(state().jobs(), [&](const auto&) { ++jobs; });
+  return CheckTenantQuota(tenant.get(), &TenantLimits::max_jobs, "jobs", jobs,
+                          1);
+}
+
+absl::Status LockedCore::CheckTenantRanks(absl::string_view job_id) const {
+  const std::shared_ptr<const TenantLimits> tenant = TenantOf(job_id);
+  if (tenant == nullptr || !tenant->max_ranks) return absl::OkStatus();
+  uint64_t ranks = 0;
+  tenant->jobs.ForEachMatch(state().jobs(), [&](const auto& entry) {
+    ranks += entry.second->members.size();
+  });
+  return CheckTenantQuota(tenant.get(), &TenantLimits::max_ranks, "ranks",
+                          ranks, 1);
 }
 
 absl::Status LockedCore::EraseJob(const std::string& job_id,
@@ -207,6 +234,9 @@ absl::Status LockedCore::JoinMember(const std::string& job_id,
     }
   }
   const JobState* job = state().FindJob(job_id);
+  if (!job->IsMember(member_id)) {
+    if (absl::Status s = CheckTenantRanks(job_id); !s.ok()) return s;
+  }
   if (!job->IsMember(member_id) || job->AwaitsRejoin(member_id)) {
     // CoordinatorState::Check refuses a member past max_world_size.
     StateUpdate update;

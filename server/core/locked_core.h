@@ -28,6 +28,7 @@
 #include "server/core/write_path.h"
 #include "server/plans/epoch_order_cache.h"
 #include "server/state/coordinator_state.h"
+#include "server/state/tenant_limits.h"
 #include "server/storage/state_store.h"
 #include "server/waiting/after_unlock.h"
 #include "server/waiting/parked_calls.h"
@@ -81,7 +82,8 @@ class LockedCore {
               // its bounds (a launch's size)
   };
   // Creates the job or checks that the stored spec matches `spec` as
-  // `match` says; `conflict_code` is the error for a spec that does not.
+  // `match` says; `conflict_code` is the error for a spec that does not,
+  // RESOURCE_EXHAUSTED for a new job past its tenant's quota of jobs.
   // A created job has its epoch 0 prepared and is told to the core's
   // JobCreatedObserver.
   absl::StatusOr<const JobState*> CreateOrMatchJob(
@@ -96,7 +98,8 @@ class LockedCore {
   // generation. `launch_world_size` (0: not said) is the world its launcher
   // started it in, which a world forming afresh waits for. Then forms the
   // world if the members allow it, renewing it if the member's world lost
-  // its rendezvous keys, and renews the lease.
+  // its rendezvous keys, and renews the lease. A new member past its
+  // tenant's quota of ranks is RESOURCE_EXHAUSTED.
   absl::Status JoinMember(const std::string& job_id,
                           const std::string& member_id, uint64_t incarnation,
                           std::optional<uint32_t> requested_rank,
@@ -149,6 +152,14 @@ class LockedCore {
   // this process lost, so it cannot form its process group there.
   bool LostRendezvousOf(const JobState& job,
                         const std::string& member_id) const;
+  // The tenant of `job_id` (CoordinatorOptions::tenant_limits_of; null:
+  // none).
+  std::shared_ptr<const TenantLimits> TenantOf(absl::string_view job_id) const;
+  // RESOURCE_EXHAUSTED when creating `job_id` would pass its tenant's
+  // quota of jobs, or a new member of it its quota of ranks (the members
+  // its jobs hold).
+  absl::Status CheckTenantJobs(absl::string_view job_id) const;
+  absl::Status CheckTenantRanks(absl::string_view job_id) const;
 
   CoordinatorCore& core_;
   AfterUnlock& then_;

@@ -33,8 +33,8 @@ absl::Status RendezvousStore::CheckValue(const std::string& value) const {
   return absl::OkStatus();
 }
 
-absl::Status RendezvousStore::Put(Space& space, const std::string& key,
-                                  std::string value) {
+absl::Status RendezvousStore::Put(const Scope& scope, Space& space,
+                                  const std::string& key, std::string value) {
   auto existing = space.find(key);
   if (existing == space.end() && space.size() >= limits_.max_keys_per_space) {
     return absl::ResourceExhaustedError(
@@ -50,9 +50,36 @@ absl::Status RendezvousStore::Put(Space& space, const std::string& key,
         " more would exceed its budget of ", limits_.max_total_bytes,
         " bytes (shardd --store-max-bytes); delete keys or end generations"));
   }
+  if (added > freed) {
+    if (absl::Status s = CheckTenantBytes(scope.first, added - freed);
+        !s.ok()) {
+      return s;
+    }
+  }
   total_bytes_ = total_bytes_ - freed + added;
+  size_t& job_bytes = job_bytes_[scope.first];
+  job_bytes = job_bytes - freed + added;
   space.insert_or_assign(key, std::move(value));
   return absl::OkStatus();
+}
+
+absl::Status RendezvousStore::CheckTenantBytes(const std::string& job_id,
+                                               size_t more) const {
+  if (!tenant_of_) return absl::OkStatus();
+  const std::shared_ptr<const TenantLimits> tenant = tenant_of_(job_id);
+  if (tenant == nullptr || !tenant->max_store_bytes) return absl::OkStatus();
+  uint64_t used = 0;
+  tenant->jobs.ForEachMatch(job_bytes_,
+                            [&](const auto& entry) { used += entry.second; });
+  return CheckTenantQuota(tenant.get(), &TenantLimits::max_store_bytes,
+                          "store_bytes", used, more);
+}
+
+void RendezvousStore::Forget(const std::string& job_id, size_t bytes) {
+  auto it = job_bytes_.find(job_id);
+  if (it == job_bytes_.end()) return;
+  it->second -= bytes;
+  if (it->second == 0) job_bytes_.erase(it);
 }
 
 void RendezvousStore::DropSpaces(std::map<Scope, Space>::iterator first,
@@ -62,7 +89,12 @@ void RendezvousStore::DropSpaces(std::map<Scope, Space>::iterator first,
   std::vector<Scope> dropped;
   for (auto it = first; it != last; ++it) {
     dropped.push_back(it->first);
-    for (const auto& [key, value] : it->second) freed += EntryBytes(key, value);
+    size_t space_bytes = 0;
+    for (const auto& [key, value] : it->second) {
+      space_bytes += EntryBytes(key, value);
+    }
+    Forget(it->first.first, space_bytes);
+    freed += space_bytes;
   }
   spaces_.erase(first, last);
   for (const Scope& scope : dropped) parked_.Wake(TopicOf(scope), then);
@@ -109,7 +141,9 @@ void RendezvousStore::Drain() {
   parked_.WakeAll(lock.then());
 }
 
-RendezvousStore::RendezvousStore(RendezvousLimits limits) : limits_(limits) {}
+RendezvousStore::RendezvousStore(RendezvousLimits limits,
+                                 TenantLimitsOf tenant_of)
+    : limits_(limits), tenant_of_(std::move(tenant_of)) {}
 
 RendezvousStore::~RendezvousStore() {
   UnlockThenRun lock(&mu_);
@@ -124,6 +158,14 @@ size_t RendezvousStore::open_spaces() const {
 size_t RendezvousStore::total_bytes() const {
   absl::MutexLock lock(&mu_);
   return total_bytes_;
+}
+
+size_t RendezvousStore::BytesOf(const JobPattern& jobs) const {
+  absl::MutexLock lock(&mu_);
+  size_t bytes = 0;
+  jobs.ForEachMatch(job_bytes_,
+                    [&](const auto& entry) { bytes += entry.second; });
+  return bytes;
 }
 
 std::string RendezvousStore::TopicOf(const Scope& scope) {
@@ -244,7 +286,8 @@ absl::Status RendezvousStore::Set(const Scope& scope, const std::string& key,
   UnlockThenRun lock(&mu_);
   absl::StatusOr<Space*> space = LiveSpace(scope);
   if (!space.ok()) return space.status();
-  if (absl::Status s = Put(**space, key, std::move(value)); !s.ok()) return s;
+  if (absl::Status s = Put(scope, **space, key, std::move(value)); !s.ok())
+    return s;
   parked_.Wake(TopicOf(scope), lock.then());
   return absl::OkStatus();
 }
@@ -268,7 +311,7 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const Scope& scope,
         absl::StrCat("store key \"", key, "\" holds ", value, "; adding ",
                      delta, " overflows a signed 64-bit integer"));
   }
-  if (absl::Status s = Put(**space, key, absl::StrCat(sum)); !s.ok()) {
+  if (absl::Status s = Put(scope, **space, key, absl::StrCat(sum)); !s.ok()) {
     return s;
   }
   parked_.Wake(TopicOf(scope), lock.then());
@@ -286,12 +329,12 @@ absl::StatusOr<std::string> RendezvousStore::CompareSet(
   auto it = (*space)->find(key);
   if (it == (*space)->end()) {
     if (!expected.empty()) return expected;
-    if (absl::Status s = Put(**space, key, desired); !s.ok()) return s;
+    if (absl::Status s = Put(scope, **space, key, desired); !s.ok()) return s;
     parked_.Wake(TopicOf(scope), lock.then());
     return desired;
   }
   if (it->second != expected) return it->second;
-  if (absl::Status s = Put(**space, key, desired); !s.ok()) return s;
+  if (absl::Status s = Put(scope, **space, key, desired); !s.ok()) return s;
   return desired;
 }
 
@@ -303,7 +346,9 @@ absl::StatusOr<bool> RendezvousStore::Delete(const Scope& scope,
   if (!space.ok()) return space.status();
   auto it = (*space)->find(key);
   if (it == (*space)->end()) return false;
-  total_bytes_ -= EntryBytes(key, it->second);
+  const size_t freed = EntryBytes(key, it->second);
+  total_bytes_ -= freed;
+  Forget(scope.first, freed);
   (*space)->erase(it);
   return true;
 }

@@ -9,12 +9,12 @@
 // caller's generation check just before the generation ended answers
 // ABORTED and never re-creates the space. Kept in memory only: process
 // groups are re-formed after a coordinator restart. Checks keys, sizes and
-// integer overflow, and bounds the bytes all spaces hold together
-// (RESOURCE_EXHAUSTED beyond). Thread-safe. Waiting gets and waits are
-// parked (ParkedCalls: no thread each) and end when their keys are set, at
-// their deadline, when their generation ends (ABORTED), on Drain()
-// (UNAVAILABLE) or when cancelled (CANCELLED). They are answered by the
-// thread that ends their wait, outside every lock: a setter once it let go
+// integer overflow, and bounds the bytes all spaces hold together, and a
+// tenant's spaces under its quota (RESOURCE_EXHAUSTED beyond). Thread-safe.
+// Waiting gets and waits are parked (ParkedCalls: no thread each) and end when
+// their keys are set, at their deadline, when their generation ends (ABORTED),
+// on Drain() (UNAVAILABLE) or when cancelled (CANCELLED). They are answered by
+// the thread that ends their wait, outside every lock: a setter once it let go
 // of this store's lock; EndGeneration() and EndJob(), called under the
 // coordinator's lock, leave theirs to the caller's AfterUnlock.
 #ifndef SERVER_CORE_RENDEZVOUS_STORE_H_
@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/state/tenant_limits.h"
 #include "server/waiting/after_unlock.h"
 #include "server/waiting/parked_calls.h"
 #include "server/waiting/reply.h"
@@ -55,7 +56,10 @@ class RendezvousStore {
   // What one key costs beyond its key and value bytes (map node, strings).
   static constexpr size_t kEntryOverheadBytes = 96;
 
-  explicit RendezvousStore(RendezvousLimits limits = {});
+  // `tenant_of` (unset: no tenants) adds each tenant's quota of store
+  // bytes to the limits: a tenant's spaces together stay under it.
+  explicit RendezvousStore(RendezvousLimits limits = {},
+                           TenantLimitsOf tenant_of = nullptr);
   // Ends every parked call (UNAVAILABLE).
   ~RendezvousStore();
 
@@ -103,6 +107,8 @@ class RendezvousStore {
   size_t open_spaces() const ABSL_LOCKS_EXCLUDED(mu_);
   // Bytes all open spaces hold (as counted against max_total_bytes).
   size_t total_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Bytes the spaces of the jobs `jobs` matches hold (a tenant's).
+  size_t BytesOf(const JobPattern& jobs) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   using Space = std::map<std::string, std::string>;
@@ -112,11 +118,19 @@ class RendezvousStore {
   }
   absl::Status CheckKey(const std::string& key) const;
   absl::Status CheckValue(const std::string& value) const;
-  // Stores key = value in `space` unless that exceeds the space's key limit
-  // or the total byte budget (RESOURCE_EXHAUSTED, nothing changed).
-  absl::Status Put(Space& space, const std::string& key, std::string value)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores key = value in `space` (of `scope`) unless that exceeds the
+  // space's key limit, the total byte budget or its tenant's quota
+  // (RESOURCE_EXHAUSTED, nothing changed).
+  absl::Status Put(const Scope& scope, Space& space, const std::string& key,
+                   std::string value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the spaces in [first, last) and their bytes.
+  // RESOURCE_EXHAUSTED when `more` bytes in a space of `job_id` would pass
+  // its tenant's quota of store bytes.
+  absl::Status CheckTenantBytes(const std::string& job_id, size_t more) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `bytes` of the job's spaces were freed.
+  void Forget(const std::string& job_id, size_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropSpaces(std::map<Scope, Space>::iterator first,
                   std::map<Scope, Space>::iterator last, AfterUnlock& then)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -149,9 +163,13 @@ class RendezvousStore {
   struct ParkedKeys;
 
   const RendezvousLimits limits_;
+  const TenantLimitsOf tenant_of_;
   mutable absl::Mutex mu_;
   std::map<Scope, Space> spaces_ ABSL_GUARDED_BY(mu_);
   size_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // The bytes of each job's spaces (jobs holding none are left out), for
+  // its tenant's quota.
+  std::map<std::string, size_t, std::less<>> job_bytes_ ABSL_GUARDED_BY(mu_);
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   // Gets and waits for keys, by scope. Declared last: destroyed first.
   ParkedCalls parked_{&mu_};

@@ -200,6 +200,35 @@ std::vector<prometheus::MetricFamily> JobFamilies(const CoordinatorView& view) {
   return families;
 }
 
+// The tenants' resources against their quotas, and the refusals.
+std::vector<prometheus::MetricFamily> TenantFamilies(
+    const CoordinatorView& view) {
+  std::vector<prometheus::MetricFamily> families = {
+      GaugeFamily("shard_tenant_used",
+                  "What a tenant's jobs hold now, by resource (jobs, ranks, "
+                  "store_bytes, cost_bytes, waiting_calls; shardd "
+                  "--auth-policy)."),
+      GaugeFamily("shard_tenant_quota",
+                  "A tenant's quota of a resource (only those its policy "
+                  "sets)."),
+      CounterFamily("shard_tenant_quota_refusals_total",
+                    "Calls refused RESOURCE_EXHAUSTED for a tenant's quota, "
+                    "by resource, since shardd started.")};
+  for (const TenantFigure& figure : view.tenants) {
+    const std::vector<prometheus::ClientMetric::Label> labels = {
+        {"resource", figure.resource}, {"tenant", figure.tenant}};
+    families[0].metric.push_back(
+        GaugeValue(labels, static_cast<double>(figure.used)));
+    if (figure.quota) {
+      families[1].metric.push_back(
+          GaugeValue(labels, static_cast<double>(*figure.quota)));
+    }
+    families[2].metric.push_back(
+        CounterValue(labels, static_cast<double>(figure.refusals)));
+  }
+  return families;
+}
+
 // Job and coordinator gauges, built from the coordinator at scrape time.
 class CoordinatorGauges : public prometheus::Collectable {
  public:
@@ -209,6 +238,9 @@ class CoordinatorGauges : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     const CoordinatorView view = view_();
     std::vector<prometheus::MetricFamily> families = JobFamilies(view);
+    for (prometheus::MetricFamily& family : TenantFamilies(view)) {
+      families.push_back(std::move(family));
+    }
     prometheus::MetricFamily waiting = GaugeFamily(
         "shard_waiting_calls",
         "Calls blocked waiting right now (joins for their world, store "

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,8 +92,20 @@ class ServerMetrics {
   prometheus::Gauge& core_lock_hold_max_;
 };
 
+// One resource of one tenant (--auth-policy): what it holds, its quota
+// (unset: none) and the calls refused for that quota so far.
+struct TenantFigure {
+  std::string tenant;
+  std::string resource;  // jobs, ranks, store_bytes, cost_bytes, waiting_calls
+  uint64_t used = 0;
+  std::optional<uint64_t> quota;
+  uint64_t refusals = 0;
+};
+
 // What the coordinator reports at scrape time.
 struct CoordinatorView {
+  // Each tenant's resources (empty without --auth-policy).
+  std::vector<TenantFigure> tenants;
   // Empty when unavailable (draining).
   std::vector<server::JobFigures> jobs;
   // Calls waiting right now, by method name, and their common limit.

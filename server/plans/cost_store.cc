@@ -62,8 +62,46 @@ absl::Status CostStore::Reserve(uint64_t more) {
   return absl::OkStatus();
 }
 
+absl::Status CostStore::Reserve(uint64_t more, const TenantLimits* tenant) {
+  if (tenant != nullptr) {
+    const auto charged = tenant_bytes_.find(tenant->tenant);
+    const uint64_t used = charged == tenant_bytes_.end() ? 0 : charged->second;
+    if (absl::Status s = CheckTenantQuota(tenant, &TenantLimits::max_cost_bytes,
+                                          "cost_bytes", used, more);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = Reserve(more); !s.ok()) return s;
+  if (tenant != nullptr) Charge(tenant->tenant, static_cast<int64_t>(more));
+  return absl::OkStatus();
+}
+
+void CostStore::Charge(const std::string& tenant, int64_t delta) {
+  if (tenant.empty() || delta == 0) return;
+  uint64_t& bytes = tenant_bytes_[tenant];
+  bytes += delta;
+  if (bytes == 0) tenant_bytes_.erase(tenant);
+}
+
+uint64_t CostStore::TenantBytes(absl::string_view tenant) const {
+  absl::MutexLock lock(&mu_);
+  const auto charged = tenant_bytes_.find(tenant);
+  return charged == tenant_bytes_.end() ? 0 : charged->second;
+}
+
+namespace {
+
+// The name an upload's bytes are charged to ("": none).
+std::string TenantName(const std::shared_ptr<const TenantLimits>& tenant) {
+  return tenant == nullptr ? "" : tenant->tenant;
+}
+
+}  // namespace
+
 absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Put(
-    const shard::v1::PutCostsRequest& request) {
+    const shard::v1::PutCostsRequest& request,
+    std::shared_ptr<const TenantLimits> uploader) {
   if (absl::Status s = CheckPiece(request); !s.ok()) return s;
   const uint64_t piece = request.costs_le32().size() / 4;
   Upload finished;
@@ -77,12 +115,17 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Put(
       if (auto staged = uploads_.find(request.sha256());
           staged != uploads_.end()) {
         bytes_ -= staged->second.le32.size();
+        Charge(TenantName(staged->second.tenant),
+               -static_cast<int64_t>(staged->second.le32.size()));
         uploads_.erase(staged);
       }
       return Received(table->second->size(), true);
     }
     Upload& upload = uploads_[request.sha256()];
-    if (upload.count == 0) upload.count = request.count();
+    if (upload.count == 0) {
+      upload.count = request.count();
+      upload.tenant = std::move(uploader);
+    }
     upload.last_piece = now;
     const uint64_t received = upload.le32.size() / 4;
     if (upload.count != request.count()) {
@@ -107,7 +150,12 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Put(
           " differs from the costs received there; expected the piece at ",
           received));
     }
-    if (absl::Status s = Reserve(piece * 4); !s.ok()) return s;
+    if (absl::Status s = Reserve(piece * 4, upload.tenant.get()); !s.ok()) {
+      // A refused first piece leaves no upload behind: the next uploader
+      // of these costs starts it, charged to its own tenant.
+      if (upload.le32.empty()) uploads_.erase(request.sha256());
+      return s;
+    }
     upload.le32.append(request.costs_le32());
     if (upload.le32.size() / 4 < upload.count) {
       return Received(upload.le32.size() / 4, false);
@@ -140,13 +188,21 @@ absl::StatusOr<shard::v1::PutCostsResponse> CostStore::Complete(
         plan::CostTable::FromLittleEndian32(upload.le32));
   }
   absl::MutexLock lock(&mu_);
+  const std::string tenant = TenantName(upload.tenant);
   bytes_ -= upload.le32.size();
+  Charge(tenant, -static_cast<int64_t>(upload.le32.size()));
   if (!kept.ok()) return kept;
   // Costs read back from the blobs meanwhile (a create, join or stream
   // asked for them) are the same costs: keep that table, counted once.
+  // The table (2 or 4 bytes a sample) is no larger than its upload was,
+  // so charging it needs no check.
   if (auto [resident, added] = tables_.try_emplace(sha256, std::move(table));
       added) {
     bytes_ += resident->second->MemoryBytes();
+    if (!tenant.empty()) {
+      Charge(tenant, static_cast<int64_t>(resident->second->MemoryBytes()));
+      charged_to_[sha256] = tenant;
+    }
   }
   last_put_[sha256] = options_.now();
   return Received(upload.count, true);
@@ -282,6 +338,8 @@ void CostStore::ExpireUnclaimed() {
       continue;
     }
     bytes_ -= it->second.le32.size();
+    Charge(TenantName(it->second.tenant),
+           -static_cast<int64_t>(it->second.le32.size()));
     uploads_.erase(it++);
   }
   std::vector<std::string> unclaimed;
@@ -302,6 +360,11 @@ void CostStore::Remove(const std::string& sha256) {
   last_put_.erase(sha256);
   if (auto table = tables_.find(sha256); table != tables_.end()) {
     bytes_ -= table->second->MemoryBytes();
+    if (auto charged = charged_to_.find(sha256); charged != charged_to_.end()) {
+      Charge(charged->second,
+             -static_cast<int64_t>(table->second->MemoryBytes()));
+      charged_to_.erase(charged);
+    }
     tables_.erase(table);
   }
   if (blobs_ != nullptr) {

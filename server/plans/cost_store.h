@@ -13,7 +13,11 @@
 //
 // Memory: staged uploads (4 bytes a sample) and resident tables together
 // stay under `max_bytes`; a piece that would pass it is refused with
-// RESOURCE_EXHAUSTED naming the figure and --max-cost-bytes.
+// RESOURCE_EXHAUSTED naming the figure and --max-cost-bytes. Under
+// --auth-policy an upload and the table it becomes are charged to the
+// tenant of the principal whose first piece it took, and stay under that
+// tenant's quota of cost bytes too (tables read back from the blobs after
+// a restart are charged to no tenant).
 //
 // Lifetime: the core tells the store which jobs name which costs (Claim,
 // Unclaim). When the last job naming costs goes, their table and blob are
@@ -45,6 +49,7 @@
 #include "absl/time/time.h"
 #include "common/plan/batches/cost_table.h"
 #include "server/runtime/work_pool.h"
+#include "server/state/tenant_limits.h"
 #include "server/storage/cost_blobs.h"
 #include "shard/v1/shard.pb.h"
 
@@ -70,9 +75,13 @@ class CostStore {
   // Costs are durable in `blobs`, or live in memory only when it is null.
   CostStore(std::shared_ptr<storage::CostBlobs> blobs, Options options);
 
-  // One piece of an upload (see PutCosts in shard.proto).
+  // One piece of an upload (see PutCosts in shard.proto), by a principal
+  // of `uploader`'s tenant (null: none).
   absl::StatusOr<shard::v1::PutCostsResponse> Put(
-      const shard::v1::PutCostsRequest& request);
+      const shard::v1::PutCostsRequest& request,
+      std::shared_ptr<const TenantLimits> uploader = nullptr);
+  // The cost bytes charged to `tenant` now (metrics).
+  uint64_t TenantBytes(absl::string_view tenant) const;
 
   using CostsCallback = absl::AnyInvocable<
       void(absl::StatusOr<std::shared_ptr<const plan::CostTable>>) &&>;
@@ -119,6 +128,7 @@ class CostStore {
     uint64_t count = 0;
     std::string le32;  // the pieces received so far
     absl::Time last_piece;
+    std::shared_ptr<const TenantLimits> tenant;  // Charged; null: none.
   };
 
   // Finishes a complete upload: digest, file, table.
@@ -127,6 +137,12 @@ class CostStore {
       ABSL_LOCKS_EXCLUDED(mu_, blob_mu_);
   // RESOURCE_EXHAUSTED when `more` bytes would pass the budget.
   absl::Status Reserve(uint64_t more) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reserve(), within `tenant`'s quota too (null: no tenant), charged to it.
+  absl::Status Reserve(uint64_t more, const TenantLimits* tenant)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds `delta` bytes to what `tenant` is charged ("": none).
+  void Charge(const std::string& tenant, int64_t delta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // On the loader thread: ReadStoredCosts, keep the table, answer every
   // waiter.
   void Load(const std::string& sha256) ABSL_LOCKS_EXCLUDED(mu_);
@@ -154,6 +170,11 @@ class CostStore {
   uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // Jobs naming each costs set (absent: none).
   absl::flat_hash_map<std::string, uint32_t> claims_ ABSL_GUARDED_BY(mu_);
+  // The tenant each resident table is charged to (uploaded under one).
+  absl::flat_hash_map<std::string, std::string> charged_to_
+      ABSL_GUARDED_BY(mu_);
+  // Bytes charged to each tenant (those with none are left out).
+  absl::flat_hash_map<std::string, uint64_t> tenant_bytes_ ABSL_GUARDED_BY(mu_);
   // The last PutCosts (or AdoptStored) of costs since a job last claimed
   // them: uploads waiting for their CreateJob.
   absl::flat_hash_map<std::string, absl::Time> last_put_ ABSL_GUARDED_BY(mu_);

@@ -192,6 +192,19 @@ std::function<bool(absl::string_view)> CallAuthorizer::ViewFilter(
   };
 }
 
+std::shared_ptr<const TenantLimits> CallAuthorizer::UploaderTenant(
+    grpc::ServerContextBase* context) const {
+  if (options_.policy == nullptr) return nullptr;
+  std::shared_ptr<const security::AccessPolicy> policy =
+      options_.policy->Current();
+  absl::StatusOr<const security::Principal*> principal =
+      Identify(context, *policy);
+  if (!principal.ok()) return nullptr;
+  const TenantLimits* tenant = policy->UploaderTenantOf(**principal);
+  if (tenant == nullptr) return nullptr;
+  return std::shared_ptr<const TenantLimits>(std::move(policy), tenant);
+}
+
 std::function<absl::Status()> CallAuthorizer::Recheck(
     grpc::ServerContextBase* context, const CallRule& rule,
     std::string job_id) const {

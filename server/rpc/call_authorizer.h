@@ -25,6 +25,7 @@
 #include "server/security/bearer_token.h"
 #include "server/security/call_rules.h"
 #include "server/security/policy_holder.h"
+#include "server/state/tenant_limits.h"
 
 namespace shard::server {
 
@@ -51,6 +52,11 @@ class CallAuthorizer {
   // ListJobs' filter: whether the caller may view a job (every job
   // without a policy). Valid while `context` is.
   std::function<bool(absl::string_view job_id)> ViewFilter(
+      grpc::ServerContextBase* context) const;
+
+  // The tenant the caller's cost uploads are charged to (null: none, or
+  // no policy). Valid while `context` is.
+  std::shared_ptr<const TenantLimits> UploaderTenant(
       grpc::ServerContextBase* context) const;
 
   // A stream's check before each chunk: Check() again whenever the policy

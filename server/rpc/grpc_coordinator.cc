@@ -122,7 +122,8 @@ grpc::ServerUnaryReactor* GrpcCoordinator::PutCosts(
     shard::v1::PutCostsResponse* response) {
   return Serve(context, "PutCosts", "", response,
                [&](CoordinatorService& service) {
-                 return service.jobs().PutCosts(*request);
+                 return service.jobs().PutCosts(
+                     *request, authorizer_.UploaderTenant(context));
                });
 }
 

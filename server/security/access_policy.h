@@ -1,7 +1,8 @@
 // Who may do what under `shardd --auth-policy`: principals (a bearer
 // token, kept as its SHA-256 digest, or an mTLS client identity), each
 // with a name and grants (a role on a pattern of job ids), and tenants (a
-// pattern of job ids with quotas). policy_file.h builds one from the
+// pattern of job ids with quotas: server/state/tenant_limits.h).
+// policy_file.h builds one from the
 // policy file; call_rules.h says which role each RPC needs.
 //
 // Roles: `viewer` reads a job (GetJob, PreviewShard, ListJobs shows it);
@@ -24,6 +25,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "server/state/job_pattern.h"
+#include "server/state/tenant_limits.h"
 
 namespace shard::security {
 
@@ -33,28 +36,7 @@ enum class Role { kViewer, kMember, kAdmin };
 absl::string_view RoleName(Role role);
 std::optional<Role> RoleNamed(absl::string_view name);
 
-// A set of job ids: "*" (every job), "PREFIX*" (the ids that start with
-// PREFIX, e.g. "team-a-*") or one job id. PREFIX and ids use the job id's
-// characters, [A-Za-z0-9._-].
-class JobPattern {
- public:
-  // INVALID_ARGUMENT (the reason, without a position) for anything else.
-  static absl::StatusOr<JobPattern> Parse(absl::string_view text);
-
-  bool Matches(absl::string_view job_id) const;
-  // Some job id matches both.
-  bool Overlaps(const JobPattern& other) const;
-  bool MatchesEveryJob() const { return prefix_.empty() && !exact_; }
-  // As written in the policy.
-  std::string text() const { return exact_ ? prefix_ : prefix_ + "*"; }
-
- private:
-  JobPattern(std::string prefix, bool exact)
-      : prefix_(std::move(prefix)), exact_(exact) {}
-
-  std::string prefix_;  // The id itself when exact_.
-  bool exact_;
-};
+using server::JobPattern;
 
 struct Grant {
   Role role;
@@ -77,22 +59,6 @@ struct Principal {
   bool IsClusterAdmin() const;
 };
 
-// Limits on what one tenant's jobs may hold at once; unset: only the
-// coordinator's global limits apply.
-struct TenantQuota {
-  std::optional<uint64_t> jobs;
-  std::optional<uint64_t> ranks;
-  std::optional<uint64_t> store_bytes;
-  std::optional<uint64_t> cost_bytes;
-  std::optional<uint64_t> waiting_calls;
-};
-
-struct Tenant {
-  std::string name;  // As Principal::name.
-  JobPattern jobs;   // No two tenants' patterns overlap.
-  TenantQuota quota;
-};
-
 class AccessPolicy {
  public:
   using Digest = std::array<uint8_t, 32>;
@@ -102,7 +68,7 @@ class AccessPolicy {
   AccessPolicy(std::vector<Principal> principals,
                std::map<Digest, size_t> by_token_digest,
                std::map<std::string, size_t, std::less<>> by_identity,
-               std::vector<Tenant> tenants);
+               std::vector<server::TenantLimits> tenants);
 
   // The principal a bearer token's SHA-256 digest names (null: none).
   const Principal* ByTokenDigest(const Digest& digest) const;
@@ -110,10 +76,15 @@ class AccessPolicy {
   // or the subject's CN; null: none).
   const Principal* ByIdentity(absl::string_view identity) const;
   // The tenant whose pattern matches `job_id` (null: none).
-  const Tenant* TenantOf(absl::string_view job_id) const;
+  const server::TenantLimits* TenantOf(absl::string_view job_id) const;
+  // The tenant whose jobs include every job `principal` is a member of:
+  // the one its cost uploads (which name no job) are charged to (null:
+  // none, or its member grants span several tenants).
+  const server::TenantLimits* UploaderTenantOf(
+      const Principal& principal) const;
 
   const std::vector<Principal>& principals() const { return principals_; }
-  const std::vector<Tenant>& tenants() const { return tenants_; }
+  const std::vector<server::TenantLimits>& tenants() const { return tenants_; }
   // Some principal is named by a certificate identity.
   bool NamesIdentities() const { return !by_identity_.empty(); }
 
@@ -121,7 +92,7 @@ class AccessPolicy {
   std::vector<Principal> principals_;
   std::map<Digest, size_t> by_token_digest_;
   std::map<std::string, size_t, std::less<>> by_identity_;
-  std::vector<Tenant> tenants_;
+  std::vector<server::TenantLimits> tenants_;
 };
 
 }  // namespace shard::security

@@ -31,6 +31,9 @@ int LineOf(const YAML::Node& node) { return std::max(node.Mark().line, 0) + 1; }
 // the first mistake.
 class PolicyReader {
  public:
+  explicit PolicyReader(std::shared_ptr<server::QuotaRefusals> refusals)
+      : refusals_(std::move(refusals)) {}
+
   AccessPolicy Read(const YAML::Node& root) {
     if (!root.IsMap()) Fail(root, "the policy is a map with \"principals\"");
     CheckKeys(root, {"tenants", "principals"});
@@ -107,15 +110,21 @@ class PolicyReader {
     return limit;
   }
 
-  static TenantQuota Quota(const YAML::Node& tenant) {
+  // `tenant`'s name, pattern and quota.
+  server::TenantLimits Limits(const YAML::Node& tenant) const {
+    server::TenantLimits limits{Name(tenant), Pattern(tenant), {}, {}, {}, {},
+                                {},           refusals_};
     const YAML::Node quota = tenant["quota"];
-    if (!quota) return {};
+    if (!quota) return limits;
     if (!quota.IsMap()) Fail(quota, "\"quota\" is a map of limits");
     CheckKeys(quota,
               {"jobs", "ranks", "store_bytes", "cost_bytes", "waiting_calls"});
-    return TenantQuota{Limit(quota, "jobs"), Limit(quota, "ranks"),
-                       Limit(quota, "store_bytes"), Limit(quota, "cost_bytes"),
-                       Limit(quota, "waiting_calls")};
+    limits.max_jobs = Limit(quota, "jobs");
+    limits.max_ranks = Limit(quota, "ranks");
+    limits.max_store_bytes = Limit(quota, "store_bytes");
+    limits.max_cost_bytes = Limit(quota, "cost_bytes");
+    limits.max_waiting_calls = Limit(quota, "waiting_calls");
+    return limits;
   }
 
   void ReadTenants(const YAML::Node& tenants) {
@@ -123,16 +132,16 @@ class PolicyReader {
     for (const YAML::Node& node : CheckList(tenants, "\"tenants\"")) {
       if (!node.IsMap()) Fail(node, "a tenant is a map");
       CheckKeys(node, {"name", "jobs", "quota"});
-      Tenant tenant{Name(node), Pattern(node), Quota(node)};
-      if (!names.insert(tenant.name).second) {
-        Fail(node, absl::StrCat("tenant \"", tenant.name, "\" is repeated"));
+      server::TenantLimits tenant = Limits(node);
+      if (!names.insert(tenant.tenant).second) {
+        Fail(node, absl::StrCat("tenant \"", tenant.tenant, "\" is repeated"));
       }
-      for (const Tenant& other : tenants_) {
+      for (const server::TenantLimits& other : tenants_) {
         if (other.jobs.Overlaps(tenant.jobs)) {
           Fail(node["jobs"],
-               absl::StrCat("tenant \"", tenant.name, "\"'s jobs \"",
+               absl::StrCat("tenant \"", tenant.tenant, "\"'s jobs \"",
                             tenant.jobs.text(), "\" overlap tenant \"",
-                            other.name, "\"'s \"", other.jobs.text(),
+                            other.tenant, "\"'s \"", other.jobs.text(),
                             "\" (a job belongs to at most one tenant)"));
         }
       }
@@ -214,18 +223,21 @@ class PolicyReader {
     }
   }
 
+  const std::shared_ptr<server::QuotaRefusals> refusals_;
   std::vector<Principal> principals_;
   std::map<AccessPolicy::Digest, size_t> by_digest_;
   std::map<std::string, size_t, std::less<>> by_identity_;
-  std::vector<Tenant> tenants_;
+  std::vector<server::TenantLimits> tenants_;
 };
 
 }  // namespace
 
-absl::StatusOr<AccessPolicy> ParsePolicy(absl::string_view text,
-                                         absl::string_view file) {
+absl::StatusOr<AccessPolicy> ParsePolicy(
+    absl::string_view text, absl::string_view file,
+    std::shared_ptr<server::QuotaRefusals> refusals) {
   try {
-    return PolicyReader().Read(YAML::Load(std::string(text)));
+    return PolicyReader(std::move(refusals))
+        .Read(YAML::Load(std::string(text)));
   } catch (const PolicyError& error) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ":", error.line, ": ", error.reason));

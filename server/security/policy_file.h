@@ -21,17 +21,21 @@
 #ifndef SERVER_SECURITY_POLICY_FILE_H_
 #define SERVER_SECURITY_POLICY_FILE_H_
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "server/security/access_policy.h"
+#include "server/state/tenant_limits.h"
 
 namespace shard::security {
 
-// The policy in `text`; errors name `file` ("FILE:LINE: reason").
-absl::StatusOr<AccessPolicy> ParsePolicy(absl::string_view text,
-                                         absl::string_view file);
+// The policy in `text`; errors name `file` ("FILE:LINE: reason"). Its
+// tenants count their quota refusals in `refusals` (null: not counted).
+absl::StatusOr<AccessPolicy> ParsePolicy(
+    absl::string_view text, absl::string_view file,
+    std::shared_ptr<server::QuotaRefusals> refusals = nullptr);
 
 // ParsePolicy of the file at `path`; INVALID_ARGUMENT naming it if it
 // cannot be read.

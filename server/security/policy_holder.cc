@@ -36,7 +36,7 @@ absl::Status PolicyHolder::Read(bool only_if_changed) {
   if (in) {
     std::string text = bytes.str();
     if (only_if_changed && text == last_text_) return absl::OkStatus();
-    policy = ParsePolicy(text, path_);
+    policy = ParsePolicy(text, path_, refusals_);
     last_text_ = std::move(text);
   }
   if (!policy.ok()) {
@@ -61,6 +61,18 @@ absl::Status PolicyHolder::Read(bool only_if_changed) {
   }
   Audit(loaded);
   return absl::OkStatus();
+}
+
+server::TenantLimitsOf TenantLimitsFrom(std::shared_ptr<PolicyHolder> holder) {
+  return [holder = std::move(holder)](absl::string_view job_id)
+             -> std::shared_ptr<const server::TenantLimits> {
+    std::shared_ptr<const AccessPolicy> policy = holder->Current();
+    const server::TenantLimits* tenant = policy->TenantOf(job_id);
+    if (tenant == nullptr) return nullptr;
+    // Shares the policy's ownership: valid after a reload replaced it.
+    return std::shared_ptr<const server::TenantLimits>(std::move(policy),
+                                                       tenant);
+  };
 }
 
 }  // namespace shard::security

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/security/access_policy.h"
+#include "server/state/tenant_limits.h"
 
 namespace shard::security {
 
@@ -36,6 +37,8 @@ class PolicyHolder {
   absl::Status ReloadIfChanged();
 
   const std::string& path() const { return path_; }
+  // The tenants' quota refusals, across reloads.
+  const server::QuotaRefusals& quota_refusals() const { return *refusals_; }
 
  private:
   explicit PolicyHolder(std::string path) : path_(std::move(path)) {}
@@ -44,12 +47,18 @@ class PolicyHolder {
   absl::Status Read(bool only_if_changed);
 
   const std::string path_;
+  const std::shared_ptr<server::QuotaRefusals> refusals_ =
+      std::make_shared<server::QuotaRefusals>();
   mutable absl::Mutex mu_;
   std::shared_ptr<const AccessPolicy> current_ ABSL_GUARDED_BY(mu_);
   // Serializes reads, so that two reloads do not interleave.
   absl::Mutex read_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::string last_text_ ABSL_GUARDED_BY(read_mu_);
 };
+
+// The tenant of a job under the policy in force at each call (for
+// CoordinatorOptions::tenant_limits_of); keeps `holder` alive.
+server::TenantLimitsOf TenantLimitsFrom(std::shared_ptr<PolicyHolder> holder);
 
 }  // namespace shard::security
 

@@ -60,6 +60,21 @@ absl::StatusOr<shard::v1::Job> CoordinatorService::GetJob(
   return job;
 }
 
+TenantUsage CoordinatorService::UsageOf(const TenantLimits& tenant) {
+  TenantUsage usage;
+  usage.store_bytes = core_.rendezvous().BytesOf(tenant.jobs);
+  usage.cost_bytes = core_.costs().TenantBytes(tenant.tenant);
+  usage.waiting_calls = core_.waiting_calls().waiting_of(tenant.tenant);
+  core_.Decide([&](LockedCore& core) {
+    if (!core.CheckServing().ok()) return;
+    tenant.jobs.ForEachMatch(core.state().jobs(), [&](const auto& job) {
+      ++usage.jobs;
+      usage.ranks += job.second->members.size();
+    });
+  });
+  return usage;
+}
+
 CoordinatorFigures CoordinatorService::Figures() {
   CoordinatorFigures figures;
   figures.cached_orders = core_.orders().size();

@@ -26,6 +26,7 @@
 #include "server/services/shard_service.h"
 #include "server/services/store_service.h"
 #include "server/state/coordinator_state.h"
+#include "server/state/tenant_limits.h"
 #include "server/storage/state_log.h"
 #include "server/storage/state_store.h"
 #include "server/waiting/waiting_calls.h"
@@ -62,6 +63,16 @@ struct CoordinatorFigures {
   }
 };
 
+// What a tenant's jobs hold now (CoordinatorService::UsageOf), as its
+// quotas count it.
+struct TenantUsage {
+  uint64_t jobs = 0;
+  uint64_t ranks = 0;  // Members joined to its jobs.
+  uint64_t store_bytes = 0;
+  uint64_t cost_bytes = 0;  // Charged to it (CostStore).
+  uint64_t waiting_calls = 0;
+};
+
 class CoordinatorService {
  public:
   // In-memory service (tests).
@@ -86,6 +97,9 @@ class CoordinatorService {
   StoreService& store() { return store_; }
 
   CoordinatorFigures Figures();
+  // What `tenant` holds now (jobs and ranks: zero while the core does not
+  // serve).
+  TenantUsage UsageOf(const TenantLimits& tenant);
   // GetJob's answer: the job (JobService::GetJob) with the balance of its
   // steps when it has balanced batches and has streamed.
   absl::StatusOr<shard::v1::Job> GetJob(

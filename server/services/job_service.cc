@@ -128,8 +128,9 @@ absl::StatusOr<shard::v1::ListJobsResponse> JobService::ListJobs(
 }
 
 absl::StatusOr<shard::v1::PutCostsResponse> JobService::PutCosts(
-    const shard::v1::PutCostsRequest& request) {
-  return core_->costs().Put(request);
+    const shard::v1::PutCostsRequest& request,
+    std::shared_ptr<const TenantLimits> uploader) {
+  return core_->costs().Put(request, std::move(uploader));
 }
 
 }  // namespace shard::server

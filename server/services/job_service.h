@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/core/coordinator_core.h"
+#include "server/state/tenant_limits.h"
 #include "server/waiting/reply.h"
 #include "shard/v1/shard.pb.h"
 
@@ -27,8 +28,10 @@ class JobService {
   absl::StatusOr<shard::v1::ListJobsResponse> ListJobs(
       const shard::v1::ListJobsRequest& request);
   // One piece of a job's costs (balanced batches); see CostStore::Put.
+  // `uploader`: the tenant the upload is charged to (null: none).
   absl::StatusOr<shard::v1::PutCostsResponse> PutCosts(
-      const shard::v1::PutCostsRequest& request);
+      const shard::v1::PutCostsRequest& request,
+      std::shared_ptr<const TenantLimits> uploader = nullptr);
 
  private:
   CoordinatorCore* const core_;

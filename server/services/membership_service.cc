@@ -246,7 +246,7 @@ void MembershipService::Join(const shard::v1::JoinJobRequest& request,
     std::optional<WaitingCalls::Slot> slot;
     if (wait_asked) {
       absl::StatusOr<WaitingCalls::Slot> entered = core_->waiting_calls().Enter(
-          WaitingCalls::Kind::kJoin,
+          WaitingCalls::Kind::kJoin, job_id,
           IncomingRanks(core.state(), job_id, member_id, spec));
       if (!entered.ok()) {
         answer = entered.status();

@@ -36,7 +36,8 @@ absl::StatusOr<StoreService::StoreWaitStart> StoreService::StartStoreWaiting(
   StoreWaitStart start{*std::move(checked), std::nullopt,
                        WaitDeadline(wait_ms, max_wait_, call_deadline)};
   if (wait_ms > 0) {
-    absl::StatusOr<WaitingCalls::Slot> entered = waiting_->Enter(kind);
+    absl::StatusOr<WaitingCalls::Slot> entered =
+        waiting_->Enter(kind, scope.job_id());
     if (!entered.ok()) return entered.status();
     start.slot.emplace(*std::move(entered));
   }

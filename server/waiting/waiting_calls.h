@@ -14,11 +14,15 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/state/tenant_limits.h"
 
 namespace shard::server {
 
@@ -38,22 +42,30 @@ class WaitingCalls {
 
    private:
     friend class WaitingCalls;
-    Slot(WaitingCalls* calls, Kind kind) : calls_(calls), kind_(kind) {}
+    Slot(WaitingCalls* calls, Kind kind, std::string tenant)
+        : calls_(calls), kind_(kind), tenant_(std::move(tenant)) {}
     WaitingCalls* calls_;  // Null once moved from.
     Kind kind_;
+    std::string tenant_;  // Counted for this tenant ("": none).
   };
 
   // Waiting calls allowed per rank of the jobs held.
   static constexpr size_t kPerRank = 2;
 
-  explicit WaitingCalls(size_t base) : base_(base) {}
+  // `tenant_of` (unset: no tenants) names the tenant of a call's job.
+  explicit WaitingCalls(size_t base, TenantLimitsOf tenant_of = nullptr)
+      : base_(base), tenant_of_(std::move(tenant_of)) {}
 
-  // A slot for one more waiting call, or RESOURCE_EXHAUSTED at the limit
-  // (naming it and the flag that raises it). `incoming_ranks`: ranks the
-  // call itself would add to those held (a join that makes its job count),
+  // A slot for one more waiting call about `job_id`, or RESOURCE_EXHAUSTED
+  // at the limit (naming it and the flag that raises it) or at its
+  // tenant's quota (naming the tenant). `incoming_ranks`: ranks the call
+  // itself would add to those held (a join that makes its job count),
   // counted before the decision.
-  absl::StatusOr<Slot> Enter(Kind kind, uint64_t incoming_ranks = 0)
+  absl::StatusOr<Slot> Enter(Kind kind, absl::string_view job_id,
+                             uint64_t incoming_ranks = 0)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Calls of `tenant` waiting now (metrics).
+  size_t waiting_of(absl::string_view tenant) const ABSL_LOCKS_EXCLUDED(mu_);
   // Calls of `kind` waiting now.
   size_t waiting(Kind kind) const ABSL_LOCKS_EXCLUDED(mu_);
   // The limit now: base + kPerRank x ranks held.
@@ -65,13 +77,16 @@ class WaitingCalls {
   }
 
  private:
-  void Leave(Kind kind) ABSL_LOCKS_EXCLUDED(mu_);
+  void Leave(Kind kind, const std::string& tenant) ABSL_LOCKS_EXCLUDED(mu_);
 
   const size_t base_;
+  const TenantLimitsOf tenant_of_;
   mutable absl::Mutex mu_;
   std::atomic<uint64_t> ranks_held_{0};
   size_t total_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<size_t, kKinds> by_kind_ ABSL_GUARDED_BY(mu_) = {};
+  // Tenants with calls waiting, and how many.
+  absl::flat_hash_map<std::string, size_t> by_tenant_ ABSL_GUARDED_BY(mu_);
 };
 
 // When a wait of `wait_ms` asked for by a request ends: at most `max_wait`

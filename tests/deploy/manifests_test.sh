@@ -26,7 +26,10 @@
 #      PriorityClass rendered with them and requests equal to limits
 #      (Guaranteed QoS), shardd's memory at least twice its
 #      --order-cache-bytes; every StatefulSet's serviceName is a headless
-#      Service of the same render.
+#      Service of the same render;
+#  11. the tenants overlay: shardd reads --auth-policy from its Secret
+#      instead of the shared token, team A's trainers carry their own
+#      token and a job id of their tenant.
 # Usage: manifests_test.sh WORK_DIR. Exit status 0 when all pass.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -45,7 +48,7 @@ cp tests/deploy/k8s-validate/package.json tests/deploy/k8s-validate/package-lock
 (cd "$validator" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 
 rendered=()
-for target in base overlays/dev overlays/prod overlays/ha; do
+for target in base overlays/dev overlays/prod overlays/ha overlays/tenants; do
   out="$work/$(echo "$target" | tr / -).yaml"
   echo "== kubectl kustomize deploy/$target"
   kubectl kustomize "deploy/$target" > "$out"
@@ -108,16 +111,36 @@ for path in sys.argv[1:]:
 sys.exit(1 if failures else 0)
 PY
 
+echo "== tenants overlay: a policy instead of one token"
+python3 - "$work/overlays-tenants.yaml" <<'PY'
+import sys
+sys.path.insert(0, "tests/deploy")
+from render_checks import Expectations, objects
+objs, expect = objects(sys.argv[1]), Expectations()
+def secrets(pod):
+    return {v["name"]: v["secret"]["secretName"]
+            for v in pod["volumes"] if "secret" in v}
+shardd = objs[("StatefulSet", "shardd")]["spec"]["template"]["spec"]
+args = shardd["containers"][0]["args"]
+expect("--auth-policy=/etc/shard/auth/policy.yaml" in args and
+       not any(a.startswith("--auth-token-file") for a in args),
+       "shardd reads --auth-policy, not a shared token")
+expect(secrets(shardd).get("auth") == "shardd-auth-policy",
+       "the policy comes from the Secret shardd-auth-policy")
+train = objs[("Job", "shard-train")]["spec"]["template"]["spec"]
+expect("--job=team-a-example" in train["containers"][0]["args"],
+       "team A's trainers run a job of their tenant")
+expect(secrets(train).get("auth") == "team-a-trainer-token",
+       "team A's trainers carry their own token")
+expect.done()
+PY
+
 echo "== ha overlay: replicas on etcd"
 python3 - "$work/overlays-ha.yaml" <<'PY'
-import sys, yaml
-objs = {(o["kind"], o["metadata"]["name"]): o
-        for o in yaml.safe_load_all(open(sys.argv[1])) if o}
-failures = []
-def expect(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
+import sys
+sys.path.insert(0, "tests/deploy")
+from render_checks import Expectations, objects
+objs, expect = objects(sys.argv[1]), Expectations()
 shardd = objs[("StatefulSet", "shardd")]["spec"]
 pod = shardd["template"]["spec"]
 c = pod["containers"][0]
@@ -139,7 +162,7 @@ for name, spec in (("shardd", shardd), ("etcd", etcd)):
     expect(bool(anti.get("requiredDuringSchedulingIgnoredDuringExecution")),
            f"{name} replicas on different nodes")
     expect(("PodDisruptionBudget", name) in objs, f"{name} PodDisruptionBudget")
-sys.exit(1 if failures else 0)
+expect.done()
 PY
 
 echo "== operator CRDs only where asked; coordinator pods scheduled to stay"

@@ -197,11 +197,17 @@ class Replicas:
 
     def __init__(self, bin_dir, etcd, work, lease="2s", size=3,
                  snapshot_every=50, extra_args=(), shutdown_grace="1s",
-                 etcd_endpoints=None, answer_logs=False):
+                 etcd_endpoints=None, answer_logs=False,
+                 probe_credentials=None, probe_metadata=None):
         """`etcd_endpoints`: each replica's --etcd-endpoints (default: the
         cluster's for all), e.g. through proxies that cut one off.
         `answer_logs`: replica i records its admissions as leader in
-        `work`/answers-i.log (--answer-log)."""
+        `work`/answers-i.log (--answer-log). `probe_credentials` (gRPC
+        channel credentials; None: plaintext) and `probe_metadata` (e.g.
+        a bearer token) are what answer() calls with, for replicas with
+        TLS or authentication in `extra_args`."""
+        self._probe_credentials = probe_credentials
+        self._probe_metadata = probe_metadata
         self._answer_logs = answer_logs
         self.snapshot_every = snapshot_every
         self._etcd_endpoints = etcd_endpoints or [etcd.endpoints] * size
@@ -273,10 +279,15 @@ class Replicas:
     def answer(self, i, timeout=0.3):
         """ListJobs on replica i alone: (True, response) when it serves,
         (False, grpc error) otherwise."""
-        with grpc.insecure_channel(self.addresses[i]) as channel:
+        channel = (grpc.insecure_channel(self.addresses[i])
+                   if self._probe_credentials is None else
+                   grpc.secure_channel(self.addresses[i],
+                                       self._probe_credentials))
+        with channel:
             try:
                 return True, pb_grpc.CoordinatorStub(channel).ListJobs(
-                    pb.ListJobsRequest(), timeout=timeout)
+                    pb.ListJobsRequest(), timeout=timeout,
+                    metadata=self._probe_metadata)
             except grpc.RpcError as error:
                 return False, error
 

@@ -1,10 +1,10 @@
 // shardd --auth-policy through real gRPC channels: the attack matrix
 // (every RPC of shard.v1 x six callers x a job of the callers' tenant and
 // one of another tenant), ListJobs showing only what a caller may view,
-// a policy rotated while calls and a stream run, and certificate
-// identities next to tokens. Every denied call must change nothing: the
-// jobs, their members, progress and rendezvous stores are compared before
-// and after.
+// a policy rotated while calls and a stream run, certificate identities
+// next to tokens, and the tenants' quotas. Every denied call must change
+// nothing: the jobs, their members, progress and rendezvous stores are compared
+// before and after.
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -17,7 +17,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/plan/batches/cost_digest.h"
 #include "gtest/gtest.h"
+#include "server/security/policy_file.h"
 #include "server/security/policy_file_watch.h"
 #include "server/security/policy_holder.h"
 #include "shard/v1/shard.grpc.pb.h"
@@ -635,7 +637,213 @@ TEST(TenantIdentityTest, CertificatesAndTokensNamePrincipals) {
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(create(*by_cn, "team-a-3", "stranger"),
             grpc::StatusCode::UNAUTHENTICATED);
+  // A DNS SAN names a principal too (the URI SAN is no longer listed).
+  policy.Write(
+      absl::StrCat("principals:\n"
+                   "  - {name: b-by-dns, identity: trainer-b.shard.test,"
+                   " grants: [{role: member, jobs: \"team-b-*\"}]}\n"));
+  ASSERT_TRUE(policy.holder()->Reload().ok());
+  EXPECT_EQ(create(*by_uri, "team-b-2", "none"), grpc::StatusCode::OK);
+  EXPECT_EQ(create(*by_cn, "team-a-4", "none"),
+            grpc::StatusCode::UNAUTHENTICATED);
   std::filesystem::remove_all(pki);
+}
+
+// The example the docs and the tenants overlay ship is a valid policy.
+TEST(TenantPolicyExampleTest, TheShippedExampleLoads) {
+  absl::StatusOr<security::AccessPolicy> example =
+      security::ReadPolicyFile(absl::StrCat(
+          SHARD_SOURCE_DIR, "/deploy/overlays/tenants/policy.example.yaml"));
+  ASSERT_TRUE(example.ok()) << example.status();
+  EXPECT_EQ(example->principals().size(), 4u);
+  EXPECT_EQ(example->tenants().size(), 2u);
+}
+
+// Tenant A has a quota of every resource; tenant B has none. A fills
+// each quota and is refused RESOURCE_EXHAUSTED naming it, while B's
+// creates, joins, rendezvous, waits and uploads at the same moment all
+// succeed; B still meets the coordinator's global store budget.
+class TenantQuotaTest : public ::testing::Test {
+ protected:
+  TenantQuotaTest()
+      : policy_(absl::StrCat(
+            "tenants:\n"
+            "  - name: team-a\n"
+            "    jobs: \"team-a-*\"\n"
+            "    quota: {jobs: 2, ranks: 3, store_bytes: 4096,"
+            " cost_bytes: 5000, waiting_calls: 2}\n"
+            "  - {name: team-b, jobs: \"team-b-*\"}\nprincipals:\n",
+            Principal("a-member", "[{role: member, jobs: \"team-a-*\"}]"),
+            Principal("b-member", "[{role: member, jobs: \"team-b-*\"}]"))) {
+    server::CoordinatorOptions options;
+    options.tenant_limits_of = security::TenantLimitsFrom(policy_.holder());
+    options.rendezvous.max_total_bytes = 32 << 10;
+    server::CoordinatorServerOptions server_options;
+    server_options.auth_policy = policy_.holder();
+    cluster_ = std::make_unique<TestCluster>(options, server_options);
+    stub_ = cluster_->NewStub();
+  }
+
+  // `caller` joins `job` (created with `world_size` ranks) as `member`.
+  grpc::Status Join(const std::string& caller, const std::string& job,
+                    const std::string& member, uint32_t world_size,
+                    Joined* joined = nullptr) {
+    grpc::ClientContext context;
+    Authorize(context, caller);
+    shard::v1::JoinJobRequest request;
+    request.set_job_id(job);
+    request.set_member_id(member);
+    request.set_incarnation(5);
+    *request.mutable_spec() = Spec();
+    request.mutable_spec()->set_world_size(world_size);
+    shard::v1::JoinJobResponse response;
+    grpc::Status status = stub_->JoinJob(&context, request, &response);
+    if (joined != nullptr) *joined = {job, member, 5, response.generation()};
+    return status;
+  }
+
+  grpc::Status Set(const std::string& caller, const Joined& member,
+                   const std::string& key, size_t value_bytes) {
+    grpc::ClientContext context;
+    Authorize(context, caller);
+    shard::v1::StoreSetRequest request;
+    *request.mutable_scope() = ScopeOf(member);
+    request.set_key(key);
+    request.set_value(std::string(value_bytes, 'x'));
+    shard::v1::StoreSetResponse response;
+    return stub_->StoreSet(&context, request, &response);
+  }
+
+  grpc::Status Get(const std::string& caller, const Joined& member,
+                   const std::string& key, uint32_t wait_ms) {
+    grpc::ClientContext context;
+    Authorize(context, caller);
+    shard::v1::StoreGetRequest request;
+    *request.mutable_scope() = ScopeOf(member);
+    request.set_key(key);
+    request.set_wait_ms(wait_ms);
+    shard::v1::StoreGetResponse response;
+    return stub_->StoreGet(&context, request, &response);
+  }
+
+  // Uploads `count` costs (all equal to `value`) in one piece.
+  grpc::Status Upload(const std::string& caller, uint32_t count,
+                      uint32_t value) {
+    std::string le32;
+    for (uint32_t i = 0; i < count; ++i) {
+      for (int byte = 0; byte < 4; ++byte) le32.push_back(value >> (8 * byte));
+    }
+    grpc::ClientContext context;
+    Authorize(context, caller);
+    shard::v1::PutCostsRequest request;
+    request.set_sha256(plan::Sha256Hex(le32));
+    request.set_count(count);
+    request.set_costs_le32(le32);
+    shard::v1::PutCostsResponse response;
+    return stub_->PutCosts(&context, request, &response);
+  }
+
+  static shard::v1::StoreScope ScopeOf(const Joined& member) {
+    shard::v1::StoreScope scope;
+    scope.set_job_id(member.job_id);
+    scope.set_generation(member.generation);
+    scope.set_member_id(member.member_id);
+    scope.set_incarnation(member.incarnation);
+    return scope;
+  }
+
+  // The status is RESOURCE_EXHAUSTED for team A's quota of `resource`.
+  static void ExpectQuota(const grpc::Status& status,
+                          const std::string& resource) {
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << status.error_message();
+    EXPECT_NE(status.error_message().find(
+                  "tenant 'team-a' (jobs \"team-a-*\") is at its quota of " +
+                  resource),
+              std::string::npos)
+        << status.error_message();
+  }
+
+  PolicyFile policy_;
+  std::unique_ptr<TestCluster> cluster_;
+  std::unique_ptr<shard::v1::Coordinator::Stub> stub_;
+};
+
+TEST_F(TenantQuotaTest, OneTenantAtItsQuotasLeavesTheOthersTheirRoom) {
+  // Jobs (2) and ranks (3).
+  Joined a_member, b_member;
+  ASSERT_TRUE(Join("a-member", "team-a-1", "a-1", 1, &a_member).ok());
+  ASSERT_TRUE(Join("a-member", "team-a-2", "a-2", 3).ok());
+  ASSERT_TRUE(Join("a-member", "team-a-2", "a-3", 3).ok());
+  ExpectQuota(Join("a-member", "team-a-3", "a-4", 1), "jobs");
+  ExpectQuota(Join("a-member", "team-a-2", "a-4", 3), "ranks");
+  for (int job = 1; job <= 3; ++job) {
+    EXPECT_TRUE(Join("b-member", absl::StrCat("team-b-", job), "b", 1,
+                     job == 1 ? &b_member : nullptr)
+                    .ok());
+  }
+  // A member joining again takes no new rank.
+  EXPECT_TRUE(Join("a-member", "team-a-2", "a-3", 3).ok());
+
+  // Waiting calls (2): two of A's gets wait; a third is refused, B's waits.
+  std::vector<std::thread> waiting;
+  std::atomic<int> answered{0};
+  for (int i = 0; i < 2; ++i) {
+    waiting.emplace_back([&] {
+      if (Get("a-member", a_member, "later", 20000).ok()) ++answered;
+    });
+  }
+  const server::TenantLimits& team_a =
+      policy_.holder()->Current()->tenants().front();
+  while (cluster_->service().UsageOf(team_a).waiting_calls < 2) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ExpectQuota(Get("a-member", a_member, "later", 20000), "waiting_calls");
+  EXPECT_TRUE(Get("b-member", b_member, "later", 50).ok());
+  ASSERT_TRUE(Set("a-member", a_member, "later", 1).ok());
+  for (std::thread& thread : waiting) thread.join();
+  EXPECT_EQ(answered.load(), 2);
+
+  // Store bytes (4,096): each key holds 1,000 + its name + 96 bytes.
+  int stored = 0;
+  grpc::Status set;
+  while (
+      (set = Set("a-member", a_member, absl::StrCat("k", stored), 1000)).ok()) {
+    ++stored;
+  }
+  // "later" holds 102 bytes, each kN 1,098: a fourth kN would pass 4,096.
+  EXPECT_EQ(stored, 3);
+  ExpectQuota(set, "store_bytes");
+  EXPECT_TRUE(Set("b-member", b_member, "k0", 1000).ok());
+
+  // Cost bytes (5,000): an upload of 1,000 costs stages 4,000 bytes and
+  // keeps a table of 2,000 (u16); a second upload would hold 6,000.
+  EXPECT_TRUE(Upload("a-member", 1000, 7).ok());
+  ExpectQuota(Upload("a-member", 1000, 8), "cost_bytes");
+  EXPECT_TRUE(Upload("b-member", 1000, 8).ok());
+
+  const server::TenantUsage usage = cluster_->service().UsageOf(team_a);
+  EXPECT_EQ(usage.jobs, 2u);
+  EXPECT_EQ(usage.ranks, 3u);
+  EXPECT_LE(usage.store_bytes, 4096u);
+  EXPECT_EQ(usage.cost_bytes, 2000u);
+  EXPECT_EQ(usage.waiting_calls, 0u);
+  const auto refusals = policy_.holder()->quota_refusals().Counts();
+  for (const char* resource :
+       {"jobs", "ranks", "waiting_calls", "store_bytes", "cost_bytes"}) {
+    EXPECT_EQ(refusals.at({"team-a", resource}), 1u) << resource;
+  }
+
+  // B has no quota, but the coordinator's budget (32 KiB) still holds.
+  int b_keys = 1;
+  while (
+      (set = Set("b-member", b_member, absl::StrCat("k", b_keys), 1000)).ok()) {
+    ++b_keys;
+  }
+  EXPECT_EQ(set.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(set.error_message().find("--store-max-bytes"), std::string::npos)
+      << set.error_message();
+  EXPECT_LT(b_keys, 33);
 }
 
 }  // namespace

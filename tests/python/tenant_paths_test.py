@@ -13,9 +13,20 @@
 4. torchrun --rdzv-backend shard with SHARD_TOKEN_FILE: the example
    trainer's two workers rendezvous in team A's jobs and exit 0; with the
    run id of a team-b job the agent fails at once with the denial.
+
+5. The policy file re-read on SIGHUP: a broken one is refused with its
+   FILE:LINE in an audit line and team A keeps working; one without team
+   A's trainer shuts it out at once. A broken policy at start exits 2
+   naming FILE:LINE.
+
+With --replicated: three replicas on etcd under mutual TLS and one policy
+naming team A by its client certificate (CN) and team B by a token; each
+reaches its own job and is refused the other's, before and after the
+leader is killed.
 """
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -149,14 +160,158 @@ def check_torchrun(python_dir, address, tokens, work):
           f"{time.monotonic() - started:.1f} s naming the denial")
 
 
+def across_failover(args):
+    import grpc
+    import shard
+    from shard.errors import PermissionDeniedError
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "e2e"))
+    from replicated_coordinator import EtcdCluster, Replicas
+
+    work = tempfile.mkdtemp(prefix="shard-tenants-ha-")
+    pki = os.path.join(work, "pki")
+    subprocess.run([os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                 "..", "support", "make_test_certs.sh"), pki],
+                   check=True)
+    tokens = {name: write_secret(os.path.join(work, f"{name}.token"),
+                                 f"{name}-{os.urandom(8).hex()}")
+              for name in ("b", "ops")}
+
+    def digest(name):
+        with open(tokens[name]) as f:
+            return hashlib.sha256(f.read().strip().encode()).hexdigest()
+
+    policy = os.path.join(work, "policy.yaml")
+    with open(policy, "w") as out:
+        out.write(
+            "principals:\n"
+            "  - {name: team-a-by-cert, identity: trainer,"
+            " grants: [{role: member, jobs: \"team-a-*\"}]}\n"
+            f"  - {{name: team-b-trainer, token_sha256: {digest('b')},"
+            " grants: [{role: member, jobs: \"team-b-*\"}]}\n"
+            f"  - {{name: ops, token_sha256: {digest('ops')},"
+            " grants: [{role: admin, jobs: \"*\"}]}\n")
+    pem = {name: os.path.join(pki, name) for name in (
+        "ca.pem", "server.pem", "server.key", "client.pem", "client.key",
+        "spiffe.pem", "spiffe.key")}
+
+    def read(name):
+        with open(pem[name], "rb") as f:
+            return f.read()
+
+    with open(tokens["ops"]) as f:
+        ops_token = f.read().strip()
+    probe = grpc.ssl_channel_credentials(read("ca.pem"), read("client.key"),
+                                         read("client.pem"))
+    with EtcdCluster() as etcd, Replicas(
+            args.bin_dir, etcd, work,
+            extra_args=["--tls-cert", pem["server.pem"], "--tls-key",
+                        pem["server.key"], "--tls-client-ca", pem["ca.pem"],
+                        "--auth-policy", policy],
+            probe_credentials=probe,
+            probe_metadata=(("authorization", f"Bearer {ops_token}"),)
+            ) as replicas:
+        check(replicas.leader(deadline_s=60) is not None, "a replica leads")
+        team_a = shard.Client(replicas.coordinator, tls_ca=pem["ca.pem"],
+                              tls_cert=pem["client.pem"],
+                              tls_key=pem["client.key"])
+        team_b = shard.Client(replicas.coordinator, token_file=tokens["b"],
+                              tls_ca=pem["ca.pem"],
+                              tls_cert=pem["spiffe.pem"],
+                              tls_key=pem["spiffe.key"])
+        team_a.create_job("team-a-ha", shard.job_spec(100, 1))
+        team_b.create_job("team-b-ha", shard.job_spec(100, 1))
+
+        def check_separated(when):
+            check(team_a.get_job("team-a-ha").job_id == "team-a-ha" and
+                  team_b.get_job("team-b-ha").job_id == "team-b-ha",
+                  f"{when}: each team reads its own job (A by its "
+                  f"certificate, B by its token)")
+            expect_error(f"{when}: team A's certificate on team B's job",
+                         PermissionDeniedError,
+                         lambda: team_a.get_job("team-b-ha"),
+                         says="principal 'team-a-by-cert'")
+            expect_error(f"{when}: team B's token on team A's job",
+                         PermissionDeniedError,
+                         lambda: team_b.get_job("team-a-ha"),
+                         says="principal 'team-b-trainer'")
+
+        check_separated("before the failover")
+        leader = replicas.leader()
+        replicas.kill(leader)
+        check(replicas.leader(deadline_s=60, skip=(leader,)) is not None,
+              "another replica leads after the kill")
+        check_separated("after the failover")
+        team_a.close()
+        team_b.close()
+
+
+def check_reload(bin_dir, daemon, policy, log, tokens):
+    import shard
+    from shard.errors import UnauthenticatedError
+    with open(policy) as f:
+        good = f.read()
+    with open(policy, "w") as out:
+        out.write("principals:\n  - name: x\n    grants: [\n")
+    os.kill(daemon.pid, signal.SIGHUP)
+    refused = f"audit call=LoadPolicy outcome=refused reason=\"{policy}:4:"
+    for _ in range(100):
+        with open(log) as f:
+            if refused in f.read():
+                break
+        time.sleep(0.05)
+    with open(log) as f:
+        check(refused in f.read(), "SIGHUP: a broken policy is refused with "
+              "its FILE:LINE in an audit line")
+    client = shard.Client(daemon.address, token_file=tokens["a"])
+    check(client.get_job("team-a-sampler").job_id == "team-a-sampler",
+          "the policy in force stays: team A still reads its job")
+    with open(policy, "w") as out:
+        out.write(good.split("  - name: team-a-trainer")[0] +
+                  "  - name: team-b-trainer" +
+                  good.split("  - name: team-b-trainer")[1])
+    os.kill(daemon.pid, signal.SIGHUP)
+    started = time.monotonic()
+    while time.monotonic() - started < 5:
+        try:
+            client.get_job("team-a-sampler")
+            time.sleep(0.05)
+        except UnauthenticatedError:
+            break
+    expect_error("SIGHUP: a policy without team A's trainer shuts it out",
+                 UnauthenticatedError,
+                 lambda: client.get_job("team-a-sampler"),
+                 says="names no principal")
+    client.close()
+    broken = os.path.join(os.path.dirname(policy), "broken.yaml")
+    with open(broken, "w") as out:
+        out.write("principals:\n  - name: x\n    tokn: y\n")
+    started = subprocess.run(
+        [os.path.join(bin_dir, "shardd"), "--in-memory", "--listen",
+         "127.0.0.1:0", "--auth-policy", broken],
+        capture_output=True, text=True, timeout=30)
+    check(started.returncode == 2 and
+          f"shardd: --auth-policy: {broken}:3: unknown key \"tokn\""
+          in started.stderr,
+          f"a broken policy at start exits {started.returncode}: "
+          f"{started.stderr.strip().splitlines()[-1][:200]}")
+
+
 def main():
-    args = parse_args(__doc__.splitlines()[0])
+    args = parse_args(__doc__.splitlines()[0], lambda p: p.add_argument(
+        "--replicated", action="store_true"))
+    if args.replicated:
+        across_failover(args)
+        return exit_code()
     work = tempfile.mkdtemp(prefix="shard-tenants-")
     policy, tokens = write_policy(work)
-    with ShardDaemon(args.bin_dir, "--auth-policy", policy) as daemon:
+    log = os.path.join(work, "shardd.log")
+    with ShardDaemon(args.bin_dir, "--auth-policy", policy,
+                     log_path=log) as daemon:
         check_sampler(daemon.address, tokens)
         check_shard_train(args.bin_dir, daemon.address, tokens, work)
         check_torchrun(args.python_dir, daemon.address, tokens, work)
+        check_reload(args.bin_dir, daemon, policy, log, tokens)
     return exit_code()
 
 

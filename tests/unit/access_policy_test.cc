@@ -90,9 +90,9 @@ TEST(AccessPolicyTest, ReadsTwoTeams) {
   EXPECT_EQ(policy->ByIdentity("spiffe://cluster/ns/ops/sa/other"), nullptr);
   EXPECT_TRUE(policy->NamesIdentities());
   ASSERT_NE(policy->TenantOf("team-a-x"), nullptr);
-  EXPECT_EQ(policy->TenantOf("team-a-x")->name, "team-a");
-  EXPECT_EQ(policy->TenantOf("team-a-x")->quota.jobs, 2u);
-  EXPECT_EQ(policy->TenantOf("team-a-x")->quota.store_bytes, std::nullopt);
+  EXPECT_EQ(policy->TenantOf("team-a-x")->tenant, "team-a");
+  EXPECT_EQ(policy->TenantOf("team-a-x")->max_jobs, 2u);
+  EXPECT_EQ(policy->TenantOf("team-a-x")->max_store_bytes, std::nullopt);
   EXPECT_EQ(policy->TenantOf("team-c-x"), nullptr);
 }
 
