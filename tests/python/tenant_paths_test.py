@@ -8,6 +8,7 @@
 2. The sampler given only the coordinator's address takes the token from
    SHARD_TOKEN_FILE, as DataLoader workers and torchrun workers do; and a
    token the policy lacks is UnauthenticatedError.
+   `shardctl status` shows each team only its own jobs.
 3. shard-train with SHARD_TOKEN_FILE trains a team-a job and exits 0; in a
    team-b job it exits non-zero naming PERMISSION_DENIED.
 4. torchrun --rdzv-backend shard with SHARD_TOKEN_FILE: the example
@@ -103,6 +104,24 @@ def check_sampler(address, tokens):
                  says="names no principal")
     del os.environ["SHARD_TOKEN_FILE"]
     client.close()
+
+
+def check_status(bin_dir, address, tokens):
+    import shard
+    with shard.Client(address, token_file=tokens["b"]) as team_b:
+        team_b.create_job("team-b-listed", shard.job_spec(10, 1))
+
+    def listed(team):
+        out = subprocess.run(
+            [os.path.join(bin_dir, "shardctl"), "--coordinator", address,
+             "--auth-token-file", tokens[team], "status"],
+            capture_output=True, text=True, timeout=60).stdout
+        return sorted(line.split()[0] for line in out.splitlines()[1:])
+
+    check(listed("a") == ["team-a-by-env", "team-a-sampler"] and
+          listed("b") == ["team-b-listed"],
+          f"shardctl status shows each team its own jobs: A {listed('a')}, "
+          f"B {listed('b')}")
 
 
 def run_shard_train(bin_dir, address, token, job, work):
@@ -309,6 +328,7 @@ def main():
     with ShardDaemon(args.bin_dir, "--auth-policy", policy,
                      log_path=log) as daemon:
         check_sampler(daemon.address, tokens)
+        check_status(args.bin_dir, daemon.address, tokens)
         check_shard_train(args.bin_dir, daemon.address, tokens, work)
         check_torchrun(args.python_dir, daemon.address, tokens, work)
         check_reload(args.bin_dir, daemon, policy, log, tokens)
