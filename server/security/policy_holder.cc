@@ -1,6 +1,7 @@
 #include "server/security/policy_holder.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -33,12 +34,12 @@ absl::Status PolicyHolder::Read(bool only_if_changed) {
   bytes << in.rdbuf();
   absl::StatusOr<AccessPolicy> policy =
       absl::InvalidArgumentError(absl::StrCat("cannot read ", path_));
-  if (in) {
-    std::string text = bytes.str();
-    if (only_if_changed && text == last_text_) return absl::OkStatus();
-    policy = ParsePolicy(text, path_, refusals_);
-    last_text_ = std::move(text);
-  }
+  // nullopt: the file could not be read.
+  std::optional<std::string> text;
+  if (in) text = bytes.str();
+  if (only_if_changed && text == last_text_) return absl::OkStatus();
+  if (text) policy = ParsePolicy(*text, path_, refusals_);
+  last_text_ = std::move(text);
   if (!policy.ok()) {
     AuditRecord refused;
     refused.call = "LoadPolicy";

@@ -12,6 +12,7 @@
 #define SERVER_SECURITY_POLICY_HOLDER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -33,7 +34,8 @@ class PolicyHolder {
   // (the policy in force stays).
   absl::Status Reload();
   // Reload() when the file's bytes differ from the last read (taken or
-  // refused), so a refused file is reported once; OK when unchanged.
+  // refused), so a refused file, or one that cannot be read, is reported
+  // once; OK when unchanged.
   absl::Status ReloadIfChanged();
 
   const std::string& path() const { return path_; }
@@ -53,7 +55,8 @@ class PolicyHolder {
   std::shared_ptr<const AccessPolicy> current_ ABSL_GUARDED_BY(mu_);
   // Serializes reads, so that two reloads do not interleave.
   absl::Mutex read_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  std::string last_text_ ABSL_GUARDED_BY(read_mu_);
+  // The file's bytes at the last read (nullopt: it could not be read).
+  std::optional<std::string> last_text_ ABSL_GUARDED_BY(read_mu_) = "";
 };
 
 // The tenant of a job under the policy in force at each call (for
