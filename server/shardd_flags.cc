@@ -167,11 +167,12 @@ void AddSecurityOptions(CLI::App& app, DaemonFlags* f) {
                  "must carry; the other calls accept it too")
       ->type_name("FILE")
       ->group(security);
-  cli::AddOption(app, "--auth-policy", f->auth_policy,
-                 "YAML file of principals (token digests, certificate "
-                 "identities), their roles on job patterns and the tenants' "
-                 "quotas (docs/tenants.md); re-read on SIGHUP and when it "
-                 "changes; not with the token files")
+  cli::AddOption(
+      app, "--auth-policy", f->auth_policy,
+      "YAML file of principals (token digests, certificate "
+      "identities), their roles on job patterns and the tenants' "
+      "quotas (docs/operations.md, Tenants); re-read on SIGHUP and when it "
+      "changes; not with the token files")
       ->type_name("FILE")
       ->group(security);
   cli::AddDuration(app, "--auth-policy-check-every",

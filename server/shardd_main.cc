@@ -43,6 +43,7 @@
 #include "server/security/policy_holder.h"
 #include "server/services/coordinator_service.h"
 #include "server/shardd_flags.h"
+#include "server/shardd_metrics.h"
 #include "server/storage/data_dir_lock.h"
 #include "server/storage/file_cost_blobs.h"
 #include "server/storage/state_log.h"
@@ -200,63 +201,6 @@ int CheckEtcd(const shard::server::DaemonFlags&) {
 }
 #endif
 
-// The coordinator gauges Prometheus reads at scrape time.
-// Each tenant's resources of the policy in force (none without one).
-std::vector<shard::metrics::TenantFigure> TenantFiguresOf(
-    shard::server::CoordinatorService& service,
-    const shard::security::PolicyHolder* policy) {
-  std::vector<shard::metrics::TenantFigure> figures;
-  if (policy == nullptr) return figures;
-  using Limits = shard::server::TenantLimits;
-  const auto refusals = policy->quota_refusals().Counts();
-  for (const Limits& tenant : policy->Current()->tenants()) {
-    const shard::server::TenantUsage usage = service.UsageOf(tenant);
-    const struct {
-      const char* resource;
-      uint64_t used;
-      std::optional<uint64_t> Limits::*quota;
-    } resources[] = {
-        {"jobs", usage.jobs, &Limits::max_jobs},
-        {"ranks", usage.ranks, &Limits::max_ranks},
-        {"store_bytes", usage.store_bytes, &Limits::max_store_bytes},
-        {"cost_bytes", usage.cost_bytes, &Limits::max_cost_bytes},
-        {"waiting_calls", usage.waiting_calls, &Limits::max_waiting_calls}};
-    for (const auto& [resource, used, quota] : resources) {
-      const auto refused = refusals.find({tenant.tenant, resource});
-      figures.push_back({tenant.tenant, resource, used, tenant.*quota,
-                         refused == refusals.end() ? 0 : refused->second});
-    }
-  }
-  return figures;
-}
-
-shard::metrics::CoordinatorView ViewOf(
-    shard::server::CoordinatorService& service,
-    const shard::server::CoordinatorOptions& options,
-    const shard::security::PolicyHolder* policy) {
-  using Kind = shard::server::WaitingCalls::Kind;
-  shard::metrics::CoordinatorView view;
-  shard::server::CoordinatorFigures figures = service.Figures();
-  view.jobs = std::move(figures.jobs);
-  for (Kind kind : {Kind::kJoin, Kind::kStoreGet, Kind::kStoreWait}) {
-    view.waiting_calls.emplace_back(shard::server::WaitingCalls::KindName(kind),
-                                    figures.waiting(kind));
-  }
-  view.max_waiting_calls = figures.waiting_limit;
-  view.heartbeat_pace_seconds = absl::ToDoubleSeconds(figures.heartbeat_pace);
-  view.store_bytes = figures.rendezvous_bytes;
-  view.store_max_bytes = options.rendezvous.max_total_bytes;
-  view.order_bytes = figures.order_bytes;
-  view.order_bytes_limit = options.order_cache_bytes;
-  view.order_evictions = figures.order_evictions;
-  view.cost_bytes = figures.cost_bytes;
-  view.cost_bytes_limit = options.max_cost_bytes;
-  view.idle_jobs_expired = figures.idle_jobs_expired;
-  view.batch_windows_arranged = figures.batch_windows_arranged;
-  view.tenants = TenantFiguresOf(service, policy);
-  return view;
-}
-
 // The shortest --max-wait: a round of a waiting join (clients ask for
 // rounds of at least this long).
 constexpr absl::Duration kShortestMaxWait = absl::Seconds(1);
@@ -320,27 +264,6 @@ shard::server::CoordinatorServerOptions ServerOptionsFromFlags(
   // The Drain RPC takes the SIGTERM path below.
   server_options.on_drain_requested = [] { kill(getpid(), SIGTERM); };
   return server_options;
-}
-
-// Starts the metrics endpoint when --metrics-listen asks for one (false
-// after reporting a failure). `view` is called at scrape time.
-bool StartMetrics(const shard::server::DaemonFlags& flags,
-                  shard::metrics::ServerMetrics& metrics,
-                  std::function<shard::metrics::CoordinatorView()> view,
-                  std::optional<shard::metrics::MetricsEndpoint>& endpoint) {
-  const std::string listen = flags.metrics_listen;
-  if (listen.empty()) return true;
-  absl::StatusOr<shard::metrics::MetricsEndpoint> started =
-      shard::metrics::StartMetricsEndpoint(listen, metrics, std::move(view));
-  if (!started.ok()) {
-    std::cerr << "shardd: " << started.status().message() << "\n";
-    return false;
-  }
-  endpoint = *std::move(started);
-  LogEvent(absl::StrCat("serving metrics on http://", endpoint->address,
-                        "/metrics"));
-  std::cout << "metrics on " << endpoint->address << std::endl;
-  return true;
 }
 
 void LogServing(const shard::server::CoordinatorServerOptions& options,
@@ -457,10 +380,11 @@ int RunStandalone(const shard::server::DaemonFlags& flags,
 
   // The endpoint stops before the service is destroyed.
   std::optional<shard::metrics::MetricsEndpoint> endpoint;
-  if (!StartMetrics(
+  if (!shard::server::StartMetrics(
           flags, *metrics,
           [raw = service.get(), options, policy] {
-            return ViewOf(*raw, options, policy.get());
+            return shard::server::CoordinatorViewOf(*raw, options,
+                                                    policy.get());
           },
           endpoint)) {
     return kExitRuntimeError;
@@ -525,13 +449,14 @@ int RunReplicated(const shard::server::DaemonFlags& flags,
   }
   // The endpoint stops before the replica is destroyed.
   std::optional<shard::metrics::MetricsEndpoint> endpoint;
-  if (!StartMetrics(
+  if (!shard::server::StartMetrics(
           flags, *metrics,
           [raw = replica->get(), options, policy] {
             shard::metrics::CoordinatorView view;
             raw->WithLeaderService(
                 [&](shard::server::CoordinatorService& service) {
-                  view = ViewOf(service, options, policy.get());
+                  view = shard::server::CoordinatorViewOf(service, options,
+                                                          policy.get());
                 });
             return view;
           },

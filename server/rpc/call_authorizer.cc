@@ -147,15 +147,8 @@ absl::Status CallAuthorizer::Denied(grpc::ServerContextBase* context,
                                     absl::string_view job_id,
                                     absl::string_view principal,
                                     absl::Status denial) const {
-  security::AuditRecord record;
-  record.call = rule.rpc;
-  record.principal = principal.empty() ? "-" : principal;
-  record.job = job_id;
-  record.outcome = "denied";
-  const std::string peer = context->peer();
-  record.peer = peer;
-  record.reason = std::string(denial.message());
-  security::Audit(record);
+  AuditCall(context, rule, job_id, principal.empty() ? "-" : principal,
+            "denied", denial.message());
   if (options_.on_denied) {
     options_.on_denied(absl::IsUnauthenticated(denial) ? "unauthenticated"
                                                        : "no_role");
@@ -167,13 +160,22 @@ void CallAuthorizer::AuditAllowed(grpc::ServerContextBase* context,
                                   const CallRule& rule,
                                   absl::string_view job_id,
                                   absl::string_view principal) {
+  AuditCall(context, rule, job_id, principal, "allowed", "");
+}
+
+void CallAuthorizer::AuditCall(grpc::ServerContextBase* context,
+                               const CallRule& rule, absl::string_view job_id,
+                               absl::string_view principal,
+                               absl::string_view outcome,
+                               absl::string_view reason) {
   security::AuditRecord record;
   record.call = rule.rpc;
   record.principal = principal;
   record.job = job_id;
-  record.outcome = "allowed";
+  record.outcome = outcome;
   const std::string peer = context->peer();
   record.peer = peer;
+  record.reason = std::string(reason);
   security::Audit(record);
 }
 

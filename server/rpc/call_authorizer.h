@@ -90,6 +90,11 @@ class CallAuthorizer {
                            const security::CallRule& rule,
                            absl::string_view job_id,
                            absl::string_view principal);
+  // One audit line for the call.
+  static void AuditCall(grpc::ServerContextBase* context,
+                        const security::CallRule& rule,
+                        absl::string_view job_id, absl::string_view principal,
+                        absl::string_view outcome, absl::string_view reason);
 
   const CallAuthorizerOptions options_;
 };

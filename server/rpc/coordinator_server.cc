@@ -123,7 +123,7 @@ absl::Status CoordinatorServer::CheckPolicyOptions(
     return absl::InvalidArgumentError(
         "--auth-policy names every principal: give it without "
         "--auth-token-file and --admin-token-file (put the tokens' SHA-256 "
-        "digests in the policy, docs/tenants.md)");
+        "digests in the policy: docs/operations.md, \"Tenants\")");
   }
   if (opts.auth_policy->Current()->NamesIdentities() &&
       opts.tls_client_ca_file.empty()) {

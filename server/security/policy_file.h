@@ -1,5 +1,5 @@
-// The --auth-policy file: YAML a person writes by hand (docs/tenants.md
-// shows the format and a policy for two teams):
+// The --auth-policy file: YAML a person writes by hand (docs/operations.md
+// "Tenants" shows the format and a policy for two teams):
 //
 //   tenants:                      # optional
 //     - name: team-a
@@ -22,6 +22,7 @@
 #define SERVER_SECURITY_POLICY_FILE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -36,6 +37,9 @@ namespace shard::security {
 absl::StatusOr<AccessPolicy> ParsePolicy(
     absl::string_view text, absl::string_view file,
     std::shared_ptr<server::QuotaRefusals> refusals = nullptr);
+
+// The bytes of the file at `path`; nullopt if it cannot be read.
+std::optional<std::string> ReadPolicyText(const std::string& path);
 
 // ParsePolicy of the file at `path`; INVALID_ARGUMENT naming it if it
 // cannot be read.

@@ -1,8 +1,6 @@
 #include "server/security/policy_holder.h"
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -29,14 +27,10 @@ absl::Status PolicyHolder::ReloadIfChanged() { return Read(true); }
 
 absl::Status PolicyHolder::Read(bool only_if_changed) {
   absl::MutexLock reading(&read_mu_);
-  std::ifstream in(path_, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
   absl::StatusOr<AccessPolicy> policy =
       absl::InvalidArgumentError(absl::StrCat("cannot read ", path_));
   // nullopt: the file could not be read.
-  std::optional<std::string> text;
-  if (in) text = bytes.str();
+  std::optional<std::string> text = ReadPolicyText(path_);
   if (only_if_changed && text == last_text_) return absl::OkStatus();
   if (text) policy = ParsePolicy(*text, path_, refusals_);
   last_text_ = std::move(text);

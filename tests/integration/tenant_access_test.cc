@@ -296,9 +296,9 @@ char Outcome(const grpc::Status& status) {
   return 'A';
 }
 
-// The matrix (docs/tenants.md prints the same table): for each RPC, the
-// outcome per caller (none, B's member, A's viewer, A's member, A's admin,
-// ops) on A's job, then on B's. Calls that name no job (ListJobs,
+// The matrix (docs/operations.md "Tenants" prints the same table): for each
+// RPC, the outcome per caller (none, B's member, A's viewer, A's member, A's
+// admin, ops) on A's job, then on B's. Calls that name no job (ListJobs,
 // PutCosts, Drain) read the same in both.
 struct Row {
   const char* rpc;
