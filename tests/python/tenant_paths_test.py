@@ -6,7 +6,8 @@
    PermissionDeniedError naming the job and the role missing, at once
    (not retried).
 2. The sampler given only the coordinator's address takes the token from
-   SHARD_TOKEN_FILE, as DataLoader workers and torchrun workers do; and a
+   SHARD_TOKEN_FILE, as torchrun workers do, and feeds shard.torch.DataLoader
+   with fork and spawn workers; and a
    token the policy lacks is UnauthenticatedError.
    `shardctl status` shows each team only its own jobs.
 3. shard-train with SHARD_TOKEN_FILE trains a team-a job and exits 0; in a
@@ -96,6 +97,19 @@ def check_sampler(address, tokens):
     check(sorted(sampler) == list(range(50)),
           "a sampler given only the address presents SHARD_TOKEN_FILE's token")
     sampler.close()
+    import shard.torch
+    for method in ("fork", "spawn"):
+        sampler = DistributedSampler(range(60), coordinator=address,
+                                     job=f"team-a-loader-{method}",
+                                     num_replicas=1, rank=0)
+        sampler.set_epoch(0)
+        loader = shard.torch.DataLoader(range(60), sampler=sampler,
+                                        batch_size=10, num_workers=2,
+                                        multiprocessing_context=method)
+        seen = sorted(int(i) for batch in loader for i in batch)
+        check(seen == list(range(60)), f"shard.torch.DataLoader with 2 "
+              f"{method} workers delivers team A's epoch once")
+        sampler.close()
     os.environ["SHARD_TOKEN_FILE"] = write_secret(
         os.path.join(os.path.dirname(tokens["a"]), "stranger.token"),
         "not-in-the-policy")
@@ -118,7 +132,8 @@ def check_status(bin_dir, address, tokens):
             capture_output=True, text=True, timeout=60).stdout
         return sorted(line.split()[0] for line in out.splitlines()[1:])
 
-    check(listed("a") == ["team-a-by-env", "team-a-sampler"] and
+    check(listed("a") == ["team-a-by-env", "team-a-loader-fork",
+                          "team-a-loader-spawn", "team-a-sampler"] and
           listed("b") == ["team-b-listed"],
           f"shardctl status shows each team its own jobs: A {listed('a')}, "
           f"B {listed('b')}")
